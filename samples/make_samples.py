@@ -1,0 +1,274 @@
+#!/usr/bin/python3
+"""Regenerate the small TorchScript sample models in samples/.
+
+Run with Debian's PyTorch (python3-torch 1.13):
+
+    bash scripts/install-deps.sh --samples && /usr/bin/python3 samples/make_samples.py
+
+Deterministic: every model is built right after torch.manual_seed(0), in eval
+mode. Norm layers get non-trivial affine parameters / running statistics so
+that getting them wrong shows up in parity tests.
+
+TorchScript does not keep the traced input shapes when a module is saved and
+loaded back (the loaded graph's inputs are plain `Tensor`). So each sample also
+carries its example inputs as an extra file in the archive, `thunderc.json`:
+
+    {"inputs": [{"name": "x", "shape": [1, 64], "dtype": "float32"}]}
+
+readable from C++ with torch::jit::load(path, device, extra_files) and from
+Python with torch.jit.load(path, _extra_files={"thunderc.json": ""}).
+
+Options:
+    --ops   also print the set of op kinds in each sample's frozen graph
+"""
+import json
+import math
+import os
+import sys
+
+# Scripted modules serialize some attributes in set-iteration order, which depends on
+# Python's string hash seed; pin it so that reruns produce byte-identical files.
+if os.environ.get("PYTHONHASHSEED") != "0":
+    os.environ["PYTHONHASHSEED"] = "0"
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SEED = 0
+
+
+# --------------------------------------------------------------------------- models
+
+class MLP(nn.Module):
+    def __init__(self, d_in: int = 64, d_hidden: int = 128, d_out: int = 10):
+        super().__init__()
+        self.fc1 = nn.Linear(d_in, d_hidden)
+        self.norm = nn.LayerNorm(d_hidden)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(d_hidden, d_out)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.norm(self.fc1(x))))
+
+
+def conv_bn_relu(c_in, c_out, k=3, stride=1, groups=1):
+    return nn.Sequential(
+        nn.Conv2d(c_in, c_out, k, stride=stride, padding=k // 2, groups=groups, bias=False),
+        nn.BatchNorm2d(c_out),
+        nn.ReLU(inplace=True),
+    )
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, c: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        y = self.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return self.relu(y + x)
+
+
+class SmallCNN(nn.Module):
+    """[N,3,32,32] -> [N,10]."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.block1 = nn.Sequential(conv_bn_relu(3, 16), nn.MaxPool2d(2))              # 16x16x16
+        self.block2 = nn.Sequential(conv_bn_relu(16, 32, groups=4), nn.MaxPool2d(2))   # grouped, 32x8x8
+        self.down = nn.Sequential(
+            conv_bn_relu(32, 32, stride=2, groups=32),                                  # depthwise, stride 2: 32x4x4
+            conv_bn_relu(32, 64, k=1),                                                  # pointwise: 64x4x4
+        )
+        self.res = ResidualBlock(64)
+        self.fc = nn.Linear(64, num_classes)
+
+    def forward(self, x):
+        x = self.res(self.down(self.block2(self.block1(x))))
+        x = F.adaptive_avg_pool2d(x, 1)
+        x = torch.flatten(x, 1)
+        return self.fc(x)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d_model: int, n_head: int, max_seq: int, dropout: float):
+        super().__init__()
+        assert d_model % n_head == 0
+        self.d_model = d_model
+        self.n_head = n_head
+        self.scale = 1.0 / math.sqrt(d_model // n_head)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+        self.attn_drop = nn.Dropout(dropout)
+        self.resid_drop = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.tril(torch.ones(max_seq, max_seq)).view(1, 1, max_seq, max_seq))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.qkv(x).split(self.d_model, dim=2)
+        hd = C // self.n_head
+        q = q.view(B, T, self.n_head, hd).transpose(1, 2)   # [B, H, T, hd]
+        k = k.view(B, T, self.n_head, hd).transpose(1, 2)
+        v = v.view(B, T, self.n_head, hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * self.scale
+        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        att = self.attn_drop(att)
+        y = att @ v                                          # [B, H, T, hd]
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_drop(self.proj(y))
+
+
+class GPTMLP(nn.Module):
+    def __init__(self, d_model: int, dropout: float):
+        super().__init__()
+        self.fc = nn.Linear(d_model, 4 * d_model)
+        self.proj = nn.Linear(4 * d_model, d_model)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.drop(self.proj(F.gelu(self.fc(x), approximate="tanh")))
+
+
+class GPTBlock(nn.Module):
+    """Pre-norm GPT block: x + attn(ln1(x)), then + mlp(ln2(x)). [B,T,C] -> [B,T,C]."""
+
+    def __init__(self, d_model: int = 64, n_head: int = 4, max_seq: int = 32, dropout: float = 0.1):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d_model)
+        self.attn = CausalSelfAttention(d_model, n_head, max_seq, dropout)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.mlp = GPTMLP(d_model, dropout)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        x = x + self.mlp(self.ln2(x))
+        return x
+
+
+class GPTBlockAnyRank(nn.Module):
+    """Scripted wrapper: accepts [B,T,C] or unbatched [T,C] (data-independent control flow
+    on x.dim(), which constant-folds once the input rank is known)."""
+
+    def __init__(self, block: GPTBlock):
+        super().__init__()
+        self.block = block
+
+    def forward(self, x):
+        if x.dim() == 3:
+            return self.block(x)
+        else:
+            return self.block(x.unsqueeze(0)).squeeze(0)
+
+
+# --------------------------------------------------------------------------- helpers
+
+def randomize_norms(model: nn.Module) -> None:
+    """Give norm layers non-default parameters/statistics (deterministic: seeded by caller)."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.BatchNorm2d, nn.LayerNorm)):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+
+
+def build(ctor):
+    torch.manual_seed(SEED)
+    model = ctor()
+    randomize_norms(model)
+    return model.eval()
+
+
+def example(shape):
+    g = torch.Generator().manual_seed(SEED + 1)
+    return torch.randn(*shape, generator=g)
+
+
+def metadata(shapes):
+    inputs = [{"name": "x" if len(shapes) == 1 else f"x{i}", "shape": list(s), "dtype": "float32"}
+              for i, s in enumerate(shapes)]
+    return json.dumps({"inputs": inputs}, sort_keys=True)
+
+
+def save(module, name, shapes, eager):
+    """Save, load back, run once and compare against the eager model."""
+    path = os.path.join(HERE, name)
+    torch.jit.save(module, path, _extra_files={"thunderc.json": metadata(shapes)})
+    loaded = torch.jit.load(path)
+    with torch.no_grad():
+        for shape in shapes_to_check(name, shapes):
+            x = example(shape)
+            want = eager(x) if len(shape) == len(shapes[0]) else eager(x.unsqueeze(0)).squeeze(0)
+            got = loaded(x)
+            if got.shape != want.shape or not torch.allclose(got, want, rtol=1e-5, atol=1e-5):
+                sys.exit(f"make_samples.py: {name}: loaded module disagrees with eager for input {list(shape)}")
+    print(f"{name:<24} {os.path.getsize(path):>8} bytes  inputs {[list(s) for s in shapes]}")
+    return path
+
+
+def shapes_to_check(name, shapes):
+    # The any-rank scripted block is also checked on an unbatched [T,C] input (the else branch).
+    if name == "gpt_block_scripted.pt":
+        return [shapes[0], shapes[0][1:]]
+    return [shapes[0]]
+
+
+def op_kinds(module):
+    frozen = torch.jit.freeze(module.eval())
+    kinds = set()
+
+    def walk(block):
+        for node in block.nodes():
+            kinds.add(node.kind())
+            for b in node.blocks():
+                walk(b)
+
+    walk(frozen.graph)
+    return sorted(kinds)
+
+
+# --------------------------------------------------------------------------- main
+
+def main(argv):
+    show_ops = "--ops" in argv
+    torch.set_grad_enabled(False)
+    saved = []
+
+    mlp = build(MLP)
+    x = example((1, 64))
+    saved.append(save(torch.jit.trace(mlp, x), "mlp.pt", [(1, 64)], mlp))
+    saved.append(save(torch.jit.script(build(MLP)), "mlp_scripted.pt", [(1, 64)], mlp))
+
+    cnn = build(SmallCNN)
+    saved.append(save(torch.jit.trace(cnn, example((1, 3, 32, 32))), "cnn.pt", [(1, 3, 32, 32)], cnn))
+
+    gpt = build(GPTBlock)
+    saved.append(save(torch.jit.trace(gpt, example((1, 16, 64))), "gpt_block.pt", [(1, 16, 64)], gpt))
+    try:
+        scripted = torch.jit.script(GPTBlockAnyRank(build(GPTBlock)))
+    except Exception as e:  # keep the other samples if scripting ever breaks
+        print(f"gpt_block_scripted.pt    skipped: torch.jit.script failed: {e}")
+    else:
+        saved.append(save(scripted, "gpt_block_scripted.pt", [(1, 16, 64)], gpt))
+
+    total = sum(os.path.getsize(p) for p in saved)
+    print(f"{'total':<24} {total:>8} bytes")
+
+    if show_ops:
+        for p in saved:
+            print(f"\n{os.path.basename(p)}: " + " ".join(op_kinds(torch.jit.load(p))))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
