@@ -1,0 +1,50 @@
+// The TorchScript frontend: torch::jit::load -> eval -> freeze -> inline -> import into a Trace, with the
+// input shapes of one specialization. LibTorch stays behind this header (pimpl): callers never include it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/frontend/shape_spec.h"
+#include "core/ir/trace.h"
+
+namespace thunderc {
+
+class TorchScriptModel {
+ public:
+  // Loads and freezes the module. UserError when the file is missing, unreadable or not TorchScript.
+  static TorchScriptModel load(const std::string& path);
+  TorchScriptModel(TorchScriptModel&&) noexcept;
+  TorchScriptModel& operator=(TorchScriptModel&&) noexcept;
+  ~TorchScriptModel();
+
+  const std::string& path() const;
+  // forward's tensor arguments, without self (names as the graph has them, e.g. "x" or "input.1").
+  const std::vector<std::string>& input_names() const;
+  // Input shapes stored with the model (the "thunderc.json" extra file that samples/make_samples.py writes),
+  // if any. Saved TorchScript does not keep the example shapes of a trace, so most models need --shapes.
+  std::optional<Specialization> recorded_shapes() const;
+
+  // Resolves a --shapes specialization against input_names() (positional, named, dtype defaults):
+  // UserError naming unknown or missing inputs.
+  std::vector<TensorType> resolve_shapes(const Specialization& spec, Device device) const;
+
+  // Imports forward() for these input types into a trace stamped "torchscript-import". UserError listing
+  // every unsupported operator (with its count and source location) or data-dependent construct.
+  Trace import(const std::vector<TensorType>& input_types) const;
+
+  // The text of the frozen, inlined TorchScript graph, for --verbose and bug reports.
+  std::string graph_str() const;
+
+ private:
+  struct Impl;
+  explicit TorchScriptModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The version of the LibTorch the frontend was built against ("1.13.0").
+std::string libtorch_version();
+
+}  // namespace thunderc

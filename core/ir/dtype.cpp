@@ -1,0 +1,73 @@
+#include "core/ir/dtype.h"
+
+#include "core/ir/error.h"
+
+namespace thunderc {
+
+namespace {
+struct DTypeInfo {
+  const char* name;
+  const char* short_name;
+  std::size_t size;
+};
+constexpr DTypeInfo kInfo[kNumDTypes] = {
+    {"bool", "b8", 1},     {"uint8", "u8", 1},      {"int8", "i8", 1},      {"int16", "i16", 2},
+    {"int32", "i32", 4},   {"int64", "i64", 8},     {"float16", "f16", 2},  {"bfloat16", "bf16", 2},
+    {"float32", "f32", 4}, {"float64", "f64", 8},
+};
+const DTypeInfo& info(DType dt) {
+  auto i = static_cast<int>(dt);
+  THUNDERC_CHECK(i >= 0 && i < kNumDTypes, "dtype out of range: ", i);
+  return kInfo[i];
+}
+}  // namespace
+
+const char* dtype_name(DType dt) { return info(dt).name; }
+const char* dtype_short_name(DType dt) { return info(dt).short_name; }
+std::size_t dtype_size(DType dt) { return info(dt).size; }
+
+bool is_floating(DType dt) {
+  return dt == DType::Float16 || dt == DType::BFloat16 || dt == DType::Float32 || dt == DType::Float64;
+}
+bool is_integral(DType dt) {
+  return dt == DType::UInt8 || dt == DType::Int8 || dt == DType::Int16 || dt == DType::Int32 ||
+         dt == DType::Int64;
+}
+bool is_bool(DType dt) { return dt == DType::Bool; }
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  for (int i = 0; i < kNumDTypes; ++i) {
+    if (name == kInfo[i].name || name == kInfo[i].short_name) return static_cast<DType>(i);
+  }
+  if (name == "float") return DType::Float32;
+  if (name == "double") return DType::Float64;
+  if (name == "half") return DType::Float16;
+  if (name == "long") return DType::Int64;
+  if (name == "int") return DType::Int32;
+  if (name == "short") return DType::Int16;
+  return std::nullopt;
+}
+
+DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  // Mirrors c10::promoteTypes for the types thunderc knows.
+  constexpr DType b1 = DType::Bool, u1 = DType::UInt8, i1 = DType::Int8, i2 = DType::Int16,
+                  i4 = DType::Int32, i8 = DType::Int64, f2 = DType::Float16, bf = DType::BFloat16,
+                  f4 = DType::Float32, f8 = DType::Float64;
+  static constexpr DType table[kNumDTypes][kNumDTypes] = {
+      /*        b1  u1  i1  i2  i4  i8  f2  bf  f4  f8 */
+      /* b1 */ {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8},
+      /* u1 */ {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8},
+      /* i1 */ {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8},
+      /* i2 */ {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8},
+      /* i4 */ {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8},
+      /* i8 */ {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8},
+      /* f2 */ {f2, f2, f2, f2, f2, f2, f2, f4, f4, f8},
+      /* bf */ {bf, bf, bf, bf, bf, bf, f4, bf, f4, f8},
+      /* f4 */ {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8},
+      /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8},
+  };
+  return table[static_cast<int>(a)][static_cast<int>(b)];
+}
+
+}  // namespace thunderc

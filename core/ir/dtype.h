@@ -1,0 +1,38 @@
+// Element types, their names, and PyTorch's type-promotion lattice.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace thunderc {
+
+enum class DType : unsigned char {
+  Bool,
+  UInt8,
+  Int8,
+  Int16,
+  Int32,
+  Int64,
+  Float16,
+  BFloat16,
+  Float32,
+  Float64,
+};
+inline constexpr int kNumDTypes = 10;
+
+// PyTorch's name: "float32", "int64", "bool", ...
+const char* dtype_name(DType dt);
+// Short name used in printed traces (as in Thunder): "f32", "i64", "b8", ...
+const char* dtype_short_name(DType dt);
+std::size_t dtype_size(DType dt);
+bool is_floating(DType dt);
+bool is_integral(DType dt);  // integer types, not bool
+bool is_bool(DType dt);
+// Accepts PyTorch names ("float32", "float", "long", ...) and short names ("f32").
+std::optional<DType> parse_dtype(std::string_view name);
+
+// torch.promote_types: the smallest type both promote to (bool < integers < floating).
+DType promote_types(DType a, DType b);
+
+}  // namespace thunderc

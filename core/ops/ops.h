@@ -1,0 +1,13 @@
+// The operator catalog. Each file registers one family; op_registry() (registry.cpp) calls them all.
+#pragma once
+
+#include "core/ir/op.h"
+
+namespace thunderc {
+
+void register_elementwise_ops(OpRegistry& r);    // elementwise.cpp
+void register_reduction_norm_ops(OpRegistry& r);  // reduction_norm.cpp
+void register_shape_ops(OpRegistry& r);          // shape.cpp
+void register_nn_ops(OpRegistry& r);             // nn.cpp: matmul, conv, pooling, embedding, attention
+
+}  // namespace thunderc

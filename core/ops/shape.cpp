@@ -1,0 +1,129 @@
+// Data-movement operators: reshape, permute, expand, slice, select, cat. Arguments are normalized by the
+// frontend (no negative dims or indices, slices clamped), and the meta functions insist on it.
+#include <algorithm>
+
+#include "core/ir/error.h"
+#include "core/ops/meta_util.h"
+#include "core/ops/ops.h"
+
+namespace thunderc {
+
+void register_shape_ops(OpRegistry& r) {
+  r.add({"reshape", OpCategory::Shape, {{"a"}}, {{"shape", AttrType::IntList}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           TensorType out = m.tensor(0);
+           Shape shape = m.attrs.get_ints("shape");
+           std::int64_t known = 1;
+           int infer = -1;
+           for (std::size_t i = 0; i < shape.size(); ++i) {
+             if (shape[i] == -1) {
+               if (infer >= 0) user_error("reshape: only one dimension can be -1 in ", shape_str(shape));
+               infer = static_cast<int>(i);
+             } else if (shape[i] < 0) {
+               user_error("reshape: invalid size ", shape[i], " in ", shape_str(shape));
+             } else {
+               known *= shape[i];
+             }
+           }
+           std::int64_t numel = out.numel();
+           if (infer >= 0) {
+             if (known == 0 || numel % known != 0)
+               user_error("reshape: shape ", shape_str(shape), " is invalid for an input of shape ",
+                          shape_str(out.shape));
+             shape[infer] = numel / known;
+           } else if (known != numel) {
+             user_error("reshape: shape ", shape_str(shape), " is invalid for an input of shape ", shape_str(out.shape),
+                        " (", numel, " elements)");
+           }
+           out.shape = shape;
+           return {out};
+         },
+         "same elements in row-major order, new shape (one -1 is inferred)"});
+  r.add({"permute", OpCategory::Shape, {{"a"}}, {{"dims", AttrType::IntList}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           TensorType out = m.tensor(0);
+           const IntList& dims = m.attrs.get_ints("dims");
+           IntList sorted = dims;
+           std::sort(sorted.begin(), sorted.end());
+           bool is_perm = sorted.size() == out.rank();
+           for (std::size_t i = 0; is_perm && i < sorted.size(); ++i) is_perm = sorted[i] == static_cast<std::int64_t>(i);
+           if (!is_perm)
+             user_error("permute: ", shape_str(dims), " is not a permutation of the dims of ", shape_str(out.shape));
+           for (std::size_t i = 0; i < dims.size(); ++i) out.shape[i] = m.tensor(0).shape[dims[i]];
+           return {out};
+         },
+         "out.shape[i] = a.shape[dims[i]]"});
+  r.add({"expand", OpCategory::Shape, {{"a"}}, {{"shape", AttrType::IntList}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType& a = m.tensor(0);
+           const IntList& shape = m.attrs.get_ints("shape");
+           if (shape.size() < a.rank())
+             user_error("expand: target ", shape_str(shape), " has fewer dims than the input ", shape_str(a.shape));
+           TensorType out = a;
+           out.shape = shape;
+           std::size_t lead = shape.size() - a.rank();
+           for (std::size_t i = 0; i < shape.size(); ++i) {
+             std::int64_t want = shape[i];
+             if (i < lead) {
+               if (want < 0) user_error("expand: new leading dimension ", i, " cannot be ", want);
+               continue;
+             }
+             std::int64_t have = a.shape[i - lead];
+             if (want == -1) out.shape[i] = have;
+             else if (have != want && have != 1)
+               user_error("expand: dimension ", i, " of size ", have, " cannot expand to ", want, " (input ",
+                          shape_str(a.shape), ", target ", shape_str(shape), ")");
+           }
+           return {out};
+         },
+         "broadcasts size-1 dims to shape (-1 keeps a dim)"});
+  r.add({"slice", OpCategory::Shape, {{"a"}},
+         {{"dim", AttrType::Int}, {"start", AttrType::Int}, {"end", AttrType::Int}, {"step", AttrType::Int, false, std::int64_t{1}}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           TensorType out = m.tensor(0);
+           auto dim = m.attrs.get_int("dim"), start = m.attrs.get_int("start"), end = m.attrs.get_int("end"),
+                step = m.attrs.get_int("step");
+           if (dim < 0 || dim >= static_cast<std::int64_t>(out.rank()))
+             internal_error("slice: dim ", dim, " not normalized for rank ", out.rank());
+           std::int64_t size = out.shape[dim];
+           if (step < 1) user_error("slice: step must be positive, got ", step);
+           if (start < 0 || start > end || end > size)
+             internal_error("slice: bounds [", start, ", ", end, ") not normalized for size ", size);
+           out.shape[dim] = (end - start + step - 1) / step;
+           return {out};
+         },
+         "a[..., start:end:step, ...] along dim (normalized bounds)"});
+  r.add({"select", OpCategory::Shape, {{"a"}}, {{"dim", AttrType::Int}, {"index", AttrType::Int}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           TensorType out = m.tensor(0);
+           auto dim = m.attrs.get_int("dim"), index = m.attrs.get_int("index");
+           if (dim < 0 || dim >= static_cast<std::int64_t>(out.rank()) || index < 0 || index >= out.shape[dim])
+             internal_error("select: dim ", dim, " index ", index, " not normalized for shape ", shape_str(out.shape));
+           out.shape.erase(out.shape.begin() + dim);
+           return {out};
+         },
+         "a[..., index, ...] along dim, which is removed"});
+  r.add({"cat", OpCategory::Shape, {{"tensors", false, false, true}}, {{"dim", AttrType::Int}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType& first = m.tensor(0);
+           auto dim = wrap_dim(m.attrs.get_int("dim"), first.rank(), "cat");
+           if (first.rank() == 0) user_error("cat: zero-dimensional tensors cannot be concatenated");
+           TensorType out = first;
+           out.shape[dim] = 0;
+           for (std::size_t i = 0; i < m.inputs.size(); ++i) {
+             const TensorType& t = m.tensor(i);
+             bool same = t.rank() == first.rank();
+             for (std::size_t d = 0; same && d < t.rank(); ++d) same = d == static_cast<std::size_t>(dim) || t.shape[d] == first.shape[d];
+             if (!same)
+               user_error("cat: tensor ", i, " has shape ", shape_str(t.shape), ", which does not match ",
+                          shape_str(first.shape), " outside dimension ", dim);
+             out.shape[dim] += t.shape[dim];
+           }
+           out.dtype = result_type(m.inputs);
+           out.device = common_device(m);
+           return {out};
+         },
+         "concatenation along dim (dtypes promoted)"});
+}
+
+}  // namespace thunderc
