@@ -1,0 +1,172 @@
+// thunderc::HostTensor: a tiny owning host tensor (DLPack dtype, shape, 64-byte aligned bytes) that
+// can hand out a DLTensor view. Header-only, C++17, depends only on dlpack.h. Used by the .npy
+// reader/writer (npy.hpp) and the C++ runtime wrapper (runtime.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <dlpack/dlpack.h>
+
+#ifndef THUNDERC_DL_BOOL
+#define THUNDERC_DL_BOOL 6 /* kDLBool of DLPack >= 0.8; see runtime.h */
+#endif
+
+namespace thunderc {
+
+// PyTorch-style dtype names, as in the manifest.
+inline const char* dtype_name(DLDataType t) {
+  if (t.lanes != 1) return nullptr;
+  switch (t.code) {
+    case THUNDERC_DL_BOOL: return t.bits == 8 ? "bool" : nullptr;
+    case kDLUInt: return t.bits == 8 ? "uint8" : nullptr;
+    case kDLInt:
+      switch (t.bits) {
+        case 8: return "int8";
+        case 16: return "int16";
+        case 32: return "int32";
+        case 64: return "int64";
+      }
+      return nullptr;
+    case kDLFloat:
+      switch (t.bits) {
+        case 16: return "float16";
+        case 32: return "float32";
+        case 64: return "float64";
+      }
+      return nullptr;
+    case kDLBfloat: return t.bits == 16 ? "bfloat16" : nullptr;
+  }
+  return nullptr;
+}
+
+inline std::string dtype_string(DLDataType t) {
+  if (const char* n = dtype_name(t)) return n;
+  return "dtype(code=" + std::to_string(t.code) + ", bits=" + std::to_string(t.bits) +
+         ", lanes=" + std::to_string(t.lanes) + ")";
+}
+
+inline bool dtype_equal(DLDataType a, DLDataType b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+template <class T> struct DtypeOf;
+template <> struct DtypeOf<bool> { static constexpr DLDataType value{THUNDERC_DL_BOOL, 8, 1}; };
+template <> struct DtypeOf<uint8_t> { static constexpr DLDataType value{kDLUInt, 8, 1}; };
+template <> struct DtypeOf<int8_t> { static constexpr DLDataType value{kDLInt, 8, 1}; };
+template <> struct DtypeOf<int16_t> { static constexpr DLDataType value{kDLInt, 16, 1}; };
+template <> struct DtypeOf<int32_t> { static constexpr DLDataType value{kDLInt, 32, 1}; };
+template <> struct DtypeOf<int64_t> { static constexpr DLDataType value{kDLInt, 64, 1}; };
+template <> struct DtypeOf<float> { static constexpr DLDataType value{kDLFloat, 32, 1}; };
+template <> struct DtypeOf<double> { static constexpr DLDataType value{kDLFloat, 64, 1}; };
+
+template <class T>
+constexpr DLDataType dtype_of() { return DtypeOf<T>::value; }
+
+// std::allocator with 64-byte alignment (what the runtime promises for its own buffers).
+template <class T>
+struct AlignedAllocator {
+  using value_type = T;
+  static constexpr std::size_t kAlignment = 64;
+  AlignedAllocator() = default;
+  template <class U> AlignedAllocator(const AlignedAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{kAlignment}));
+  }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{kAlignment}); }
+  template <class U> bool operator==(const AlignedAllocator<U>&) const noexcept { return true; }
+  template <class U> bool operator!=(const AlignedAllocator<U>&) const noexcept { return false; }
+};
+
+class HostTensor {
+ public:
+  HostTensor() = default;
+
+  // Zero-filled tensor. Throws std::invalid_argument for negative extents or sub-byte dtypes.
+  HostTensor(DLDataType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+    if (dtype.bits == 0 || dtype.bits % 8 != 0 || dtype.lanes == 0)
+      throw std::invalid_argument("HostTensor: unsupported dtype " + dtype_string(dtype));
+    size_t n = 1;
+    for (int64_t d : shape_) {
+      if (d < 0) throw std::invalid_argument("HostTensor: negative extent");
+      n *= static_cast<size_t>(d);
+    }
+    bytes_.assign(n * itemsize(), 0);
+  }
+
+  // From values in row-major order; values.size() must equal the product of shape.
+  template <class T>
+  static HostTensor from_vector(std::vector<int64_t> shape, const std::vector<T>& values) {
+    HostTensor t(dtype_of<T>(), std::move(shape));
+    if (values.size() != t.numel())
+      throw std::invalid_argument("HostTensor::from_vector: " + std::to_string(values.size()) +
+                                  " values for " + std::to_string(t.numel()) + " elements");
+    T* p = t.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+    return t;
+  }
+
+  DLDataType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int ndim() const { return static_cast<int>(shape_.size()); }
+  size_t itemsize() const { return (static_cast<size_t>(dtype_.bits) * dtype_.lanes + 7) / 8; }
+  size_t numel() const {
+    size_t n = 1;
+    for (int64_t d : shape_) n *= static_cast<size_t>(d);
+    return n;
+  }
+  size_t nbytes() const { return bytes_.size(); }
+  void* raw() { return bytes_.data(); }
+  const void* raw() const { return bytes_.data(); }
+
+  // Typed access; throws std::invalid_argument if T does not match the dtype.
+  template <class T>
+  T* data() {
+    check<T>();
+    return reinterpret_cast<T*>(bytes_.data());
+  }
+  template <class T>
+  const T* data() const {
+    check<T>();
+    return reinterpret_cast<const T*>(bytes_.data());
+  }
+  template <class T>
+  std::vector<T> to_vector() const {
+    const T* p = data<T>();
+    return std::vector<T>(p, p + numel());
+  }
+
+  // A view for the runtime; valid while this HostTensor lives and its shape is not changed.
+  DLTensor dl() {
+    DLTensor t{};
+    t.data = bytes_.empty() ? nullptr : bytes_.data();
+    t.device = DLDevice{kDLCPU, 0};
+    t.ndim = ndim();
+    t.dtype = dtype_;
+    t.shape = shape_.empty() ? nullptr : shape_.data();
+    t.strides = nullptr;
+    t.byte_offset = 0;
+    return t;
+  }
+  // Read-only view (for inputs: the runtime never writes to inputs).
+  DLTensor dl() const { return const_cast<HostTensor*>(this)->dl(); }
+
+ private:
+  template <class T>
+  void check() const {
+    if (!dtype_equal(dtype_of<T>(), dtype_))
+      throw std::invalid_argument("HostTensor: tensor holds " + dtype_string(dtype_) + ", accessed as " +
+                                  dtype_string(dtype_of<T>()));
+  }
+
+  DLDataType dtype_{kDLFloat, 32, 1};
+  std::vector<int64_t> shape_;
+  std::vector<uint8_t, AlignedAllocator<uint8_t>> bytes_;
+};
+
+}  // namespace thunderc

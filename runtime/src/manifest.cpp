@@ -1,0 +1,227 @@
+// Manifest parsing and validation (schema: docs/manifest.md). Every field the runtime uses is checked
+// for presence and type; errors name the field by its JSON path.
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "internal.hpp"
+
+namespace thunderc::rt {
+namespace {
+
+using json = nlohmann::json;
+
+class Validator {
+ public:
+  explicit Validator(std::string origin) : origin_(std::move(origin)) {}
+
+  [[noreturn]] void error(const std::string& path, const std::string& what) const {
+    fail(THUNDERC_STATUS_MANIFEST, origin_ + ": " + (path.empty() ? "" : path + ": ") + what);
+  }
+
+  static std::string type_of(const json& j) {
+    if (j.is_number_integer()) return "integer";
+    return j.type_name();
+  }
+
+  const json& field(const json& obj, const char* key, const std::string& path) const {
+    if (!obj.is_object()) error(path, "expected an object, got " + type_of(obj));
+    auto it = obj.find(key);
+    if (it == obj.end()) error(join(path, key), "missing");
+    return *it;
+  }
+
+  std::string string_field(const json& obj, const char* key, const std::string& path) const {
+    const json& v = field(obj, key, path);
+    if (!v.is_string()) error(join(path, key), "expected a string, got " + type_of(v));
+    return v.get<std::string>();
+  }
+
+  bool bool_field(const json& obj, const char* key, const std::string& path) const {
+    const json& v = field(obj, key, path);
+    if (!v.is_boolean()) error(join(path, key), "expected true or false, got " + type_of(v));
+    return v.get<bool>();
+  }
+
+  uint64_t uint_value(const json& v, const std::string& path, uint64_t max) const {
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<uint64_t>();
+      if (u > max) error(path, "value " + std::to_string(u) + " is too large");
+      return u;
+    }
+    if (v.is_number_integer()) {
+      error(path, "expected a non-negative integer, got " + std::to_string(v.get<int64_t>()));
+    }
+    error(path, "expected a non-negative integer, got " + type_of(v));
+  }
+
+  uint64_t uint_field(const json& obj, const char* key, const std::string& path, uint64_t max) const {
+    return uint_value(field(obj, key, path), join(path, key), max);
+  }
+
+  const json& array_field(const json& obj, const char* key, const std::string& path) const {
+    const json& v = field(obj, key, path);
+    if (!v.is_array()) error(join(path, key), "expected an array, got " + type_of(v));
+    return v;
+  }
+
+  std::vector<int64_t> shape_value(const json& v, const std::string& path) const {
+    if (!v.is_array()) error(path, "expected an array of non-negative integers, got " + type_of(v));
+    std::vector<int64_t> shape;
+    for (size_t i = 0; i < v.size(); ++i) {
+      shape.push_back(static_cast<int64_t>(
+          uint_value(v[i], index(path, i), static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))));
+    }
+    return shape;
+  }
+
+  DLDataType dtype_field(const json& obj, const std::string& path, std::string* name) const {
+    *name = string_field(obj, "dtype", path);
+    DLDataType dt{};
+    if (!thunderc_dtype_from_name(name->c_str(), &dt))
+      error(join(path, "dtype"), "unknown dtype '" + *name +
+                                     "' (known: bool, uint8, int8, int16, int32, int64, float16, "
+                                     "bfloat16, float32, float64)");
+    return dt;
+  }
+
+  std::vector<TensorDesc> tensor_list(const json& root, const char* key) const {
+    const json& arr = array_field(root, key, "");
+    std::vector<TensorDesc> out;
+    for (size_t i = 0; i < arr.size(); ++i) {
+      const std::string path = index(key, i);
+      TensorDesc d;
+      d.name = string_field(arr[i], "name", path);
+      d.dtype = dtype_field(arr[i], path, &d.dtype_name);
+      out.push_back(std::move(d));
+    }
+    return out;
+  }
+
+  static std::string join(const std::string& path, const char* key) {
+    return path.empty() ? std::string(key) : path + "." + key;
+  }
+  static std::string index(const std::string& path, size_t i) {
+    return path + "[" + std::to_string(i) + "]";
+  }
+
+ private:
+  std::string origin_;
+};
+
+}  // namespace
+
+Manifest parse_manifest(const std::string& text, const std::string& origin) {
+  Validator v(origin);
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception& e) {
+    v.error("", std::string("not valid JSON: ") + e.what());
+  }
+  if (!root.is_object()) v.error("", "expected a JSON object at the top level, got " + Validator::type_of(root));
+
+  const std::string format = v.string_field(root, "format", "");
+  if (format != "thunderc-manifest")
+    v.error("format", "expected \"thunderc-manifest\", got \"" + format + "\"");
+  const uint64_t format_version = v.uint_field(root, "format_version", "", 0xffffffffu);
+  if (format_version != 1)
+    v.error("format_version", "version " + std::to_string(format_version) +
+                                  " is not supported by this runtime (it reads version 1)");
+
+  Manifest m;
+  m.abi_version = static_cast<uint32_t>(v.uint_field(root, "abi_version", "", 0xffffffffu));
+  m.inputs = v.tensor_list(root, "inputs");
+  m.outputs = v.tensor_list(root, "outputs");
+
+  // Device of a variant without inputs: options.device when present, else cpu.
+  DLDevice default_device{kDLCPU, 0};
+  if (auto opts = root.find("options"); opts != root.end() && opts->is_object()) {
+    if (auto dev = opts->find("device"); dev != opts->end() && dev->is_string()) {
+      if (!parse_device(dev->get<std::string>(), &default_device)) default_device = DLDevice{kDLCPU, 0};
+    }
+  }
+
+  const json& variants = v.array_field(root, "variants", "");
+  if (variants.empty()) v.error("variants", "the manifest lists no variants");
+  for (size_t vi = 0; vi < variants.size(); ++vi) {
+    const json& jv = variants[vi];
+    const std::string vpath = Validator::index("variants", vi);
+    Variant var;
+    var.id = v.uint_field(jv, "id", vpath, std::numeric_limits<uint32_t>::max());
+    if (var.id != vi)
+      v.error(Validator::join(vpath, "id"),
+              "expected " + std::to_string(vi) + " (the variant's position), got " + std::to_string(var.id));
+    var.entry = v.string_field(jv, "entry", vpath);
+    if (var.entry.empty()) v.error(Validator::join(vpath, "entry"), "empty symbol name");
+
+    const json& guards = v.array_field(jv, "guards", vpath);
+    if (guards.size() != m.inputs.size())
+      v.error(Validator::join(vpath, "guards"), "has " + std::to_string(guards.size()) +
+                                                    " entries but the model has " +
+                                                    std::to_string(m.inputs.size()) + " inputs");
+    for (size_t gi = 0; gi < guards.size(); ++gi) {
+      const std::string gpath = Validator::index(Validator::join(vpath, "guards"), gi);
+      Guard g;
+      g.input = v.string_field(guards[gi], "input", gpath);
+      if (g.input != m.inputs[gi].name)
+        v.error(Validator::join(gpath, "input"),
+                "names '" + g.input + "' but input " + std::to_string(gi) + " is '" + m.inputs[gi].name + "'");
+      g.dtype = v.dtype_field(guards[gi], gpath, &g.dtype_name);
+      g.shape = v.shape_value(v.field(guards[gi], "shape", gpath), Validator::join(gpath, "shape"));
+      if (g.shape.size() > 64) v.error(Validator::join(gpath, "shape"), "more than 64 dimensions");
+      g.device_name = v.string_field(guards[gi], "device", gpath);
+      if (!parse_device(g.device_name, &g.device))
+        v.error(Validator::join(gpath, "device"),
+                "unsupported device '" + g.device_name + "' (expected cpu, cuda or cuda:N)");
+      g.contiguous = v.bool_field(guards[gi], "contiguous", gpath);
+      size_t bytes = 0;
+      if (!dense_nbytes(g.shape.data(), static_cast<int>(g.shape.size()), g.dtype, &bytes))
+        v.error(Validator::join(gpath, "shape"), "tensor size overflows");
+      var.guards.push_back(std::move(g));
+    }
+    if (!var.guards.empty()) {
+      var.device = var.guards[0].device;
+      var.device_name = device_to_string(var.device);
+      for (size_t gi = 1; gi < var.guards.size(); ++gi) {
+        if (var.guards[gi].device.device_type != var.device.device_type ||
+            var.guards[gi].device.device_id != var.device.device_id)
+          v.error(Validator::join(vpath, "guards"),
+                  "inputs on different devices (" + var.device_name + " and " +
+                      device_to_string(var.guards[gi].device) + ") are not supported");
+      }
+    } else {
+      var.device = default_device;
+      var.device_name = device_to_string(default_device);
+    }
+
+    const json& oshapes = v.array_field(jv, "output_shapes", vpath);
+    if (oshapes.size() != m.outputs.size())
+      v.error(Validator::join(vpath, "output_shapes"),
+              "has " + std::to_string(oshapes.size()) + " entries but the model has " +
+                  std::to_string(m.outputs.size()) + " outputs");
+    for (size_t oi = 0; oi < oshapes.size(); ++oi) {
+      const std::string opath = Validator::index(Validator::join(vpath, "output_shapes"), oi);
+      auto shape = v.shape_value(oshapes[oi], opath);
+      if (shape.size() > 64) v.error(opath, "more than 64 dimensions");
+      size_t bytes = 0;
+      if (!dense_nbytes(shape.data(), static_cast<int>(shape.size()), m.outputs[oi].dtype, &bytes))
+        v.error(opath, "tensor size overflows");
+      var.output_shapes.push_back(std::move(shape));
+    }
+    var.workspace_bytes = static_cast<size_t>(
+        v.uint_field(jv, "workspace_bytes", vpath, std::numeric_limits<size_t>::max() / 2));
+
+    // Signature used in dispatch messages: "x: float32[1, 64] cpu, y: int64[1] cpu".
+    if (var.guards.empty()) var.signature = "(no inputs) " + var.device_name;
+    for (size_t gi = 0; gi < var.guards.size(); ++gi) {
+      if (gi) var.signature += ", ";
+      const Guard& g = var.guards[gi];
+      var.signature += g.input + ": " + g.dtype_name + shape_to_string(g.shape) + " " + device_to_string(g.device);
+    }
+    m.variants.push_back(std::move(var));
+  }
+  return m;
+}
+
+}  // namespace thunderc::rt

@@ -1,0 +1,706 @@
+// libthunderc_runtime: the C API (runtime.h) on top of the loader, manifest checks and dispatcher.
+#include <dlfcn.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <new>
+#include <sstream>
+#include <thread>
+
+#include "internal.hpp"
+
+#ifndef THUNDERC_RUNTIME_VERSION_STRING
+#define THUNDERC_RUNTIME_VERSION_STRING "0.1.0"
+#endif
+
+using namespace thunderc::rt;
+
+// ---- status ---------------------------------------------------------------------------------------
+
+struct thunderc_status_s {
+  thunderc_status_code_t code;
+  std::string message;
+  bool is_static;
+};
+
+namespace {
+
+// Returned when even the status itself cannot be allocated; freeing it is a no-op.
+thunderc_status_s g_oom_status{THUNDERC_STATUS_OUT_OF_MEMORY, "out of memory", true};
+
+thunderc_status make_status(thunderc_status_code_t code, const std::string& message) noexcept {
+  try {
+    return new thunderc_status_s{code, message, false};
+  } catch (...) {
+    return &g_oom_status;
+  }
+}
+
+// Runs fn, converting every exception into a status: nothing throws across the C API.
+template <class F>
+thunderc_status guarded(F&& fn) noexcept {
+  try {
+    fn();
+    return nullptr;
+  } catch (const RtError& e) {
+    return make_status(e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    return &g_oom_status;
+  } catch (const std::exception& e) {
+    return make_status(THUNDERC_STATUS_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return make_status(THUNDERC_STATUS_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+std::string basename_of(const std::string& path) {
+  const auto pos = path.find_last_of('/');
+  return pos == std::string::npos ? path : path.substr(pos + 1);
+}
+
+// A few elements on the stack, more on the heap: per-call bookkeeping without allocation in the common case.
+template <class T, size_t N = 8>
+class SmallVec {
+ public:
+  explicit SmallVec(size_t n) : n_(n) {
+    if (n > N) heap_.resize(n);
+  }
+  T* data() { return n_ > N ? heap_.data() : stack_.data(); }
+  T& operator[](size_t i) { return data()[i]; }
+
+ private:
+  size_t n_;
+  std::array<T, N> stack_{};
+  std::vector<T> heap_;
+};
+
+constexpr size_t kAlign = 64;
+
+size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+void* host_alloc(size_t bytes) { return std::aligned_alloc(kAlign, round_up(bytes == 0 ? 1 : bytes)); }
+
+}  // namespace
+
+// ---- model ----------------------------------------------------------------------------------------
+
+struct thunderc_model {
+  std::string path;
+  std::string name;  // basename of path, for messages
+  std::string manifest_text;
+  void* handle = nullptr;
+  Manifest manifest;
+  int32_t num_threads = 1;
+
+  // Workspace pool: free buffers per variant, reused across calls (thread-safe).
+  std::mutex pool_mutex;
+  std::vector<std::vector<void*>> free_workspaces;
+
+  ~thunderc_model() {
+    for (size_t v = 0; v < free_workspaces.size(); ++v) {
+      for (void* p : free_workspaces[v]) release_buffer(manifest.variants[v].device, p);
+    }
+    if (handle) dlclose(handle);
+  }
+
+  static void release_buffer(DLDevice device, void* p) {
+    if (device.device_type == kDLCUDA)
+      cuda_free(device.device_id, p);
+    else
+      std::free(p);
+  }
+
+  static void* acquire_buffer(DLDevice device, size_t bytes, const char* what) {
+    void* p = nullptr;
+    if (device.device_type == kDLCUDA) {
+      std::string err;
+      p = cuda_alloc(device.device_id, bytes, &err);
+      if (!p) fail(THUNDERC_STATUS_OUT_OF_MEMORY, std::string("cannot allocate ") + std::to_string(bytes) +
+                                                        " bytes of " + what + " on " + device_to_string(device) +
+                                                        ": " + err);
+    } else {
+      p = host_alloc(bytes);
+      if (!p) fail(THUNDERC_STATUS_OUT_OF_MEMORY, std::string("cannot allocate ") + std::to_string(bytes) +
+                                                        " bytes of " + what);
+    }
+    return p;
+  }
+};
+
+namespace {
+
+// A workspace buffer borrowed from the model's pool for one call.
+class WorkspaceLease {
+ public:
+  WorkspaceLease(thunderc_model* m, size_t variant) : m_(m), variant_(variant) {
+    const Variant& v = m->manifest.variants[variant];
+    if (v.workspace_bytes == 0) return;
+    {
+      std::lock_guard<std::mutex> lock(m->pool_mutex);
+      auto& list = m->free_workspaces[variant];
+      if (!list.empty()) {
+        ptr_ = list.back();
+        list.pop_back();
+        return;
+      }
+    }
+    ptr_ = thunderc_model::acquire_buffer(v.device, v.workspace_bytes, "workspace");
+  }
+  ~WorkspaceLease() {
+    if (!ptr_) return;
+    try {
+      std::lock_guard<std::mutex> lock(m_->pool_mutex);
+      m_->free_workspaces[variant_].push_back(ptr_);
+    } catch (...) {
+      thunderc_model::release_buffer(m_->manifest.variants[variant_].device, ptr_);
+    }
+  }
+  WorkspaceLease(const WorkspaceLease&) = delete;
+  WorkspaceLease& operator=(const WorkspaceLease&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  thunderc_model* m_;
+  size_t variant_;
+  void* ptr_ = nullptr;
+};
+
+std::string read_file(const std::string& path, bool explicit_path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    fail(err == ENOENT ? THUNDERC_STATUS_NOT_FOUND : THUNDERC_STATUS_IO,
+         "cannot read manifest '" + path + "': " + std::strerror(err));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) fail(THUNDERC_STATUS_IO, "cannot read manifest '" + path + "'");
+  (void)explicit_path;
+  return ss.str();
+}
+
+bool file_exists(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return static_cast<bool>(in);
+}
+
+int32_t resolve_num_threads(int32_t requested) {
+  if (requested < 0)
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, "num_threads must be >= 0, got " + std::to_string(requested));
+  if (requested > 0) return requested;
+  if (const char* env = std::getenv("THUNDERC_NUM_THREADS"); env && *env) {
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(env, &end, 10);
+    if (errno != 0 || *end != '\0' || v <= 0 || v > 65536)
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT,
+           std::string("THUNDERC_NUM_THREADS='") + env + "' is not a positive integer");
+    return static_cast<int32_t>(v);
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int32_t>(hw);
+}
+
+void open_impl(const char* so_path, const thunderc_open_options* options, thunderc_model** out_model) {
+  if (!out_model) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "thunderc_model_open: out_model is NULL");
+  *out_model = nullptr;
+  if (!so_path || !*so_path) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "thunderc_model_open: so_path is NULL or empty");
+
+  thunderc_open_options opts;
+  thunderc_open_options_init(&opts);
+  if (options) {
+    const size_t min_size = offsetof(thunderc_open_options, manifest_path) + sizeof(opts.manifest_path);
+    if (options->struct_size < min_size || options->struct_size > sizeof(thunderc_open_options))
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT,
+           "thunderc_open_options.struct_size is " + std::to_string(options->struct_size) +
+               "; call thunderc_open_options_init() (this runtime expects " +
+               std::to_string(sizeof(thunderc_open_options)) + ")");
+    std::memcpy(&opts, options, options->struct_size);
+    opts.struct_size = sizeof(thunderc_open_options);
+  }
+
+  auto model = std::make_unique<thunderc_model>();
+  model->path = so_path;
+  model->name = basename_of(model->path);
+  model->num_threads = resolve_num_threads(opts.num_threads);
+
+  // 1. The file must be a complete ELF shared object before the dynamic loader touches it.
+  check_elf_file(model->path);
+  dlerror();
+  model->handle = dlopen(so_path, RTLD_LOCAL | RTLD_NOW);
+  if (!model->handle) {
+    const char* e = dlerror();
+    fail(THUNDERC_STATUS_IO, "cannot load model '" + model->path + "': " + (e ? e : "dlopen failed"));
+  }
+
+  // 2. ABI version, before calling anything else.
+  dlerror();
+  auto abi_fn = reinterpret_cast<thunderc_abi_version_fn>(dlsym(model->handle, "thunderc_abi_version"));
+  if (!abi_fn) {
+    const char* e = dlerror();
+    fail(THUNDERC_STATUS_ABI_MISMATCH, "'" + model->path + "' is not a thunderc model: it does not export "
+                                       "thunderc_abi_version (" + (e ? e : "symbol not found") + ")");
+  }
+  const uint32_t abi = abi_fn();
+  if (abi != THUNDERC_ABI_VERSION)
+    fail(THUNDERC_STATUS_ABI_MISMATCH, "'" + model->path + "' was built for thunderc ABI version " +
+                                           std::to_string(abi) + ", but this runtime supports ABI version " +
+                                           std::to_string(THUNDERC_ABI_VERSION) + "; recompile the model");
+
+  // 3. Embedded manifest, and the on-disk copy when there is one.
+  auto manifest_fn =
+      reinterpret_cast<thunderc_embedded_manifest_fn>(dlsym(model->handle, "thunderc_embedded_manifest"));
+  if (!manifest_fn)
+    fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' does not export thunderc_embedded_manifest");
+  size_t len = 0;
+  const char* text = manifest_fn(&len);
+  if (!text || len == 0) fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' embeds an empty manifest");
+  model->manifest_text.assign(text, len);
+
+  std::string manifest_path;
+  if (opts.manifest_path) {
+    manifest_path = opts.manifest_path;
+  } else {
+    std::string base = model->path;
+    if (base.size() > 3 && base.compare(base.size() - 3, 3, ".so") == 0) base.resize(base.size() - 3);
+    if (file_exists(base + ".json")) manifest_path = base + ".json";
+  }
+  if (!manifest_path.empty()) {
+    const std::string on_disk = read_file(manifest_path, opts.manifest_path != nullptr);
+    if (on_disk != model->manifest_text)
+      fail(THUNDERC_STATUS_MANIFEST, "manifest '" + manifest_path + "' does not belong to '" + model->path +
+                                         "' (it differs from the manifest embedded in the .so)");
+  }
+
+  // 4. Parse and validate.
+  model->manifest = parse_manifest(model->manifest_text, "manifest of '" + model->path + "'");
+  if (model->manifest.abi_version != abi)
+    fail(THUNDERC_STATUS_ABI_MISMATCH, "manifest of '" + model->path + "': abi_version " +
+                                           std::to_string(model->manifest.abi_version) +
+                                           " differs from the ABI version the .so reports (" +
+                                           std::to_string(abi) + ")");
+
+  // 5. Entries and devices.
+  bool any_available = false;
+  std::string unavailable;
+  for (Variant& v : model->manifest.variants) {
+    dlerror();
+    v.fn = reinterpret_cast<thunderc_entry_fn>(dlsym(model->handle, v.entry.c_str()));
+    if (!v.fn) {
+      const char* e = dlerror();
+      fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' does not export '" + v.entry + "', the entry of variant #" +
+                                         std::to_string(v.id) + " (" + (e ? e : "symbol not found") + ")");
+    }
+    if (v.device.device_type == kDLCUDA) {
+      const CudaProbe& probe = cuda_probe();
+      if (v.device.device_id >= probe.device_count) {
+        v.available = false;
+        v.unavailable_reason = probe.device_count == 0 ? probe.error
+                                                       : "only " + std::to_string(probe.device_count) +
+                                                             " CUDA device(s) present";
+      }
+    }
+    if (v.available) {
+      any_available = true;
+    } else if (unavailable.find(v.device_name) == std::string::npos) {
+      unavailable += (unavailable.empty() ? "" : ", ") + v.device_name + ": " + v.unavailable_reason;
+    }
+  }
+  if (!any_available)
+    fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE,
+         "no variant of '" + model->path + "' can run on this machine (" + unavailable + ")");
+
+  model->free_workspaces.resize(model->manifest.variants.size());
+  *out_model = model.release();
+}
+
+// ---- dispatch -------------------------------------------------------------------------------------
+
+std::string describe(const DLTensor& t) {
+  std::string s = dtype_to_string(t.dtype) + shape_to_string(t.shape, t.ndim) + " " + device_to_string(t.device);
+  if (!is_contiguous(t)) s += " (non-contiguous, strides " + shape_to_string(t.strides, t.ndim) + ")";
+  return s;
+}
+
+void check_tensor_struct(const DLTensor& t, const std::string& what) {
+  if (t.ndim < 0 || t.ndim > 64)
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " has invalid ndim " + std::to_string(t.ndim));
+  if (t.ndim > 0 && !t.shape) fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " has ndim > 0 but shape is NULL");
+  for (int i = 0; i < t.ndim; ++i)
+    if (t.shape[i] < 0)
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " has a negative extent " + shape_to_string(t.shape, t.ndim));
+  size_t bytes = 0;
+  if (!dense_nbytes(t.shape, t.ndim, t.dtype, &bytes))
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " is too large");
+  if (bytes != 0 && t.data == nullptr) fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " has a NULL data pointer");
+}
+
+// Why `g` rejects `t`, or empty when it accepts it.
+std::string guard_mismatch(const Guard& g, const DLTensor& t) {
+  if (!dtype_equal(g.dtype, t.dtype)) return "expected dtype " + g.dtype_name + ", got " + dtype_to_string(t.dtype);
+  if (static_cast<size_t>(t.ndim) != g.shape.size())
+    return "expected rank " + std::to_string(g.shape.size()) + " " + shape_to_string(g.shape) + ", got rank " +
+           std::to_string(t.ndim) + " " + shape_to_string(t.shape, t.ndim);
+  for (size_t i = 0; i < g.shape.size(); ++i)
+    if (g.shape[i] != t.shape[i])
+      return "expected shape " + shape_to_string(g.shape) + ", got " + shape_to_string(t.shape, t.ndim);
+  if (g.device.device_type != t.device.device_type || g.device.device_id != t.device.device_id)
+    return "expected device " + device_to_string(g.device) + ", got " + device_to_string(t.device);
+  if (!is_contiguous(t)) return "expected a contiguous tensor, got strides " + shape_to_string(t.strides, t.ndim);
+  return {};
+}
+
+size_t select_variant(const thunderc_model* m, const DLTensor* inputs, size_t n) {
+  const Manifest& mf = m->manifest;
+  if (n > 0 && !inputs) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "inputs is NULL");
+  if (n != mf.inputs.size()) {
+    std::string names;
+    for (const auto& in : mf.inputs) names += (names.empty() ? "" : ", ") + in.name;
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, m->name + " takes " + std::to_string(mf.inputs.size()) + " input(s) (" +
+                                               names + "), got " + std::to_string(n));
+  }
+  for (size_t i = 0; i < n; ++i) check_tensor_struct(inputs[i], "input '" + mf.inputs[i].name + "'");
+
+  for (const Variant& v : mf.variants) {
+    if (!v.available) continue;
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; ++i) ok = guard_mismatch(v.guards[i], inputs[i]).empty();
+    if (ok) return v.id;
+  }
+
+  std::string msg = "no variant of " + m->name + " accepts these inputs: ";
+  for (size_t i = 0; i < n; ++i) {
+    if (i) msg += ", ";
+    msg += "input '" + mf.inputs[i].name + "' has shape " + shape_to_string(inputs[i].shape, inputs[i].ndim) + " " +
+           dtype_to_string(inputs[i].dtype) + " " + device_to_string(inputs[i].device);
+    if (!is_contiguous(inputs[i])) msg += " (non-contiguous, strides " + shape_to_string(inputs[i].strides, inputs[i].ndim) + ")";
+  }
+  msg += "; variants:";
+  for (const Variant& v : mf.variants) {
+    msg += " #" + std::to_string(v.id) + " " + v.signature;
+    if (!v.available) {
+      msg += " (unavailable: " + v.unavailable_reason + ")";
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        const std::string why = guard_mismatch(v.guards[i], inputs[i]);
+        if (!why.empty()) {
+          msg += " (input '" + mf.inputs[i].name + "': " + why + ")";
+          break;
+        }
+      }
+    }
+    msg += ";";
+  }
+  msg.pop_back();
+  fail(THUNDERC_STATUS_NO_MATCHING_VARIANT, msg);
+}
+
+DLTensor normalized(const DLTensor& t) {
+  DLTensor c = t;
+  if (c.data) c.data = static_cast<char*>(c.data) + c.byte_offset;
+  c.byte_offset = 0;
+  return c;
+}
+
+void call_entry(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n, DLTensor* outs, size_t k) {
+  const Variant& v = m->manifest.variants[vi];
+  SmallVec<DLTensor> in_copy(n);
+  SmallVec<const DLTensor*> in_ptrs(n);
+  for (size_t i = 0; i < n; ++i) {
+    in_copy[i] = normalized(inputs[i]);
+    in_ptrs[i] = &in_copy[i];
+  }
+  SmallVec<DLTensor*> out_ptrs(k);
+  for (size_t i = 0; i < k; ++i) out_ptrs[i] = &outs[i];
+
+  WorkspaceLease ws(m, vi);
+  char error[2048];
+  error[0] = '\0';
+  thunderc_call call{};
+  call.inputs = in_ptrs.data();
+  call.num_inputs = n;
+  call.outputs = out_ptrs.data();
+  call.num_outputs = k;
+  call.workspace = ws.get();
+  call.workspace_bytes = ws.get() ? v.workspace_bytes : 0;
+  call.num_threads = m->num_threads;
+  call.error = error;
+  call.error_capacity = sizeof error;
+  int32_t rc = 0;
+  try {
+    rc = v.fn(&call);
+  } catch (...) {
+    fail(THUNDERC_STATUS_KERNEL_FAILED, "variant #" + std::to_string(v.id) + " (" + v.entry + ") of " + m->name +
+                                            " threw a C++ exception across the ABI");
+  }
+  if (rc != 0) {
+    error[sizeof error - 1] = '\0';
+    fail(THUNDERC_STATUS_KERNEL_FAILED, "variant #" + std::to_string(v.id) + " (" + v.entry + ") of " + m->name +
+                                            " failed (code " + std::to_string(rc) +
+                                            "): " + (error[0] ? error : "no message"));
+  }
+}
+
+void check_output(const thunderc_model* m, const Variant& v, size_t i, const DLTensor& t) {
+  const TensorDesc& d = m->manifest.outputs[i];
+  const std::string what = "output '" + d.name + "' (#" + std::to_string(i) + ")";
+  check_tensor_struct(t, what);
+  const auto& shape = v.output_shapes[i];
+  bool same = dtype_equal(t.dtype, d.dtype) && static_cast<size_t>(t.ndim) == shape.size() &&
+              t.device.device_type == v.device.device_type && t.device.device_id == v.device.device_id &&
+              is_contiguous(t);
+  for (size_t k = 0; same && k < shape.size(); ++k) same = shape[k] == t.shape[k];
+  if (!same)
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " for variant #" + std::to_string(v.id) + " of " + m->name +
+                                               ": expected a contiguous " + d.dtype_name + shape_to_string(shape) +
+                                               " " + v.device_name + " tensor, got " + describe(t));
+}
+
+// One runtime-allocated output: DLManagedTensor, shape and data in one block (data 64-byte aligned).
+struct OwnedOutput {
+  DLManagedTensor managed;
+  int64_t shape[64];
+  void* data;
+  DLDevice device;
+};
+
+void owned_output_deleter(DLManagedTensor* self) {
+  if (!self) return;
+  auto* o = static_cast<OwnedOutput*>(self->manager_ctx);
+  thunderc_model::release_buffer(o->device, o->data);
+  delete o;
+}
+
+thunderc_status check_model(const thunderc_model* m) {
+  return m ? nullptr : make_status(THUNDERC_STATUS_INVALID_ARGUMENT, "model is NULL");
+}
+
+const Variant* variant_at(const thunderc_model* m, size_t v) {
+  if (!m) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "model is NULL");
+  if (v >= m->manifest.variants.size())
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, "variant " + std::to_string(v) + " out of range (" + m->name + " has " +
+                                               std::to_string(m->manifest.variants.size()) + ")");
+  return &m->manifest.variants[v];
+}
+
+}  // namespace
+
+// ---- C API ----------------------------------------------------------------------------------------
+
+extern "C" {
+
+THUNDERC_API thunderc_status_code_t thunderc_status_code(thunderc_status status) {
+  return status ? status->code : THUNDERC_STATUS_OK;
+}
+
+THUNDERC_API const char* thunderc_status_message(thunderc_status status) {
+  return status ? status->message.c_str() : "OK";
+}
+
+THUNDERC_API const char* thunderc_status_code_name(thunderc_status_code_t code) {
+  switch (code) {
+    case THUNDERC_STATUS_OK: return "OK";
+    case THUNDERC_STATUS_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case THUNDERC_STATUS_NOT_FOUND: return "NOT_FOUND";
+    case THUNDERC_STATUS_IO: return "IO";
+    case THUNDERC_STATUS_MANIFEST: return "MANIFEST";
+    case THUNDERC_STATUS_ABI_MISMATCH: return "ABI_MISMATCH";
+    case THUNDERC_STATUS_NO_MATCHING_VARIANT: return "NO_MATCHING_VARIANT";
+    case THUNDERC_STATUS_DEVICE_UNAVAILABLE: return "DEVICE_UNAVAILABLE";
+    case THUNDERC_STATUS_KERNEL_FAILED: return "KERNEL_FAILED";
+    case THUNDERC_STATUS_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
+    case THUNDERC_STATUS_INTERNAL: return "INTERNAL";
+  }
+  return "UNKNOWN";
+}
+
+THUNDERC_API void thunderc_status_free(thunderc_status status) {
+  if (status && !status->is_static) delete status;
+}
+
+THUNDERC_API uint32_t thunderc_runtime_api_version(void) { return THUNDERC_RUNTIME_API_VERSION; }
+THUNDERC_API uint32_t thunderc_runtime_abi_version(void) { return THUNDERC_ABI_VERSION; }
+THUNDERC_API const char* thunderc_runtime_version(void) { return THUNDERC_RUNTIME_VERSION_STRING; }
+
+THUNDERC_API void thunderc_open_options_init(thunderc_open_options* options) {
+  if (!options) return;
+  std::memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+}
+
+THUNDERC_API thunderc_status thunderc_model_open(const char* so_path, const thunderc_open_options* options,
+                                                 thunderc_model** out_model) {
+  return guarded([&] { open_impl(so_path, options, out_model); });
+}
+
+THUNDERC_API void thunderc_model_close(thunderc_model* model) { delete model; }
+
+THUNDERC_API const char* thunderc_model_path(const thunderc_model* model) {
+  return model ? model->path.c_str() : nullptr;
+}
+
+THUNDERC_API const char* thunderc_model_manifest(const thunderc_model* model, size_t* out_len) {
+  if (!model) {
+    if (out_len) *out_len = 0;
+    return nullptr;
+  }
+  if (out_len) *out_len = model->manifest_text.size();
+  return model->manifest_text.c_str();
+}
+
+THUNDERC_API int32_t thunderc_model_num_threads(const thunderc_model* model) {
+  return model ? model->num_threads : 0;
+}
+
+THUNDERC_API size_t thunderc_model_num_inputs(const thunderc_model* model) {
+  return model ? model->manifest.inputs.size() : 0;
+}
+THUNDERC_API size_t thunderc_model_num_outputs(const thunderc_model* model) {
+  return model ? model->manifest.outputs.size() : 0;
+}
+THUNDERC_API const char* thunderc_model_input_name(const thunderc_model* model, size_t index) {
+  return model && index < model->manifest.inputs.size() ? model->manifest.inputs[index].name.c_str() : nullptr;
+}
+THUNDERC_API const char* thunderc_model_output_name(const thunderc_model* model, size_t index) {
+  return model && index < model->manifest.outputs.size() ? model->manifest.outputs[index].name.c_str() : nullptr;
+}
+THUNDERC_API DLDataType thunderc_model_input_dtype(const thunderc_model* model, size_t index) {
+  return model && index < model->manifest.inputs.size() ? model->manifest.inputs[index].dtype : DLDataType{0, 0, 0};
+}
+THUNDERC_API DLDataType thunderc_model_output_dtype(const thunderc_model* model, size_t index) {
+  return model && index < model->manifest.outputs.size() ? model->manifest.outputs[index].dtype : DLDataType{0, 0, 0};
+}
+THUNDERC_API size_t thunderc_model_num_variants(const thunderc_model* model) {
+  return model ? model->manifest.variants.size() : 0;
+}
+
+THUNDERC_API thunderc_status thunderc_model_variant_info(const thunderc_model* model, size_t variant,
+                                                         thunderc_variant_info* out_info) {
+  return guarded([&] {
+    const Variant* v = variant_at(model, variant);
+    if (!out_info) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "out_info is NULL");
+    out_info->id = v->id;
+    out_info->entry = v->entry.c_str();
+    out_info->signature = v->signature.c_str();
+    out_info->device = v->device;
+    out_info->available = v->available ? 1 : 0;
+    out_info->workspace_bytes = v->workspace_bytes;
+    out_info->num_inputs = v->guards.size();
+    out_info->num_outputs = v->output_shapes.size();
+  });
+}
+
+THUNDERC_API thunderc_status thunderc_model_variant_input(const thunderc_model* model, size_t variant, size_t input,
+                                                          thunderc_tensor_spec* out_spec) {
+  return guarded([&] {
+    const Variant* v = variant_at(model, variant);
+    if (!out_spec) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "out_spec is NULL");
+    if (input >= v->guards.size())
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, "input " + std::to_string(input) + " out of range (" + model->name +
+                                                 " has " + std::to_string(v->guards.size()) + ")");
+    const Guard& g = v->guards[input];
+    out_spec->name = model->manifest.inputs[input].name.c_str();
+    out_spec->dtype = g.dtype;
+    out_spec->device = g.device;
+    out_spec->ndim = static_cast<int32_t>(g.shape.size());
+    out_spec->shape = g.shape.data();
+  });
+}
+
+THUNDERC_API thunderc_status thunderc_model_variant_output(const thunderc_model* model, size_t variant,
+                                                           size_t output, thunderc_tensor_spec* out_spec) {
+  return guarded([&] {
+    const Variant* v = variant_at(model, variant);
+    if (!out_spec) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "out_spec is NULL");
+    if (output >= v->output_shapes.size())
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, "output " + std::to_string(output) + " out of range (" + model->name +
+                                                 " has " + std::to_string(v->output_shapes.size()) + ")");
+    out_spec->name = model->manifest.outputs[output].name.c_str();
+    out_spec->dtype = model->manifest.outputs[output].dtype;
+    out_spec->device = v->device;
+    out_spec->ndim = static_cast<int32_t>(v->output_shapes[output].size());
+    out_spec->shape = v->output_shapes[output].data();
+  });
+}
+
+THUNDERC_API thunderc_status thunderc_model_select_variant(const thunderc_model* model, const DLTensor* inputs,
+                                                           size_t num_inputs, size_t* out_variant) {
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    if (!out_variant) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "out_variant is NULL");
+    *out_variant = select_variant(model, inputs, num_inputs);
+  });
+}
+
+THUNDERC_API thunderc_status thunderc_model_run(thunderc_model* model, const DLTensor* inputs, size_t num_inputs,
+                                                DLTensor* outputs, size_t num_outputs) {
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    const size_t vi = select_variant(model, inputs, num_inputs);
+    const Variant& v = model->manifest.variants[vi];
+    if (num_outputs != model->manifest.outputs.size())
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, model->name + " has " + std::to_string(model->manifest.outputs.size()) +
+                                                 " output(s), got " + std::to_string(num_outputs) + " output buffers");
+    if (num_outputs > 0 && !outputs) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "outputs is NULL");
+    SmallVec<DLTensor> outs(num_outputs);
+    for (size_t i = 0; i < num_outputs; ++i) {
+      check_output(model, v, i, outputs[i]);
+      outs[i] = normalized(outputs[i]);
+    }
+    call_entry(model, vi, inputs, num_inputs, outs.data(), num_outputs);
+  });
+}
+
+THUNDERC_API thunderc_status thunderc_model_run_alloc(thunderc_model* model, const DLTensor* inputs,
+                                                      size_t num_inputs, DLManagedTensor** outputs,
+                                                      size_t num_outputs) {
+  if (outputs)
+    for (size_t i = 0; i < num_outputs; ++i) outputs[i] = nullptr;
+  if (thunderc_status st = check_model(model)) return st;
+  std::vector<OwnedOutput*> owned;
+  thunderc_status st = guarded([&] {
+    const size_t vi = select_variant(model, inputs, num_inputs);
+    const Variant& v = model->manifest.variants[vi];
+    if (num_outputs != model->manifest.outputs.size())
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, model->name + " has " + std::to_string(model->manifest.outputs.size()) +
+                                                 " output(s), got room for " + std::to_string(num_outputs));
+    if (num_outputs > 0 && !outputs) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "outputs is NULL");
+    owned.reserve(num_outputs);
+    SmallVec<DLTensor> outs(num_outputs);
+    for (size_t i = 0; i < num_outputs; ++i) {
+      const auto& shape = v.output_shapes[i];
+      const DLDataType dtype = model->manifest.outputs[i].dtype;
+      size_t bytes = 0;
+      dense_nbytes(shape.data(), static_cast<int>(shape.size()), dtype, &bytes);  // validated at open
+      auto* o = new OwnedOutput{};
+      o->device = v.device;
+      owned.push_back(o);
+      o->data = thunderc_model::acquire_buffer(v.device, bytes, "output");
+      std::copy(shape.begin(), shape.end(), o->shape);
+      DLTensor& t = o->managed.dl_tensor;
+      t.data = o->data;
+      t.device = v.device;
+      t.ndim = static_cast<int>(shape.size());
+      t.dtype = dtype;
+      t.shape = o->shape;
+      t.strides = nullptr;
+      t.byte_offset = 0;
+      o->managed.manager_ctx = o;
+      o->managed.deleter = owned_output_deleter;
+      outs[i] = t;
+    }
+    call_entry(model, vi, inputs, num_inputs, outs.data(), num_outputs);
+  });
+  if (st) {
+    for (OwnedOutput* o : owned) owned_output_deleter(&o->managed);
+    return st;
+  }
+  for (size_t i = 0; i < num_outputs; ++i) outputs[i] = &owned[i]->managed;
+  return nullptr;
+}
+
+}  // extern "C"

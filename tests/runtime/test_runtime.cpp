@@ -1,0 +1,667 @@
+// Tests of the C API of libthunderc_runtime against hand-written model .so files (models/test_model.cpp).
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "test_util.hpp"
+#include "thunderc/runtime.h"
+
+using namespace thunderc_test;
+
+namespace {
+
+// Expected results of the test model.
+std::vector<float> expected_y(const std::vector<float>& x) {
+  std::vector<float> y;
+  for (float v : x) y.push_back(2.0f * v + 1.0f);
+  return y;
+}
+std::vector<float> expected_rowsum(const std::vector<float>& x) {
+  std::vector<float> s(x.size() / 3, 0.0f);
+  for (size_t i = 0; i < x.size(); ++i) s[i / 3] += x[i];
+  return s;
+}
+std::vector<float> iota(size_t n, float start = 0.5f) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = start + static_cast<float>(i);
+  return v;
+}
+
+DLTensor f32(std::vector<float>& data, std::vector<int64_t>& shape) {
+  DLTensor t{};
+  t.data = data.data();
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = static_cast<int>(shape.size());
+  t.dtype = DLDataType{kDLFloat, 32, 1};
+  t.shape = shape.data();
+  return t;
+}
+
+struct ModelHandle {
+  thunderc_model* m = nullptr;
+  explicit ModelHandle(const std::string& path, const thunderc_open_options* o = nullptr) {
+    Status st(thunderc_model_open(path.c_str(), o, &m));
+    REQUIRE_MESSAGE(st.ok(), st.message());
+    REQUIRE(m != nullptr);
+  }
+  ~ModelHandle() { thunderc_model_close(m); }
+};
+
+// Runs the model with caller-provided outputs on x of shape [rows, 3].
+void run_caller(thunderc_model* m, std::vector<float> x, int64_t rows) {
+  std::vector<int64_t> xs{rows, 3}, ys{rows, 3}, ss{rows};
+  std::vector<float> y(rows * 3, -1.0f), s(rows, -1.0f);
+  DLTensor in = f32(x, xs);
+  DLTensor out[2] = {f32(y, ys), f32(s, ss)};
+  Status st(thunderc_model_run(m, &in, 1, out, 2));
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  CHECK(y == expected_y(x));
+  CHECK(s == expected_rowsum(x));
+}
+
+long test_calls(const std::string& so, int variant) {
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(h != nullptr);
+  auto fn = reinterpret_cast<long (*)(int)>(dlsym(h, "thunderc_test_calls"));
+  REQUIRE(static_cast<bool>(fn));
+  const long n = fn(variant);
+  dlclose(h);
+  return n;
+}
+
+template <class T>
+T test_hook(const std::string& so, const char* name) {
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(h != nullptr);
+  auto fn = reinterpret_cast<T>(dlsym(h, name));
+  REQUIRE(static_cast<bool>(fn));
+  dlclose(h);
+  return fn;
+}
+
+}  // namespace
+
+TEST_CASE("versions") {
+  CHECK(thunderc_runtime_api_version() == THUNDERC_RUNTIME_API_VERSION);
+  CHECK(thunderc_runtime_abi_version() == 1u);
+  CHECK(std::string(thunderc_runtime_version()) == "0.1.0");
+  CHECK(thunderc_status_code(nullptr) == THUNDERC_STATUS_OK);
+  CHECK(std::string(thunderc_status_message(nullptr)) == "OK");
+  CHECK(std::string(thunderc_status_code_name(THUNDERC_STATUS_NO_MATCHING_VARIANT)) == "NO_MATCHING_VARIANT");
+  thunderc_status_free(nullptr);
+}
+
+TEST_CASE("dtype names") {
+  DLDataType dt{};
+  CHECK(thunderc_dtype_from_name("bool", &dt));
+  CHECK(dt.code == THUNDERC_DL_BOOL);
+  CHECK(std::string(thunderc_dtype_name(DLDataType{kDLUInt, 8, 1})) == "uint8");
+  CHECK(std::string(thunderc_dtype_name(DLDataType{kDLBfloat, 16, 1})) == "bfloat16");
+  CHECK(thunderc_dtype_name(DLDataType{kDLFloat, 32, 4}) == nullptr);
+  CHECK_FALSE(thunderc_dtype_from_name("complex64", &dt));
+}
+
+TEST_CASE("open, introspect and run both variants") {
+  ModelHandle h(model_path("two_variants"));
+  thunderc_model* m = h.m;
+  CHECK(thunderc_model_num_inputs(m) == 1);
+  CHECK(thunderc_model_num_outputs(m) == 2);
+  CHECK(std::string(thunderc_model_input_name(m, 0)) == "x");
+  CHECK(std::string(thunderc_model_output_name(m, 1)) == "rowsum");
+  CHECK(thunderc_model_input_name(m, 1) == nullptr);
+  CHECK(thunderc_model_input_dtype(m, 0).code == kDLFloat);
+  CHECK(thunderc_model_input_dtype(m, 0).bits == 32);
+  CHECK(thunderc_model_input_dtype(m, 5).bits == 0);
+  CHECK(thunderc_model_num_variants(m) == 2);
+  CHECK(thunderc_model_num_threads(m) >= 1);
+  size_t len = 0;
+  const char* text = thunderc_model_manifest(m, &len);
+  CHECK(std::string(text, len) == read_file(model_path("two_variants", ".json")));
+
+  thunderc_variant_info info{};
+  REQUIRE(Status(thunderc_model_variant_info(m, 1, &info)).ok());
+  CHECK(info.id == 1);
+  CHECK(std::string(info.entry) == "thunderc_variant_1");
+  CHECK(std::string(info.signature) == "x: float32[4, 3] cpu");
+  CHECK(info.available == 1);
+  CHECK(info.workspace_bytes == 4096);
+  CHECK(info.num_inputs == 1);
+  CHECK(info.num_outputs == 2);
+  thunderc_tensor_spec spec{};
+  REQUIRE(Status(thunderc_model_variant_input(m, 0, 0, &spec)).ok());
+  CHECK(std::string(spec.name) == "x");
+  CHECK(spec.ndim == 2);
+  CHECK(spec.shape[0] == 2);
+  CHECK(spec.shape[1] == 3);
+  REQUIRE(Status(thunderc_model_variant_output(m, 1, 1, &spec)).ok());
+  CHECK(std::string(spec.name) == "rowsum");
+  CHECK(spec.ndim == 1);
+  CHECK(spec.shape[0] == 4);
+  Status bad(thunderc_model_variant_info(m, 2, &info));
+  CHECK(bad.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  CHECK(Status(thunderc_model_variant_output(m, 0, 2, &spec)).code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+
+  const std::string so = model_path("two_variants");
+  test_hook<void (*)()>(so, "thunderc_test_reset")();
+  run_caller(m, iota(6), 2);
+  CHECK(test_calls(so, 0) == 1);
+  CHECK(test_calls(so, 1) == 0);
+  run_caller(m, iota(12, -3.25f), 4);
+  CHECK(test_calls(so, 0) == 1);
+  CHECK(test_calls(so, 1) == 1);
+
+  std::vector<float> x = iota(12);
+  std::vector<int64_t> xs{4, 3};
+  DLTensor in = f32(x, xs);
+  size_t v = 99;
+  REQUIRE(Status(thunderc_model_select_variant(m, &in, 1, &v)).ok());
+  CHECK(v == 1);
+}
+
+TEST_CASE("embedded manifest only, explicit manifest path, options") {
+  ModelHandle h(model_path("embedded_only"));
+  run_caller(h.m, iota(6), 2);
+
+  thunderc_open_options o;
+  thunderc_open_options_init(&o);
+  const std::string json = model_path("two_variants", ".json");
+  o.manifest_path = json.c_str();
+  o.num_threads = 3;
+  ModelHandle h2(model_path("embedded_only"), &o);
+  CHECK(thunderc_model_num_threads(h2.m) == 3);
+
+  o.manifest_path = "/nonexistent/dir/x.json";
+  thunderc_model* m = reinterpret_cast<thunderc_model*>(0x1);
+  Status st(thunderc_model_open(model_path("embedded_only").c_str(), &o, &m));
+  CHECK(st.code() == THUNDERC_STATUS_NOT_FOUND);
+  CHECK(st.message().find("/nonexistent/dir/x.json") != std::string::npos);
+  CHECK(m == nullptr);
+
+  thunderc_open_options_init(&o);
+  o.num_threads = -2;
+  Status st2(thunderc_model_open(model_path("two_variants").c_str(), &o, &m));
+  CHECK(st2.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+
+  thunderc_open_options_init(&o);
+  o.struct_size = 3;
+  Status st3(thunderc_model_open(model_path("two_variants").c_str(), &o, &m));
+  CHECK(st3.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  CHECK(st3.message().find("struct_size") != std::string::npos);
+
+  setenv("THUNDERC_NUM_THREADS", "5", 1);
+  {
+    ModelHandle h3(model_path("two_variants"));
+    CHECK(thunderc_model_num_threads(h3.m) == 5);
+  }
+  setenv("THUNDERC_NUM_THREADS", "lots", 1);
+  Status st4(thunderc_model_open(model_path("two_variants").c_str(), nullptr, &m));
+  CHECK(st4.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  CHECK(st4.message().find("THUNDERC_NUM_THREADS") != std::string::npos);
+  unsetenv("THUNDERC_NUM_THREADS");
+
+  CHECK(Status(thunderc_model_open(nullptr, nullptr, &m)).code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  CHECK(Status(thunderc_model_open(model_path("two_variants").c_str(), nullptr, nullptr)).code() ==
+        THUNDERC_STATUS_INVALID_ARGUMENT);
+  thunderc_model_close(nullptr);
+}
+
+TEST_CASE("runtime-allocated outputs") {
+  ModelHandle h(model_path("two_variants"));
+  for (int64_t rows : {2, 4}) {
+    std::vector<float> x = iota(static_cast<size_t>(rows) * 3, 1.5f);
+    std::vector<int64_t> xs{rows, 3};
+    DLTensor in = f32(x, xs);
+    DLManagedTensor* outs[2] = {nullptr, nullptr};
+    Status st(thunderc_model_run_alloc(h.m, &in, 1, outs, 2));
+    REQUIRE_MESSAGE(st.ok(), st.message());
+    REQUIRE(outs[0] != nullptr);
+    REQUIRE(outs[1] != nullptr);
+    const DLTensor& y = outs[0]->dl_tensor;
+    CHECK(y.ndim == 2);
+    CHECK(y.shape[0] == rows);
+    CHECK(y.shape[1] == 3);
+    CHECK(y.dtype.code == kDLFloat);
+    CHECK(y.device.device_type == kDLCPU);
+    CHECK(y.strides == nullptr);
+    CHECK(reinterpret_cast<uintptr_t>(y.data) % 64 == 0);
+    const float* yp = static_cast<const float*>(y.data);
+    CHECK(std::vector<float>(yp, yp + rows * 3) == expected_y(x));
+    const float* sp = static_cast<const float*>(outs[1]->dl_tensor.data);
+    CHECK(std::vector<float>(sp, sp + rows) == expected_rowsum(x));
+    outs[0]->deleter(outs[0]);
+    outs[1]->deleter(outs[1]);
+  }
+  // Outputs outlive the model.
+  DLManagedTensor* outs[2] = {nullptr, nullptr};
+  {
+    ModelHandle h2(model_path("two_variants"));
+    std::vector<float> x = iota(6);
+    std::vector<int64_t> xs{2, 3};
+    DLTensor in = f32(x, xs);
+    REQUIRE(Status(thunderc_model_run_alloc(h2.m, &in, 1, outs, 2)).ok());
+  }
+  CHECK(static_cast<const float*>(outs[0]->dl_tensor.data)[0] == 2.0f);
+  outs[0]->deleter(outs[0]);
+  outs[1]->deleter(outs[1]);
+
+  // Wrong number of output slots, and failures leave every slot NULL.
+  std::vector<float> x = iota(6);
+  std::vector<int64_t> xs{2, 3};
+  DLTensor in = f32(x, xs);
+  DLManagedTensor* three[3] = {nullptr, nullptr, nullptr};
+  Status st(thunderc_model_run_alloc(h.m, &in, 1, three, 3));
+  CHECK(st.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  CHECK(three[0] == nullptr);
+}
+
+TEST_CASE("byte_offset and explicit compact strides are honoured") {
+  ModelHandle h(model_path("two_variants"));
+  std::vector<float> buf(2 + 6);
+  for (size_t i = 0; i < 6; ++i) buf[2 + i] = static_cast<float>(i) - 1.0f;
+  std::vector<int64_t> xs{2, 3}, strides{3, 1};
+  DLTensor in = f32(buf, xs);
+  in.byte_offset = 2 * sizeof(float);
+  in.strides = strides.data();
+  std::vector<float> ybuf(1 + 6, 0.0f), s(2);
+  std::vector<int64_t> ys{2, 3}, ss{2};
+  DLTensor out[2] = {f32(ybuf, ys), f32(s, ss)};
+  out[0].byte_offset = sizeof(float);
+  Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  const std::vector<float> x(buf.begin() + 2, buf.end());
+  CHECK(std::vector<float>(ybuf.begin() + 1, ybuf.end()) == expected_y(x));
+  CHECK(ybuf[0] == 0.0f);
+  CHECK(s == expected_rowsum(x));
+}
+
+TEST_CASE("no matching variant: messages name the input and list every variant") {
+  ModelHandle h(model_path("two_variants"));
+  std::vector<float> x = iota(64 * 3);
+  std::vector<float> y(64 * 3), s(64);
+  std::vector<int64_t> ys{2, 3}, ss{2};
+  DLTensor out[2] = {f32(y, ys), f32(s, ss)};
+
+  SUBCASE("wrong shape") {
+    std::vector<int64_t> xs{3, 3};
+    DLTensor in = f32(x, xs);
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_NO_MATCHING_VARIANT);
+    CHECK(st.message().find("no variant of two_variants.so accepts these inputs: input 'x' has shape [3, 3] "
+                            "float32 cpu; variants: #0 x: float32[2, 3] cpu") == 0);
+    CHECK(st.message().find("#1 x: float32[4, 3] cpu") != std::string::npos);
+    CHECK(st.message().find("expected shape [2, 3], got [3, 3]") != std::string::npos);
+  }
+  SUBCASE("wrong rank") {
+    std::vector<int64_t> xs{6};
+    DLTensor in = f32(x, xs);
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_NO_MATCHING_VARIANT);
+    CHECK(st.message().find("input 'x' has shape [6] float32 cpu") != std::string::npos);
+    CHECK(st.message().find("expected rank 2 [2, 3], got rank 1 [6]") != std::string::npos);
+  }
+  SUBCASE("wrong dtype") {
+    std::vector<int64_t> xs{2, 3};
+    DLTensor in = f32(x, xs);
+    in.dtype = DLDataType{kDLFloat, 64, 1};
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_NO_MATCHING_VARIANT);
+    CHECK(st.message().find("input 'x' has shape [2, 3] float64 cpu") != std::string::npos);
+    CHECK(st.message().find("expected dtype float32, got float64") != std::string::npos);
+  }
+  SUBCASE("wrong device") {
+    std::vector<int64_t> xs{2, 3};
+    DLTensor in = f32(x, xs);
+    in.device = DLDevice{kDLCUDA, 0};
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_NO_MATCHING_VARIANT);
+    CHECK(st.message().find("expected device cpu, got cuda:0") != std::string::npos);
+  }
+  SUBCASE("non-contiguous") {
+    std::vector<int64_t> xs{2, 3}, strides{1, 2};
+    DLTensor in = f32(x, xs);
+    in.strides = strides.data();
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_NO_MATCHING_VARIANT);
+    CHECK(st.message().find("non-contiguous, strides [1, 2]") != std::string::npos);
+  }
+  SUBCASE("input count") {
+    std::vector<int64_t> xs{2, 3};
+    DLTensor in[2] = {f32(x, xs), f32(x, xs)};
+    Status st(thunderc_model_run(h.m, in, 2, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+    CHECK(st.message() == "two_variants.so takes 1 input(s) (x), got 2");
+    Status st0(thunderc_model_run(h.m, nullptr, 0, out, 2));
+    CHECK(st0.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  }
+  SUBCASE("NULL data, negative extent") {
+    std::vector<int64_t> xs{2, 3};
+    DLTensor in = f32(x, xs);
+    in.data = nullptr;
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+    CHECK(st.message().find("input 'x' has a NULL data pointer") != std::string::npos);
+    std::vector<int64_t> neg{-2, 3};
+    DLTensor in2 = f32(x, neg);
+    Status st2(thunderc_model_run(h.m, &in2, 1, out, 2));
+    CHECK(st2.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+    CHECK(thunderc_model_run(nullptr, &in, 1, out, 2) != nullptr);
+  }
+}
+
+TEST_CASE("caller-provided outputs are checked") {
+  ModelHandle h(model_path("two_variants"));
+  std::vector<float> x = iota(6), y(12), s(4);
+  std::vector<int64_t> xs{2, 3};
+  DLTensor in = f32(x, xs);
+  SUBCASE("shape of the other variant") {
+    std::vector<int64_t> ys{4, 3}, ss{2};
+    DLTensor out[2] = {f32(y, ys), f32(s, ss)};
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+    CHECK(st.message() == "output 'y' (#0) for variant #0 of two_variants.so: expected a contiguous "
+                          "float32[2, 3] cpu tensor, got float32[4, 3] cpu");
+  }
+  SUBCASE("dtype") {
+    std::vector<int64_t> ys{2, 3}, ss{2};
+    DLTensor out[2] = {f32(y, ys), f32(s, ss)};
+    out[1].dtype = DLDataType{kDLInt, 32, 1};
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+    CHECK(st.message().find("output 'rowsum' (#1)") == 0);
+  }
+  SUBCASE("strides") {
+    std::vector<int64_t> ys{2, 3}, ss{2}, strides{1, 2};
+    DLTensor out[2] = {f32(y, ys), f32(s, ss)};
+    out[0].strides = strides.data();
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+    CHECK(st.message().find("non-contiguous") != std::string::npos);
+  }
+  SUBCASE("count") {
+    std::vector<int64_t> ys{2, 3};
+    DLTensor out[1] = {f32(y, ys)};
+    Status st(thunderc_model_run(h.m, &in, 1, out, 1));
+    CHECK(st.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+    CHECK(st.message() == "two_variants.so has 2 output(s), got 1 output buffers");
+  }
+}
+
+TEST_CASE("kernel failure is reported with the entry's message") {
+  ModelHandle h(model_path("two_variants"));
+  std::vector<float> x = iota(12);
+  x[7] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<int64_t> xs{4, 3};
+  DLTensor in = f32(x, xs);
+  DLManagedTensor* outs[2] = {nullptr, nullptr};
+  Status st(thunderc_model_run_alloc(h.m, &in, 1, outs, 2));
+  CHECK(st.code() == THUNDERC_STATUS_KERNEL_FAILED);
+  CHECK(st.message() == "variant #1 (thunderc_variant_1) of two_variants.so failed (code 1): x contains NaN at "
+                        "flat index 7");
+  CHECK(outs[0] == nullptr);
+  CHECK(outs[1] == nullptr);
+}
+
+TEST_CASE("workspace buffers are reused across calls") {
+  const std::string so = model_path("two_variants");
+  ModelHandle h(so);
+  test_hook<void (*)()>(so, "thunderc_test_reset")();
+  for (int i = 0; i < 50; ++i) run_caller(h.m, iota(12, static_cast<float>(i)), 4);
+  CHECK(test_hook<size_t (*)()>(so, "thunderc_test_distinct_workspaces")() == 1);
+  CHECK(test_calls(so, 1) == 50);
+}
+
+TEST_CASE("8 threads x many calls on one model equal serial results") {
+  const std::string so = model_path("two_variants");
+  ModelHandle h(so);
+  test_hook<void (*)()>(so, "thunderc_test_reset")();
+  constexpr int kThreads = 8, kCalls = 300;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        const int64_t rows = (i + t) % 2 ? 4 : 2;
+        std::vector<float> x = iota(static_cast<size_t>(rows) * 3, static_cast<float>(t * 1000 + i));
+        std::vector<int64_t> xs{rows, 3};
+        DLTensor in = f32(x, xs);
+        DLManagedTensor* outs[2] = {nullptr, nullptr};
+        thunderc_status st = thunderc_model_run_alloc(h.m, &in, 1, outs, 2);
+        if (st) {
+          failures[t] = thunderc_status_message(st);
+          thunderc_status_free(st);
+          return;
+        }
+        const float* yp = static_cast<const float*>(outs[0]->dl_tensor.data);
+        const float* sp = static_cast<const float*>(outs[1]->dl_tensor.data);
+        if (std::vector<float>(yp, yp + rows * 3) != expected_y(x) ||
+            std::vector<float>(sp, sp + rows) != expected_rowsum(x))
+          failures[t] = "wrong result in call " + std::to_string(i);
+        outs[0]->deleter(outs[0]);
+        outs[1]->deleter(outs[1]);
+        if (!failures[t].empty()) return;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) CHECK_MESSAGE(failures[t].empty(), failures[t]);
+  CHECK(test_calls(so, 0) + test_calls(so, 1) == kThreads * kCalls);
+  const size_t ws = test_hook<size_t (*)()>(so, "thunderc_test_distinct_workspaces")();
+  CHECK(ws >= 1);
+  CHECK(ws <= static_cast<size_t>(kThreads));
+}
+
+// ---- loader errors -------------------------------------------------------------------------------
+
+TEST_CASE("missing file, not an ELF, directory") {
+  thunderc_model* m = nullptr;
+  Status missing(thunderc_model_open("/nonexistent/model.so", nullptr, &m));
+  CHECK(missing.code() == THUNDERC_STATUS_NOT_FOUND);
+  CHECK(missing.message() == "cannot open model '/nonexistent/model.so': No such file or directory");
+
+  TempDir dir;
+  const std::string text = dir.path + "/text.so";
+  write_file(text, "this is not a shared object\n");
+  Status notelf(thunderc_model_open(text.c_str(), nullptr, &m));
+  CHECK(notelf.code() == THUNDERC_STATUS_IO);
+  CHECK(notelf.message().find("not an ELF shared object") != std::string::npos);
+  CHECK(notelf.message().find(text) != std::string::npos);
+
+  const std::string empty = dir.path + "/empty.so";
+  write_file(empty, "");
+  CHECK(Status(thunderc_model_open(empty.c_str(), nullptr, &m)).code() == THUNDERC_STATUS_IO);
+
+  Status isdir(thunderc_model_open(dir.path.c_str(), nullptr, &m));
+  CHECK(isdir.code() == THUNDERC_STATUS_IO);
+  CHECK(isdir.message().find("not a regular file") != std::string::npos);
+  CHECK(m == nullptr);
+}
+
+TEST_CASE("truncated .so files fail cleanly") {
+  const std::string full = read_file(model_path("two_variants"));
+  TempDir dir;
+  const size_t sizes[] = {4, 20, 63, 64, 200, 1000, 4096, full.size() / 2, full.size() - 1};
+  for (size_t n : sizes) {
+    CAPTURE(n);
+    const std::string path = dir.path + "/cut" + std::to_string(n) + ".so";
+    write_file(path, full.substr(0, n));
+    thunderc_model* m = nullptr;
+    Status st(thunderc_model_open(path.c_str(), nullptr, &m));
+    CHECK(m == nullptr);
+    CHECK((st.code() == THUNDERC_STATUS_IO || st.code() == THUNDERC_STATUS_MANIFEST));
+    CHECK(st.message().find(path) != std::string::npos);
+  }
+}
+
+TEST_CASE("json/so mismatch") {
+  TempDir dir;
+  const std::string so = dir.path + "/model.so";
+  write_file(so, read_file(model_path("two_variants")));
+  std::string json = read_file(model_path("two_variants", ".json"));
+  write_file(dir.path + "/model.json", json + " ");
+  thunderc_model* m = nullptr;
+  Status st(thunderc_model_open(so.c_str(), nullptr, &m));
+  CHECK(st.code() == THUNDERC_STATUS_MANIFEST);
+  CHECK(st.message() == "manifest '" + dir.path + "/model.json' does not belong to '" + so +
+                            "' (it differs from the manifest embedded in the .so)");
+  write_file(dir.path + "/model.json", json);
+  ModelHandle ok(so);
+}
+
+TEST_CASE("wrong ABI version, not a thunderc model, missing entry") {
+  thunderc_model* m = nullptr;
+  Status abi(thunderc_model_open(model_path("wrong_abi").c_str(), nullptr, &m));
+  CHECK(abi.code() == THUNDERC_STATUS_ABI_MISMATCH);
+  CHECK(abi.message().find("built for thunderc ABI version 99, but this runtime supports ABI version 1") !=
+        std::string::npos);
+
+  Status plain(thunderc_model_open(model_path("not_a_model").c_str(), nullptr, &m));
+  CHECK(plain.code() == THUNDERC_STATUS_ABI_MISMATCH);
+  CHECK(plain.message().find("is not a thunderc model") != std::string::npos);
+  CHECK(plain.message().find("undefined symbol: thunderc_abi_version") != std::string::npos);
+
+  Status entry(thunderc_model_open(model_path("missing_entry").c_str(), nullptr, &m));
+  CHECK(entry.code() == THUNDERC_STATUS_MANIFEST);
+  CHECK(entry.message().find("does not export 'thunderc_variant_1', the entry of variant #1") != std::string::npos);
+  CHECK(m == nullptr);
+}
+
+// ---- manifest validation (env_manifest.so embeds the file named by $THUNDERC_TEST_MANIFEST) --------
+
+namespace {
+
+Status open_with_manifest(const std::string& manifest, thunderc_model** m) {
+  TempDir dir;
+  const std::string path = dir.path + "/manifest.json";
+  write_file(path, manifest);
+  setenv("THUNDERC_TEST_MANIFEST", path.c_str(), 1);
+  Status st(thunderc_model_open(model_path("env_manifest").c_str(), nullptr, m));
+  unsetenv("THUNDERC_TEST_MANIFEST");
+  return st;
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  const size_t pos = s.find(from);
+  REQUIRE_MESSAGE(pos != std::string::npos, from);
+  return s.replace(pos, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("corrupt or invalid manifests") {
+  const std::string good = read_file(model_path("two_variants", ".json"));
+  thunderc_model* m = nullptr;
+  {
+    Status st = open_with_manifest(good, &m);
+    REQUIRE_MESSAGE(st.ok(), st.message());
+    thunderc_model_close(m);
+    m = nullptr;
+  }
+  struct Case {
+    std::string name, manifest, expect;
+    thunderc_status_code_t code = THUNDERC_STATUS_MANIFEST;
+  };
+  const Case cases[] = {
+      {"empty", "", "embeds an empty manifest"},
+      {"truncated JSON", good.substr(0, good.size() / 2), "not valid JSON"},
+      {"garbage", "\x01\x02 not json", "not valid JSON"},
+      {"array", "[1, 2]", "expected a JSON object at the top level"},
+      {"format", replace(good, "\"thunderc-manifest\"", "\"onnx\""), "format: expected \"thunderc-manifest\""},
+      {"format_version", replace(good, "\"format_version\": 1", "\"format_version\": 7"),
+       "format_version: version 7 is not supported"},
+      {"abi_version type", replace(good, "\"abi_version\": 1", "\"abi_version\": \"1\""),
+       "abi_version: expected a non-negative integer, got string"},
+      {"abi_version mismatch", replace(good, "\"abi_version\": 1", "\"abi_version\": 2"),
+       "abi_version 2 differs from the ABI version the .so reports (1)", THUNDERC_STATUS_ABI_MISMATCH},
+      {"inputs missing", replace(good, "\"inputs\"", "\"inputz\""), "inputs: missing"},
+      {"input dtype", replace(good, "{\"dtype\": \"float32\", \"name\": \"x\"}", "{\"dtype\": \"complex64\", \"name\": \"x\"}"),
+       "inputs[0].dtype: unknown dtype 'complex64'"},
+      {"output name type", replace(good, "\"name\": \"y\"", "\"name\": 5"), "outputs[0].name: expected a string, got integer"},
+      {"variants empty", good.substr(0, good.find("\"variants\"")) + "\"variants\": []}", "variants: the manifest lists no variants"},
+      {"variant id", replace(good, "\"id\": 1", "\"id\": 5"), "variants[1].id: expected 1"},
+      {"entry type", replace(good, "\"entry\": \"thunderc_variant_1\"", "\"entry\": null"),
+       "variants[1].entry: expected a string, got null"},
+      {"guard shape", replace(good, "\"shape\": [4, 3]", "\"shape\": [4, \"3\"]"),
+       "variants[1].guards[0].shape[1]: expected a non-negative integer, got string"},
+      {"guard negative", replace(good, "\"shape\": [4, 3]", "\"shape\": [-4, 3]"),
+       "variants[1].guards[0].shape[0]: expected a non-negative integer, got -4"},
+      {"guard device", replace(good, "\"device\": \"cpu\", \"dtype\": \"float32\", \"input\": \"x\", \"shape\": [4, 3]",
+                               "\"device\": \"tpu\", \"dtype\": \"float32\", \"input\": \"x\", \"shape\": [4, 3]"),
+       "variants[1].guards[0].device: unsupported device 'tpu'"},
+      {"guard input name", replace(good, "\"input\": \"x\", \"shape\": [2, 3]", "\"input\": \"z\", \"shape\": [2, 3]"),
+       "variants[0].guards[0].input: names 'z' but input 0 is 'x'"},
+      {"guard contiguous", replace(good, "\"contiguous\": true", "\"contiguous\": 1"),
+       "variants[0].guards[0].contiguous: expected true or false, got integer"},
+      {"guards count", replace(good, "\"guards\": [{\"contiguous\": true, \"device\": \"cpu\", \"dtype\": \"float32\", \"input\": \"x\", \"shape\": [2, 3]}]", "\"guards\": []"),
+       "variants[0].guards: has 0 entries but the model has 1 inputs"},
+      {"output_shapes", replace(good, "\"output_shapes\": [[4, 3], [4]]", "\"output_shapes\": [[4, 3]]"),
+       "variants[1].output_shapes: has 1 entries but the model has 2 outputs"},
+      {"workspace", replace(good, "\"workspace_bytes\": 4096", "\"workspace_bytes\": -1"),
+       "variants[1].workspace_bytes: expected a non-negative integer, got -1"},
+      {"overflow", replace(good, "\"shape\": [4, 3]", "\"shape\": [4611686018427387904, 4611686018427387904]"),
+       "variants[1].guards[0].shape: tensor size overflows"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    Status st = open_with_manifest(c.manifest, &m);
+    CHECK(m == nullptr);
+    CHECK(st.code() == c.code);
+    CHECK_MESSAGE(st.message().find(c.expect) != std::string::npos, st.message());
+    if (c.code == THUNDERC_STATUS_MANIFEST && c.name != "empty")
+      CHECK(st.message().find("manifest of '" + model_path("env_manifest") + "'") == 0);
+  }
+}
+
+TEST_CASE("CUDA variants need a driver") {
+  const bool has_cuda = [] {
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h) dlclose(h);
+    return h != nullptr;
+  }();
+  const std::string good = read_file(model_path("two_variants", ".json"));
+  // Both variants on cuda:7 (no machine this runs on has 8 GPUs... the check below allows for it).
+  std::string all_cuda = good;
+  for (int i = 0; i < 2; ++i) all_cuda = replace(all_cuda, "\"device\": \"cpu\", \"dtype\"", "\"device\": \"cuda:7\", \"dtype\"");
+  thunderc_model* m = nullptr;
+  Status st = open_with_manifest(all_cuda, &m);
+  if (st.ok()) {
+    thunderc_model_close(m);
+    MESSAGE("this machine has at least 8 CUDA devices; skipping");
+    return;
+  }
+  CHECK(st.code() == THUNDERC_STATUS_DEVICE_UNAVAILABLE);
+  CHECK(st.message().find("can run on this machine (cuda:7: ") != std::string::npos);
+  if (!has_cuda) CHECK(st.message().find("no CUDA driver") != std::string::npos);
+
+  // Variant 0 on cuda:7, variant 1 on the CPU: opens; dispatch skips the unavailable variant.
+  const std::string mixed = replace(good, "\"device\": \"cpu\", \"dtype\"", "\"device\": \"cuda:7\", \"dtype\"");
+  Status st2 = open_with_manifest(mixed, &m);
+  REQUIRE_MESSAGE(st2.ok(), st2.message());
+  thunderc_variant_info info{};
+  REQUIRE(Status(thunderc_model_variant_info(m, 0, &info)).ok());
+  CHECK(info.available == 0);
+  CHECK(info.device.device_type == kDLCUDA);
+  CHECK(info.device.device_id == 7);
+  std::vector<float> x = iota(6);
+  std::vector<int64_t> xs{2, 3};
+  DLTensor in = f32(x, xs);
+  in.device = DLDevice{kDLCUDA, 7};
+  DLManagedTensor* outs[2] = {nullptr, nullptr};
+  Status st3(thunderc_model_run_alloc(m, &in, 1, outs, 2));
+  CHECK(st3.code() == THUNDERC_STATUS_NO_MATCHING_VARIANT);
+  CHECK(st3.message().find("#0 x: float32[2, 3] cuda:7 (unavailable: ") != std::string::npos);
+  run_caller(m, iota(12), 4);
+  thunderc_model_close(m);
+}
