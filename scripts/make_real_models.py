@@ -21,6 +21,7 @@ As in samples/make_samples.py, the example input shapes are stored inside each
 archive as the extra file `thunderc.json`, because TorchScript drops traced
 input shapes on save/load.
 """
+import inspect
 import json
 import os
 import sys
@@ -71,7 +72,8 @@ def make_one(name, ctor, shape, out_dir, fastpath=False):
         with torch.set_grad_enabled(not fastpath):
             traced = torch.jit.trace(model, x, check_trace=False)
         path = os.path.join(out_dir, name + ("_fastpath" if fastpath else "") + ".pt")
-        meta = {"inputs": [{"name": "x", "shape": list(shape), "dtype": "float32"}]}
+        arg = next(iter(inspect.signature(model.forward).parameters))  # e.g. "x", or "src"
+        meta = {"inputs": [{"name": arg, "shape": list(shape), "dtype": "float32"}]}
         torch.jit.save(traced, path, _extra_files={"thunderc.json": json.dumps(meta, sort_keys=True)})
         with torch.no_grad():
             want = model(x)

@@ -1,0 +1,659 @@
+// The TorchScript frontend: load, freeze, inline, then walk the graph into a Trace (see torchscript.h).
+#include "core/frontend/torchscript.h"
+
+#include <torch/csrc/jit/frontend/source_range.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/freeze_module.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/serialization/import.h>
+#include <torch/version.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/frontend/torchscript_importer.h"
+#include "core/ir/error.h"
+
+namespace thunderc {
+
+using torch::jit::Node;
+using JitValue = torch::jit::Value;
+
+std::string libtorch_version() { return TORCH_VERSION; }
+
+namespace ts {
+
+DType dtype_from_torch(c10::ScalarType t, const std::string& context) {
+  switch (t) {
+    case c10::ScalarType::Bool: return DType::Bool;
+    case c10::ScalarType::Byte: return DType::UInt8;
+    case c10::ScalarType::Char: return DType::Int8;
+    case c10::ScalarType::Short: return DType::Int16;
+    case c10::ScalarType::Int: return DType::Int32;
+    case c10::ScalarType::Long: return DType::Int64;
+    case c10::ScalarType::Half: return DType::Float16;
+    case c10::ScalarType::BFloat16: return DType::BFloat16;
+    case c10::ScalarType::Float: return DType::Float32;
+    case c10::ScalarType::Double: return DType::Float64;
+    default: user_error(context, ": dtype ", c10::toString(t), " is not supported by thunderc");
+  }
+}
+
+c10::ScalarType dtype_to_torch(DType t) {
+  switch (t) {
+    case DType::Bool: return c10::ScalarType::Bool;
+    case DType::UInt8: return c10::ScalarType::Byte;
+    case DType::Int8: return c10::ScalarType::Char;
+    case DType::Int16: return c10::ScalarType::Short;
+    case DType::Int32: return c10::ScalarType::Int;
+    case DType::Int64: return c10::ScalarType::Long;
+    case DType::Float16: return c10::ScalarType::Half;
+    case DType::BFloat16: return c10::ScalarType::BFloat16;
+    case DType::Float32: return c10::ScalarType::Float;
+    case DType::Float64: return c10::ScalarType::Double;
+  }
+  internal_error("unknown dtype");
+}
+
+namespace {
+
+// aten ops whose output may share memory with input 0; in-place updates must then reach the other aliases.
+bool is_view_kind(const std::string& kind) {
+  static const std::unordered_set<std::string> views = {
+      "aten::view", "aten::reshape", "aten::_unsafe_view", "aten::flatten", "aten::unflatten", "aten::unsqueeze",
+      "aten::squeeze", "aten::permute", "aten::transpose", "aten::t", "aten::expand", "aten::expand_as",
+      "aten::slice", "aten::select", "aten::narrow", "aten::split", "aten::split_with_sizes", "aten::chunk",
+      "aten::unbind", "aten::contiguous", "aten::detach", "aten::dropout", "aten::feature_dropout",
+      "aten::alpha_dropout", "aten::alias", "aten::to", "aten::type_as", "aten::view_as", "aten::reshape_as",
+      "prim::ListUnpack", "aten::__getitem__", "prim::unchecked_cast"};
+  return views.count(kind) > 0;
+}
+
+// Nodes with side effects that do not change the result.
+bool is_ignorable_effect(const std::string& kind) {
+  return kind == "prim::Print" || kind == "aten::warn" || kind == "prim::AutogradAllZero" || kind == "aten::_assert_async";
+}
+
+}  // namespace
+
+std::string Importer::location(const Node* n) const {
+  torch::jit::SourceRange range = n->sourceRange();
+  if (auto original = range.findSourceRangeThatGenerated()) range = *original;
+  if (auto flc = range.file_line_col()) {
+    const std::string& file = std::get<0>(*flc);
+    if (!file.empty()) return file + ":" + std::to_string(std::get<1>(*flc));
+  }
+  return "";
+}
+
+void Importer::fail(const Node* n, const std::string& why) const {
+  std::string loc = location(n);
+  user_error(model_path_, ": ", n->kind().toQualString(), loc.empty() ? "" : " at " + loc, ": ", why);
+}
+
+void Importer::read(const JitValue* v) const {
+  auto it = stale_.find(v);
+  if (it != stale_.end())
+    user_error(model_path_, ": a tensor is read after it was modified in place through another view of it (",
+               it->second, "); thunderc cannot import in-place updates of aliased tensors yet — make the update "
+               "out of place (e.g. x = x + y instead of x += y)");
+}
+
+const JVal& Importer::in(const Node* n, std::size_t i) const {
+  auto it = env_.find(n->input(i));
+  THUNDERC_CHECK(it != env_.end(), "TorchScript value %", n->input(i)->debugName(), " used before definition");
+  return it->second;
+}
+
+bool Importer::is_none(const Node* n, std::size_t i) const {
+  const JVal& j = in(n, i);
+  return j.kind == JVal::Kind::Known && j.known.isNone();
+}
+
+ValueId Importer::materialize(const JitValue* v, const at::Tensor& t) {
+  auto it = constants_.find(t.unsafeGetTensorImpl());
+  if (it != constants_.end()) return it->second;
+  std::string name = v && v->hasDebugName() ? v->debugName() : "";
+  std::string context = "constant " + name;
+  TensorType type;
+  type.dtype = dtype_from_torch(t.scalar_type(), context);
+  type.shape.assign(t.sizes().begin(), t.sizes().end());
+  type.device = device_;
+  at::Tensor cpu = t.detach().to(at::kCPU).contiguous();
+  auto data = std::make_shared<ConstantData>();
+  data->bytes.resize(type.nbytes());
+  if (!data->bytes.empty()) std::memcpy(data->bytes.data(), cpu.data_ptr(), data->bytes.size());
+  if (name.rfind("self.", 0) == 0) name = name.substr(5);
+  if (!name.empty() && std::isdigit(static_cast<unsigned char>(name[0]))) name.clear();  // "%12": no real name
+  ValueId id = trace_.add_constant(name.empty() ? "c" + std::to_string(constants_.size()) : name, type, data);
+  constants_.emplace(t.unsafeGetTensorImpl(), id);
+  return id;
+}
+
+ValueId Importer::tensor(const Node* n, std::size_t i) {
+  const JVal& j = in(n, i);
+  if (j.kind == JVal::Kind::Tensor) return j.tensor;
+  if (j.kind == JVal::Kind::Known && j.known.isTensor()) return materialize(n->input(i), j.known.toTensor());
+  fail(n, "argument " + std::to_string(i) + " must be a tensor");
+}
+
+Operand Importer::operand(const Node* n, std::size_t i) {
+  const JVal& j = in(n, i);
+  if (j.kind == JVal::Kind::Known) {
+    const c10::IValue& v = j.known;
+    if (v.isNone()) return Operand::none();
+    if (v.isInt()) return Operand::number(Scalar(v.toInt()));
+    if (v.isDouble()) return Operand::number(Scalar(v.toDouble()));
+    if (v.isBool()) return Operand::number(Scalar(v.toBool()));
+  }
+  return Operand::tensor(tensor(n, i));
+}
+
+namespace {
+const c10::IValue& known_arg(const Importer& imp, const Node* n, std::size_t i, const char* what) {
+  const JVal& j = imp.in(n, i);
+  if (j.kind != JVal::Kind::Known)
+    imp.fail(n, "argument " + std::to_string(i) + " (" + what +
+                    ") depends on tensor data; thunderc needs it to be known at compile time");
+  return j.known;
+}
+}  // namespace
+
+std::int64_t Importer::int_arg(const Node* n, std::size_t i) const {
+  const c10::IValue& v = known_arg(*this, n, i, "an int");
+  if (v.isInt()) return v.toInt();
+  if (v.isBool()) return v.toBool();
+  fail(n, "argument " + std::to_string(i) + " must be an int, got " + v.tagKind());
+}
+
+std::optional<std::int64_t> Importer::opt_int_arg(const Node* n, std::size_t i) const {
+  if (is_none(n, i)) return std::nullopt;
+  return int_arg(n, i);
+}
+
+double Importer::float_arg(const Node* n, std::size_t i) const {
+  const c10::IValue& v = known_arg(*this, n, i, "a number");
+  if (v.isDouble()) return v.toDouble();
+  if (v.isInt()) return static_cast<double>(v.toInt());
+  if (v.isBool()) return v.toBool();
+  if (v.isTensor() && v.toTensor().numel() == 1) return v.toTensor().item<double>();
+  fail(n, "argument " + std::to_string(i) + " must be a number, got " + v.tagKind());
+}
+
+bool Importer::bool_arg(const Node* n, std::size_t i) const {
+  const c10::IValue& v = known_arg(*this, n, i, "a bool");
+  if (v.isBool()) return v.toBool();
+  if (v.isInt()) return v.toInt() != 0;
+  fail(n, "argument " + std::to_string(i) + " must be a bool, got " + v.tagKind());
+}
+
+std::string Importer::string_arg(const Node* n, std::size_t i) const {
+  const c10::IValue& v = known_arg(*this, n, i, "a string");
+  if (v.isString()) return v.toStringRef();
+  fail(n, "argument " + std::to_string(i) + " must be a string, got " + v.tagKind());
+}
+
+IntList Importer::ints_arg(const Node* n, std::size_t i) const {
+  const c10::IValue& v = known_arg(*this, n, i, "a list of ints");
+  if (v.isInt()) return {v.toInt()};
+  if (v.isIntList()) return v.toIntVector();
+  if (v.isList()) {
+    IntList out;
+    for (const c10::IValue& e : v.toListRef()) {
+      if (!e.isInt()) fail(n, "argument " + std::to_string(i) + " must be a list of ints");
+      out.push_back(e.toInt());
+    }
+    return out;
+  }
+  fail(n, "argument " + std::to_string(i) + " must be a list of ints, got " + v.tagKind());
+}
+
+std::optional<DType> Importer::opt_dtype_arg(const Node* n, std::size_t i) const {
+  if (is_none(n, i)) return std::nullopt;
+  return dtype_from_torch(static_cast<c10::ScalarType>(int_arg(n, i)), n->kind().toQualString());
+}
+
+std::vector<ValueId> Importer::tensors_arg(const Node* n, std::size_t i) {
+  const JVal& j = in(n, i);
+  std::vector<ValueId> out;
+  if (j.kind == JVal::Kind::Seq) {
+    for (const JVal& item : j.items) {
+      if (item.kind == JVal::Kind::Tensor) out.push_back(item.tensor);
+      else if (item.kind == JVal::Kind::Known && item.known.isTensor()) out.push_back(materialize(n->input(i), item.known.toTensor()));
+      else fail(n, "argument " + std::to_string(i) + " must be a list of tensors");
+    }
+    return out;
+  }
+  if (j.kind == JVal::Kind::Known && j.known.isTensorList()) {
+    for (const at::Tensor& t : j.known.toTensorVector()) out.push_back(materialize(n->input(i), t));
+    return out;
+  }
+  fail(n, "argument " + std::to_string(i) + " must be a list of tensors");
+}
+
+ValueId Importer::emit(const std::string& op_name, std::vector<Operand> inputs, Attrs attrs) {
+  return trace_.emit1(op(op_name), std::move(inputs), std::move(attrs));
+}
+
+void Importer::bind(const JitValue* v, JVal j) { env_[v] = std::move(j); }
+
+void Importer::bind_inplace_result(const Node* n, ValueId result) {
+  const JitValue* self = n->input(0);
+  const JVal& before = in(n, 0);
+  if (before.kind != JVal::Kind::Tensor) fail(n, "modifies a weight or constant in place, which a compiled model cannot do");
+  auto root_of = [&](const JitValue* v) {
+    for (auto it = alias_root_.find(v); it != alias_root_.end(); it = alias_root_.find(v)) v = it->second;
+    return v;
+  };
+  const JitValue* root = root_of(self);
+  if (graph_inputs_.count(root))
+    fail(n, "modifies the model input '" + root->debugName() +
+                "' in place; a compiled model does not write to its inputs (make the update out of place)");
+  ValueId old = before.tensor;
+  std::string loc = std::string(n->kind().toQualString()) + (location(n).empty() ? "" : " at " + location(n));
+  // Every alias that is the very same tensor value gets the result; true views of it become stale.
+  std::vector<const JitValue*> aliases = {root};
+  for (const auto& [v, parent] : alias_root_)
+    if (root_of(v) == root) aliases.push_back(v);
+  for (const JitValue* v : aliases) {
+    auto it = env_.find(v);
+    if (it == env_.end() || it->second.kind != JVal::Kind::Tensor) continue;
+    if (it->second.tensor == old) it->second = JVal::of_tensor(result);
+    else stale_.emplace(v, loc);
+  }
+  bind(self, JVal::of_tensor(result));
+  bind(n->output(0), JVal::of_tensor(result));
+  alias_root_[n->output(0)] = self;
+}
+
+void Importer::note_unsupported(const Node* n, const std::string& why) {
+  Unsupported& u = unsupported_[n->kind().toQualString()];
+  ++u.count;
+  std::string loc = location(n);
+  if (!loc.empty() && u.where.size() < 3) u.where.push_back(loc);
+  if (u.why.empty()) u.why = why;
+  for (const JitValue* out : n->outputs()) bind(out, JVal{});
+}
+
+void Importer::evaluate_known(Node* n) {
+  std::string kind = n->kind().toQualString();
+  if (n->isNondeterministic())
+    fail(n, "is a random operator; a compiled model would freeze one sample of it (remove it or pass the values in)");
+  if (kind == "prim::RaiseException") {
+    std::string msg = n->inputs().empty() ? "" : in(n, 0).known.isString() ? in(n, 0).known.toStringRef() : "";
+    fail(n, "the model raises an exception for these input shapes: " + msg);
+  }
+  torch::jit::Stack stack;
+  for (std::size_t i = 0; i < n->inputs().size(); ++i) stack.push_back(in(n, i).known);
+  try {
+    torch::jit::Operation operation = n->getOperation();
+    operation(stack);
+  } catch (const c10::Error& e) {
+    std::string msg = e.what_without_backtrace();
+    msg = msg.substr(0, msg.find("\n"));
+    fail(n, "could not be evaluated at compile time: " + msg);
+  }
+  THUNDERC_CHECK(stack.size() == n->outputs().size(), kind, " left ", stack.size(), " values for ", n->outputs().size(),
+                 " outputs");
+  for (std::size_t i = 0; i < stack.size(); ++i) bind(n->output(i), JVal::of_known(std::move(stack[i])));
+}
+
+// Control flow and bookkeeping nodes that touch trace tensors without computing on their data.
+bool Importer::import_structural(Node* n) {
+  std::string kind = n->kind().toQualString();
+  auto tensor_in = [&](std::size_t i) { return in(n, i).kind == JVal::Kind::Tensor; };
+  auto any_tensor_or_seq = [&] {
+    for (std::size_t i = 0; i < n->inputs().size(); ++i)
+      if (in(n, i).kind != JVal::Kind::Known) return true;
+    return false;
+  };
+  if (kind == "prim::If") {
+    const JVal& cond = in(n, 0);
+    if (cond.kind != JVal::Kind::Known) fail(n, "branches on tensor data (data-dependent control flow)");
+    torch::jit::Block* taken = n->blocks()[cond.known.toBool() ? 0 : 1];
+    import_block(taken);
+    for (std::size_t i = 0; i < n->outputs().size(); ++i) bind(n->output(i), env_.at(taken->outputs()[i]));
+    return true;
+  }
+  if (kind == "prim::Loop") {
+    // Unrolled: the trip count and the loop condition must be known at compile time.
+    std::int64_t trips = int_arg(n, 0);
+    bool go = bool_arg(n, 1);
+    torch::jit::Block* body = n->blocks()[0];
+    std::vector<JVal> carried;
+    for (std::size_t i = 2; i < n->inputs().size(); ++i) carried.push_back(in(n, i));
+    constexpr std::int64_t kMaxUnroll = 100000;
+    for (std::int64_t it = 0; go && it < trips; ++it) {
+      if (it == kMaxUnroll) fail(n, "loops more than 100000 times; thunderc unrolls loops at compile time");
+      bind(body->inputs()[0], JVal::of_known(it));
+      for (std::size_t i = 0; i < carried.size(); ++i) bind(body->inputs()[i + 1], carried[i]);
+      import_block(body);
+      const JVal& c = env_.at(body->outputs()[0]);
+      if (c.kind != JVal::Kind::Known) fail(n, "has a loop condition that depends on tensor data");
+      go = c.known.toBool();
+      for (std::size_t i = 0; i < carried.size(); ++i) carried[i] = env_.at(body->outputs()[i + 1]);
+    }
+    for (std::size_t i = 0; i < carried.size(); ++i) bind(n->output(i), carried[i]);
+    return true;
+  }
+  // Lists and tuples are built and taken apart here (the interpreter, not an operator, implements them).
+  if (kind == "prim::ListConstruct" || kind == "prim::TupleConstruct") {
+    std::vector<JVal> items;
+    for (std::size_t i = 0; i < n->inputs().size(); ++i) items.push_back(in(n, i));
+    if (any_tensor_or_seq()) {
+      bind(n->output(0), JVal::of_seq(std::move(items)));
+    } else if (kind == "prim::TupleConstruct") {
+      std::vector<c10::IValue> elems;
+      for (const JVal& j : items) elems.push_back(j.known);
+      bind(n->output(0), JVal::of_known(c10::ivalue::Tuple::create(std::move(elems))));
+    } else {
+      auto list_type = n->output(0)->type()->cast<c10::ListType>();
+      THUNDERC_CHECK(list_type, "ListConstruct without a list type");
+      c10::impl::GenericList list(list_type->getElementType());
+      for (const JVal& j : items) list.push_back(j.known);
+      bind(n->output(0), JVal::of_known(c10::IValue(std::move(list))));
+    }
+    return true;
+  }
+  if (kind == "prim::ListUnpack" || kind == "prim::TupleUnpack") {
+    const JVal& seq = in(n, 0);
+    std::vector<JVal> items;
+    if (seq.kind == JVal::Kind::Seq) {
+      items = seq.items;
+    } else if (seq.known.isTuple()) {
+      for (const c10::IValue& e : seq.known.toTupleRef().elements()) items.push_back(JVal::of_known(e));
+    } else if (seq.known.isList()) {
+      for (const c10::IValue& e : seq.known.toListRef()) items.push_back(JVal::of_known(e));
+    }
+    if (items.size() != n->outputs().size())
+      fail(n, "unpacks " + std::to_string(n->outputs().size()) + " values from a sequence of " + std::to_string(items.size()));
+    for (std::size_t i = 0; i < items.size(); ++i) bind(n->output(i), items[i]);
+    return true;
+  }
+  if (kind == "prim::TupleIndex" && in(n, 0).kind == JVal::Kind::Known) {
+    const auto& elems = in(n, 0).known.toTupleRef().elements();
+    std::int64_t i = int_arg(n, 1), size = static_cast<std::int64_t>(elems.size());
+    if (i < -size || i >= size) fail(n, "tuple index out of range");
+    bind(n->output(0), JVal::of_known(elems[i < 0 ? i + size : i]));
+    return true;
+  }
+  if (!any_tensor_or_seq()) return false;  // all known: evaluated at compile time
+  if (kind == "aten::__getitem__" || kind == "prim::TupleIndex") {
+    const JVal& seq = in(n, 0);
+    if (seq.kind != JVal::Kind::Seq) return false;
+    auto size = static_cast<std::int64_t>(seq.items.size());
+    std::int64_t i = int_arg(n, 1);
+    if (i < -size || i >= size) fail(n, "index " + std::to_string(i) + " is out of range for a list of " + std::to_string(size));
+    bind(n->output(0), seq.items[i < 0 ? i + size : i]);
+    return true;
+  }
+  if (kind == "aten::len" && in(n, 0).kind == JVal::Kind::Seq) {
+    bind(n->output(0), JVal::of_known(static_cast<std::int64_t>(in(n, 0).items.size())));
+    return true;
+  }
+  if (!n->inputs().empty() && tensor_in(0)) {
+    const TensorType& t = type(in(n, 0).tensor);
+    auto known = [&](c10::IValue v) { bind(n->output(0), JVal::of_known(std::move(v))); };
+    if (kind == "aten::size" && n->inputs().size() == 1) return known(c10::IValue(std::vector<std::int64_t>(t.shape))), true;
+    if (kind == "prim::shape") return known(c10::IValue(std::vector<std::int64_t>(t.shape))), true;
+    if (kind == "aten::size") {
+      std::int64_t d = int_arg(n, 1), r = static_cast<std::int64_t>(t.rank());
+      if (d < -r || d >= r) fail(n, "dimension " + std::to_string(d) + " is out of range for shape " + shape_str(t.shape));
+      return known(t.shape[d < 0 ? d + r : d]), true;
+    }
+    if (kind == "aten::dim") return known(static_cast<std::int64_t>(t.rank())), true;
+    if (kind == "aten::numel") return known(t.numel()), true;
+    if (kind == "prim::dtype") return known(static_cast<std::int64_t>(dtype_to_torch(t.dtype))), true;
+    if (kind == "prim::device") return known(c10::Device(t.device.kind == DeviceKind::CPU ? c10::kCPU : c10::kCUDA, t.device.index)), true;
+    if (kind == "prim::is_cuda") return known(t.device.kind == DeviceKind::CUDA), true;
+    if (kind == "aten::is_floating_point") return known(is_floating(t.dtype)), true;
+    // A computed tensor is never None (and never the same object as a constant).
+    if (kind == "aten::__is__") return known(false), true;
+    if (kind == "aten::__isnot__") return known(true), true;
+    if (kind == "prim::unchecked_cast") return bind(n->output(0), in(n, 0)), true;
+    if (kind == "aten::Int" || kind == "aten::Float" || kind == "aten::Bool" || kind == "aten::item" ||
+        kind == "aten::ScalarImplicit" || kind == "aten::is_nonzero" || kind == "aten::tolist" ||
+        kind == "aten::FloatImplicit" || kind == "aten::IntImplicit")
+      fail(n, "reads a number out of a computed tensor (data-dependent value); thunderc compiles the model for fixed "
+              "input shapes and needs such values at compile time");
+  }
+  return false;
+}
+
+void Importer::import_node(Node* n) {
+  std::string kind = n->kind().toQualString();
+  for (std::size_t i = 0; i < n->inputs().size(); ++i) {
+    read(n->input(i));
+    if (in(n, i).kind == JVal::Kind::Poison) {
+      for (const JitValue* out : n->outputs()) bind(out, JVal{});
+      return;
+    }
+  }
+  if (kind == "prim::Constant") {
+    bind(n->output(0), JVal::of_known(torch::jit::toIValue(n->output(0)).value()));
+    return;
+  }
+  if (is_ignorable_effect(kind)) return;
+  if (import_structural(n)) return;
+  bool all_known = true;
+  for (std::size_t i = 0; i < n->inputs().size(); ++i) all_known = all_known && in(n, i).kind == JVal::Kind::Known;
+  if (all_known && n->blocks().empty()) {
+    evaluate_known(n);
+  } else {
+    auto it = op_handlers().find(kind);
+    if (it == op_handlers().end()) {
+      note_unsupported(n, "");
+      return;
+    }
+    try {
+      it->second(*this, n);
+    } catch (const UserError& e) {
+      std::string msg = e.what();
+      if (msg.rfind(model_path_ + ": ", 0) == 0) throw;  // already located
+      fail(n, msg);
+    }
+  }
+  if (is_view_kind(kind))
+    for (const JitValue* out : n->outputs()) alias_root_[out] = n->input(0);
+}
+
+void Importer::import_block(torch::jit::Block* block) {
+  for (Node* n : block->nodes()) import_node(n);
+}
+
+void Importer::flatten_outputs(const JVal& j, std::vector<ValueId>& out) {
+  switch (j.kind) {
+    case JVal::Kind::Tensor: out.push_back(j.tensor); return;
+    case JVal::Kind::Seq:
+      for (const JVal& item : j.items) flatten_outputs(item, out);
+      return;
+    case JVal::Kind::Known: {
+      const c10::IValue& v = j.known;
+      if (v.isTensor()) {
+        out.push_back(materialize(nullptr, v.toTensor()));
+      } else if (v.isTuple()) {
+        for (const c10::IValue& e : v.toTupleRef().elements()) flatten_outputs(JVal::of_known(e), out);
+      } else if (v.isList()) {
+        for (const c10::IValue& e : v.toListRef()) flatten_outputs(JVal::of_known(e), out);
+      } else {
+        user_error(model_path_, ": forward() returns a ", v.tagKind(),
+                   "; thunderc compiles models that return tensors (or tuples/lists of tensors)");
+      }
+      return;
+    }
+    case JVal::Kind::Poison: return;
+  }
+}
+
+void Importer::import_graph(torch::jit::Graph& graph, const std::vector<TensorType>& input_types) {
+  auto inputs = graph.inputs();
+  THUNDERC_CHECK(inputs.size() == input_types.size() + 1, "graph has ", inputs.size(), " inputs for ",
+                 input_types.size(), " types");
+  for (std::size_t i = 0; i < input_types.size(); ++i) {
+    const JitValue* v = inputs[i + 1];
+    std::string name = v->debugName();
+    if (auto dot = name.rfind('.'); dot != std::string::npos && dot + 1 < name.size() &&
+                                    std::isdigit(static_cast<unsigned char>(name[dot + 1])))
+      name = name.substr(0, dot);  // "x.1" -> "x"
+    bind(v, JVal::of_tensor(trace_.add_input(name, input_types[i])));
+    graph_inputs_.insert(v);
+  }
+  import_block(graph.block());
+  if (!unsupported_.empty()) {
+    std::ostringstream os;
+    int total = 0;
+    for (const auto& [kind, u] : unsupported_) total += u.count;
+    os << model_path_ << ": " << unsupported_.size() << " operator" << (unsupported_.size() == 1 ? " is" : "s are")
+       << " not supported by thunderc (" << total << " use" << (total == 1 ? "" : "s") << "):";
+    for (const auto& [kind, u] : unsupported_) {
+      os << "\n  " << kind << " x" << u.count;
+      if (!u.where.empty()) {
+        os << "  at ";
+        for (std::size_t i = 0; i < u.where.size(); ++i) os << (i ? ", " : "") << u.where[i];
+        if (static_cast<int>(u.where.size()) < u.count) os << ", ...";
+      }
+    }
+    throw UserError(os.str());
+  }
+  std::vector<ValueId> outs;
+  for (const JitValue* v : graph.outputs()) {
+    read(v);
+    flatten_outputs(env_.at(v), outs);
+  }
+  if (outs.empty()) user_error(model_path_, ": forward() returns no tensors");
+  trace_.set_outputs(outs);
+}
+
+}  // namespace ts
+
+// ---------------------------------------------------------------------------------------------------------
+
+struct TorchScriptModel::Impl {
+  std::string path;
+  torch::jit::Module module;
+  std::shared_ptr<torch::jit::Graph> graph;
+  std::vector<std::string> input_names;
+  std::optional<Specialization> recorded;
+};
+
+TorchScriptModel::TorchScriptModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TorchScriptModel::TorchScriptModel(TorchScriptModel&&) noexcept = default;
+TorchScriptModel& TorchScriptModel::operator=(TorchScriptModel&&) noexcept = default;
+TorchScriptModel::~TorchScriptModel() = default;
+
+const std::string& TorchScriptModel::path() const { return impl_->path; }
+const std::vector<std::string>& TorchScriptModel::input_names() const { return impl_->input_names; }
+std::optional<Specialization> TorchScriptModel::recorded_shapes() const { return impl_->recorded; }
+std::string TorchScriptModel::graph_str() const { return impl_->graph->toString(); }
+
+namespace {
+std::optional<Specialization> parse_recorded(const std::string& path, const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  try {
+    auto j = nlohmann::json::parse(text);
+    Specialization spec;
+    for (const auto& in : j.at("inputs")) {
+      InputShape s;
+      s.name = in.at("name").get<std::string>();
+      s.shape = in.at("shape").get<Shape>();
+      if (in.contains("dtype")) {
+        s.dtype = parse_dtype(in.at("dtype").get<std::string>());
+        if (!s.dtype) throw std::runtime_error("unknown dtype " + in.at("dtype").dump());
+      }
+      spec.push_back(std::move(s));
+    }
+    return spec;
+  } catch (const std::exception& e) {
+    user_error(path, ": its thunderc.json (recorded input shapes) is malformed: ", e.what());
+  }
+}
+}  // namespace
+
+TorchScriptModel TorchScriptModel::load(const std::string& path) {
+  {
+    std::ifstream probe(path, std::ios::binary);
+    if (!probe) user_error(path, ": cannot open the model file (", std::strerror(errno), ")");
+    char magic[2] = {0, 0};
+    probe.read(magic, 2);
+    if (magic[0] != 'P' || magic[1] != 'K')
+      user_error(path, ": not a TorchScript model (expected a zip archive written by torch.jit.save)");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  torch::jit::ExtraFilesMap extra = {{"thunderc.json", ""}};
+  try {
+    torch::jit::Module m = torch::jit::load(path, c10::Device(c10::kCPU), extra);
+    m.eval();
+    impl->module = torch::jit::freeze_module(m);
+  } catch (const c10::Error& e) {
+    std::string msg = e.what_without_backtrace();
+    user_error(path, ": cannot load it as a TorchScript module: ", msg.substr(0, 600));
+  } catch (const std::exception& e) {
+    user_error(path, ": cannot load it as a TorchScript module: ", e.what());
+  }
+  auto method = impl->module.find_method("forward");
+  if (!method) user_error(path, ": the module has no forward() method");
+  impl->graph = method->graph()->copy();
+  torch::jit::Inline(*impl->graph);
+  torch::jit::EliminateDeadCode(impl->graph);
+  const auto& args = method->function().getSchema().arguments();
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const auto& type = args[i].type();
+    if (type->kind() != c10::TypeKind::TensorType)
+      user_error(path, ": forward() argument '", args[i].name(), "' has type ", type->str(),
+                 "; thunderc compiles models whose inputs are tensors");
+    impl->input_names.push_back(args[i].name());
+  }
+  impl->recorded = parse_recorded(path, extra["thunderc.json"]);
+  return TorchScriptModel(std::move(impl));
+}
+
+std::vector<TensorType> TorchScriptModel::resolve_shapes(const Specialization& spec, Device device) const {
+  const auto& names = impl_->input_names;
+  std::string expected;
+  for (const auto& n : names) expected += (expected.empty() ? "" : ", ") + n;
+  std::vector<std::optional<InputShape>> given(names.size());
+  for (const InputShape& s : spec) {
+    std::size_t index = names.size();
+    if (s.name.empty()) {
+      if (names.size() != 1 || spec.size() != 1)
+        user_error(impl_->path, ": the model has ", names.size(), " inputs (", expected,
+                   "); name each in --shapes, e.g. --shapes ", names.empty() ? "x" : names[0], "=1x3x224x224");
+      index = 0;
+    } else {
+      for (std::size_t i = 0; i < names.size(); ++i)
+        if (names[i] == s.name) index = i;
+      if (index == names.size())
+        user_error(impl_->path, ": --shapes names input '", s.name, "', but forward() takes: ", expected);
+    }
+    given[index] = s;
+  }
+  std::vector<TensorType> types;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (!given[i]) user_error(impl_->path, ": --shapes does not give a shape for input '", names[i], "' (inputs: ", expected, ")");
+    std::optional<DType> dtype = given[i]->dtype;
+    if (!dtype && impl_->recorded)
+      for (const InputShape& r : *impl_->recorded)
+        if (r.name == names[i]) dtype = r.dtype;
+    types.push_back(TensorType{dtype.value_or(DType::Float32), given[i]->shape, device});
+  }
+  return types;
+}
+
+Trace TorchScriptModel::import(const std::vector<TensorType>& input_types) const {
+  THUNDERC_CHECK(input_types.size() == impl_->input_names.size(), "import with ", input_types.size(),
+                 " input types for ", impl_->input_names.size(), " inputs");
+  Trace trace;
+  trace.constructed_by = "torchscript-import";
+  Device device = input_types.empty() ? Device::cpu() : input_types[0].device;
+  ts::Importer importer(trace, device, impl_->path);
+  try {
+    importer.import_graph(*impl_->graph, input_types);
+  } catch (const c10::Error& e) {
+    user_error(impl_->path, ": LibTorch failed while importing: ", e.what_without_backtrace());
+  }
+  return trace;
+}
+
+}  // namespace thunderc

@@ -1,0 +1,101 @@
+// Internal to the TorchScript frontend (includes LibTorch): the graph walker and the aten -> IR handlers.
+#pragma once
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/ir/trace.h"
+
+namespace thunderc::ts {
+
+// What a TorchScript value is while importing. Everything computable at import time (numbers, lists,
+// weights, shapes derived from static input shapes) is Known; tensors computed from inputs live in the trace.
+struct JVal {
+  enum class Kind { Known, Tensor, Seq, Poison };
+  Kind kind = Kind::Poison;
+  c10::IValue known;        // Known
+  ValueId tensor = 0;       // Tensor
+  std::vector<JVal> items;  // Seq: a list or tuple holding trace tensors
+
+  static JVal of_known(c10::IValue v) { JVal j; j.kind = Kind::Known; j.known = std::move(v); return j; }
+  static JVal of_tensor(ValueId id) { JVal j; j.kind = Kind::Tensor; j.tensor = id; return j; }
+  static JVal of_seq(std::vector<JVal> items) { JVal j; j.kind = Kind::Seq; j.items = std::move(items); return j; }
+};
+
+class Importer;
+using Handler = std::function<void(Importer&, const torch::jit::Node*)>;
+
+// aten/prim kind ("aten::linear") -> handler, for nodes that take at least one trace tensor.
+const std::map<std::string, Handler>& op_handlers();
+
+class Importer {
+ public:
+  Importer(Trace& trace, Device device, std::string model_path)
+      : trace_(trace), device_(device), model_path_(std::move(model_path)) {}
+
+  void import_graph(torch::jit::Graph& graph, const std::vector<TensorType>& input_types);
+
+  // --- for handlers ---
+  const JVal& in(const torch::jit::Node* n, std::size_t i) const;
+  bool is_none(const torch::jit::Node* n, std::size_t i) const;
+  ValueId tensor(const torch::jit::Node* n, std::size_t i);  // a trace tensor (weights become constants)
+  Operand operand(const torch::jit::Node* n, std::size_t i); // tensor, number or None
+  std::int64_t int_arg(const torch::jit::Node* n, std::size_t i) const;
+  std::optional<std::int64_t> opt_int_arg(const torch::jit::Node* n, std::size_t i) const;
+  double float_arg(const torch::jit::Node* n, std::size_t i) const;
+  bool bool_arg(const torch::jit::Node* n, std::size_t i) const;
+  std::string string_arg(const torch::jit::Node* n, std::size_t i) const;
+  IntList ints_arg(const torch::jit::Node* n, std::size_t i) const;
+  std::optional<DType> opt_dtype_arg(const torch::jit::Node* n, std::size_t i) const;
+  std::vector<ValueId> tensors_arg(const torch::jit::Node* n, std::size_t i);  // Tensor[] (cat, stack)
+  const TensorType& type(ValueId v) const { return trace_.type(v); }
+
+  ValueId emit(const std::string& op, std::vector<Operand> inputs, Attrs attrs = {});
+  void bind(const torch::jit::Value* v, JVal j);
+  void bind_tensor(const torch::jit::Node* n, std::size_t out, ValueId id) { bind(n->output(out), JVal::of_tensor(id)); }
+  // For in-place aten ops (relu_, add_): the result replaces the mutated input from here on.
+  void bind_inplace_result(const torch::jit::Node* n, ValueId result);
+  [[noreturn]] void fail(const torch::jit::Node* n, const std::string& why) const;
+  std::string location(const torch::jit::Node* n) const;
+
+  Trace& trace() { return trace_; }
+  Device device() const { return device_; }
+
+ private:
+  void import_block(torch::jit::Block* block);
+  void import_node(torch::jit::Node* n);
+  void evaluate_known(torch::jit::Node* n);
+  bool import_structural(torch::jit::Node* n);
+  ValueId materialize(const torch::jit::Value* v, const at::Tensor& t);
+  void note_unsupported(const torch::jit::Node* n, const std::string& why);
+  JVal to_output(const JVal& j, const torch::jit::Value* v);
+  void flatten_outputs(const JVal& j, std::vector<ValueId>& out);
+  void read(const torch::jit::Value* v) const;
+
+  Trace& trace_;
+  Device device_;
+  std::string model_path_;
+  std::unordered_map<const torch::jit::Value*, JVal> env_;
+  std::unordered_map<const c10::TensorImpl*, ValueId> constants_;
+  // Alias tracking for in-place ops: the root each value views, and values made stale by a mutation.
+  std::unordered_map<const torch::jit::Value*, const torch::jit::Value*> alias_root_;
+  std::unordered_map<const torch::jit::Value*, std::string> stale_;
+  std::unordered_set<const torch::jit::Value*> graph_inputs_;
+  struct Unsupported {
+    int count = 0;
+    std::vector<std::string> where;
+    std::string why;
+  };
+  std::map<std::string, Unsupported> unsupported_;
+};
+
+DType dtype_from_torch(c10::ScalarType t, const std::string& context);
+c10::ScalarType dtype_to_torch(DType t);
+
+}  // namespace thunderc::ts

@@ -1,0 +1,608 @@
+// aten -> IR: one small handler per TorchScript operator (or family). Handlers see nodes with at least one
+// computed tensor input; nodes whose inputs are all known were already evaluated at compile time.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "core/frontend/torchscript_importer.h"
+#include "core/ir/error.h"
+
+namespace thunderc::ts {
+
+using torch::jit::Node;
+
+namespace {
+
+// Index of the schema argument called `name`, or -1 (argument names are stable across LibTorch versions,
+// positions of optional arguments are not).
+int arg_index(const Node* n, const std::string& name) {
+  const c10::FunctionSchema* schema = n->maybeSchema();
+  if (!schema) return -1;
+  const auto& args = schema->arguments();
+  for (std::size_t i = 0; i < args.size() && i < n->inputs().size(); ++i)
+    if (args[i].name() == name) return static_cast<int>(i);
+  return -1;
+}
+
+bool has_arg(Importer& m, const Node* n, const std::string& name) {
+  int i = arg_index(n, name);
+  return i >= 0 && !m.is_none(n, i);
+}
+
+std::size_t need_arg(const Node* n, const std::string& name) {
+  int i = arg_index(n, name);
+  if (i < 0) internal_error(n->kind().toQualString(), " has no argument '", name, "' in this LibTorch");
+  return static_cast<std::size_t>(i);
+}
+
+std::int64_t wrap(Importer& m, const Node* n, std::int64_t dim, std::size_t rank) {
+  auto r = static_cast<std::int64_t>(std::max<std::size_t>(rank, 1));
+  if (dim < -r || dim >= r)
+    m.fail(n, "dimension " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(rank));
+  return dim < 0 ? dim + r : dim;
+}
+
+ValueId reshape(Importer& m, ValueId v, Shape shape) {
+  if (m.type(v).shape == shape) return v;
+  return m.emit("reshape", {Operand::tensor(v)}, {{"shape", shape}});
+}
+
+ValueId permute(Importer& m, ValueId v, IntList dims) {
+  bool identity = true;
+  for (std::size_t i = 0; i < dims.size(); ++i) identity = identity && dims[i] == static_cast<std::int64_t>(i);
+  if (identity) return v;
+  return m.emit("permute", {Operand::tensor(v)}, {{"dims", dims}});
+}
+
+// PyTorch slice semantics: negative bounds wrap, then clamp into [0, size].
+ValueId slice(Importer& m, ValueId v, std::int64_t dim, std::optional<std::int64_t> start,
+              std::optional<std::int64_t> end, std::int64_t step) {
+  std::int64_t size = m.type(v).shape[dim];
+  auto norm = [&](std::optional<std::int64_t> x, std::int64_t dflt) {
+    std::int64_t b = x.value_or(dflt);
+    if (b < 0) b += size;
+    return std::clamp<std::int64_t>(b, 0, size);
+  };
+  std::int64_t s = norm(start, 0), e = std::max(norm(end, size), s);
+  if (s == 0 && e == size && step == 1) return v;
+  return m.emit("slice", {Operand::tensor(v)}, {{"dim", dim}, {"start", s}, {"end", e}, {"step", step}});
+}
+
+// Splits along dim into pieces of the given sizes; binds the node's single list output.
+void bind_pieces(Importer& m, const Node* n, ValueId v, std::int64_t dim, const IntList& sizes) {
+  std::vector<JVal> pieces;
+  std::int64_t offset = 0;
+  for (std::int64_t len : sizes) {
+    pieces.push_back(JVal::of_tensor(slice(m, v, dim, offset, offset + len, 1)));
+    offset += len;
+  }
+  if (offset != m.type(v).shape[dim])
+    m.fail(n, "split sizes " + shape_str(sizes) + " do not add up to dimension " + std::to_string(dim) + " of size " +
+                  std::to_string(m.type(v).shape[dim]));
+  m.bind(n->output(0), JVal::of_seq(std::move(pieces)));
+}
+
+Attrs sum_like_attrs(Importer& m, const Node* n, bool with_dtype) {
+  Attrs a;
+  a.set("dims", has_arg(m, n, "dim") ? m.ints_arg(n, need_arg(n, "dim")) : IntList{});
+  a.set("keepdim", has_arg(m, n, "keepdim") ? m.bool_arg(n, need_arg(n, "keepdim")) : false);
+  if (with_dtype) {
+    auto dt = has_arg(m, n, "dtype") ? m.opt_dtype_arg(n, need_arg(n, "dtype")) : std::nullopt;
+    a.set("dtype", dt ? AttrValue(*dt) : AttrValue(None{}));
+  }
+  return a;
+}
+
+// 2-D convolution; 1-D convolutions run as 2-D ones over a height of 1.
+ValueId convolution(Importer& m, const Node* n, ValueId x, ValueId w, Operand bias, IntList stride, IntList padding,
+                    IntList dilation, std::int64_t groups) {
+  std::size_t rank = m.type(w).rank();
+  if (rank == 4) {
+    return m.emit("conv2d", {Operand::tensor(x), Operand::tensor(w), bias},
+                  {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}});
+  }
+  if (rank != 3) m.fail(n, "only 1-D and 2-D convolutions are supported, the weight has shape " + shape_str(m.type(w).shape));
+  Shape xs = m.type(x).shape, ws = m.type(w).shape;
+  Shape x2 = xs;
+  x2.insert(x2.end() - 1, 1);
+  ValueId y = m.emit("conv2d", {Operand::tensor(reshape(m, x, x2)), Operand::tensor(reshape(m, w, {ws[0], ws[1], 1, ws[2]})), bias},
+                     {{"stride", IntList{1, stride.at(0)}}, {"padding", IntList{0, padding.at(0)}},
+                      {"dilation", IntList{1, dilation.at(0)}}, {"groups", groups}});
+  Shape ys = m.type(y).shape;
+  ys.erase(ys.end() - 2);
+  return reshape(m, y, ys);
+}
+
+// conv2d(padding='same'|'valid'): PyTorch pads 'same' symmetrically when the total padding is even.
+IntList string_padding(Importer& m, const Node* n, const std::string& mode, ValueId w, const IntList& dilation) {
+  std::size_t spatial = m.type(w).rank() - 2;
+  if (mode == "valid") return IntList(spatial, 0);
+  if (mode != "same") m.fail(n, "padding must be 'same' or 'valid', got '" + mode + "'");
+  IntList pad;
+  for (std::size_t i = 0; i < spatial; ++i) {
+    std::int64_t total = dilation[dilation.size() == 1 ? 0 : i] * (m.type(w).shape[2 + i] - 1);
+    if (total % 2) m.fail(n, "padding='same' with an even kernel needs asymmetric padding, which is not supported yet");
+    pad.push_back(total / 2);
+  }
+  return pad;
+}
+
+using Fn = std::function<ValueId(Importer&, const Node*)>;
+
+// In-place updates store the result in self's dtype and shape, as PyTorch does.
+ValueId cast_for_inplace(Importer& m, const Node* n, ValueId result) {
+  const TensorType& self = m.type(m.in(n, 0).tensor);
+  const TensorType& r = m.type(result);
+  if (r.shape != self.shape)
+    m.fail(n, "in-place result of shape " + shape_str(r.shape) + " does not fit the tensor of shape " + shape_str(self.shape));
+  if (r.dtype == self.dtype) return result;
+  if ((is_floating(r.dtype) && !is_floating(self.dtype)) || (!is_bool(r.dtype) && is_bool(self.dtype)))
+    m.fail(n, std::string("result type ") + dtype_name(r.dtype) + " cannot be stored in place into a " +
+                  dtype_name(self.dtype) + " tensor");
+  return m.emit("to_dtype", {Operand::tensor(result)}, {{"dtype", self.dtype}});
+}
+
+struct Table {
+  std::map<std::string, Handler> handlers;
+
+  // Registers aten::<name> and, when inplace, aten::<name>_ (the same result, written back into self).
+  void def(const std::string& name, Fn fn, bool inplace = true) {
+    handlers["aten::" + name] = [fn](Importer& m, const Node* n) { m.bind_tensor(n, 0, fn(m, n)); };
+    if (inplace)
+      handlers["aten::" + name + "_"] = [fn](Importer& m, const Node* n) {
+        m.bind_inplace_result(n, cast_for_inplace(m, n, fn(m, n)));
+      };
+  }
+  void raw(const std::string& kind, Handler h) { handlers[kind] = std::move(h); }
+};
+
+void unary_ops(Table& t) {
+  for (const char* name : {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "neg", "abs", "erf", "reciprocal",
+                           "sin", "cos", "silu", "hardswish", "hardsigmoid", "logical_not"}) {
+    std::string op_name = name;
+    t.def(name, [op_name](Importer& m, const Node* n) { return m.emit(op_name, {m.operand(n, 0)}); });
+  }
+  t.def("gelu", [](Importer& m, const Node* n) {
+    std::string approx = has_arg(m, n, "approximate") ? m.string_arg(n, need_arg(n, "approximate")) : "none";
+    if (approx != "none" && approx != "tanh") m.fail(n, "approximate must be 'none' or 'tanh', got '" + approx + "'");
+    return m.emit("gelu", {m.operand(n, 0)}, {{"approximate", approx}});
+  });
+  t.def("relu6", [](Importer& m, const Node* n) {
+    return m.emit("hardtanh", {m.operand(n, 0)}, {{"min_val", 0.0}, {"max_val", 6.0}});
+  });
+  t.def("hardtanh", [](Importer& m, const Node* n) {
+    return m.emit("hardtanh", {m.operand(n, 0)}, {{"min_val", m.float_arg(n, 1)}, {"max_val", m.float_arg(n, 2)}});
+  });
+  t.def("leaky_relu", [](Importer& m, const Node* n) {
+    return m.emit("leaky_relu", {m.operand(n, 0)}, {{"negative_slope", m.float_arg(n, 1)}});
+  });
+  auto clamp = [](bool use_min, bool use_max) {
+    return [use_min, use_max](Importer& m, const Node* n) {
+      auto bound = [&](bool use, const char* arg) -> AttrValue {
+        int i = arg_index(n, arg);
+        if (!use || i < 0 || m.is_none(n, i)) return None{};
+        if (m.in(n, i).kind != JVal::Kind::Known) m.fail(n, std::string(arg) + " must be a number known at compile time");
+        return m.float_arg(n, i);
+      };
+      return m.emit("clamp", {m.operand(n, 0)}, {{"min", bound(use_min, "min")}, {"max", bound(use_max, "max")}});
+    };
+  };
+  t.def("clamp", clamp(true, true));
+  t.def("clip", clamp(true, true));
+  t.def("clamp_min", clamp(true, false));
+  t.def("clamp_max", clamp(false, true));
+}
+
+void binary_ops(Table& t) {
+  // add/sub take alpha: a + alpha * b.
+  for (const char* name : {"add", "sub"}) {
+    std::string op_name = name;
+    t.def(name, [op_name](Importer& m, const Node* n) {
+      Operand b = m.operand(n, 1);
+      if (has_arg(m, n, "alpha")) {
+        double alpha = m.float_arg(n, need_arg(n, "alpha"));
+        if (alpha != 1.0) {
+          const c10::IValue& a = m.in(n, need_arg(n, "alpha")).known;
+          Operand alpha_op = Operand::number(a.isInt() ? Scalar(a.toInt()) : Scalar(alpha));
+          b = b.is_tensor() ? Operand::tensor(m.emit("mul", {b, alpha_op})) : Operand::number(Scalar(b.scalar.to_double() * alpha));
+        }
+      }
+      return m.emit(op_name, {m.operand(n, 0), b});
+    });
+  }
+  t.def("rsub", [](Importer& m, const Node* n) {
+    Operand self = m.operand(n, 0);
+    if (has_arg(m, n, "alpha") && m.float_arg(n, need_arg(n, "alpha")) != 1.0)
+      self = Operand::tensor(m.emit("mul", {self, Operand::number(Scalar(m.float_arg(n, need_arg(n, "alpha"))))}));
+    return m.emit("sub", {m.operand(n, 1), self});
+  }, false);
+  for (const char* name : {"mul", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+                           "logical_or"}) {
+    std::string op_name = name;
+    t.def(name, [op_name](Importer& m, const Node* n) { return m.emit(op_name, {m.operand(n, 0), m.operand(n, 1)}); });
+  }
+  t.def("div", [](Importer& m, const Node* n) {
+    AttrValue mode = None{};
+    if (has_arg(m, n, "rounding_mode")) mode = m.string_arg(n, need_arg(n, "rounding_mode"));
+    return m.emit("div", {m.operand(n, 0), m.operand(n, 1)}, {{"rounding_mode", mode}});
+  });
+  t.def("true_divide", [](Importer& m, const Node* n) { return m.emit("div", {m.operand(n, 0), m.operand(n, 1)}); });
+  t.def("floor_divide", [](Importer& m, const Node* n) {
+    return m.emit("div", {m.operand(n, 0), m.operand(n, 1)}, {{"rounding_mode", std::string("floor")}});
+  });
+  // bool tensors: & and | are the logical ops.
+  for (auto [name, op_name] : {std::pair{"__and__", "logical_and"}, {"bitwise_and", "logical_and"},
+                               {"__or__", "logical_or"}, {"bitwise_or", "logical_or"}}) {
+    std::string op_str = op_name;
+    t.def(name, [op_str](Importer& m, const Node* n) {
+      for (int i = 0; i < 2; ++i) {
+        Operand o = m.operand(n, i);
+        if (o.is_tensor() ? !is_bool(m.type(o.value).dtype) : !o.scalar.is_bool())
+          m.fail(n, "bitwise operations are supported on bool tensors only");
+      }
+      return m.emit(op_str, {m.operand(n, 0), m.operand(n, 1)});
+    });
+  }
+  // max(a, b) / min(a, b) on two tensors are maximum / minimum; the reducing overloads are not supported.
+  for (auto [name, op_name] : {std::pair{"max", "maximum"}, {"min", "minimum"}}) {
+    std::string op_str = op_name;
+    t.def(name, [op_str](Importer& m, const Node* n) {
+      if (n->inputs().size() != 2 || n->outputs().size() != 1) m.fail(n, "only max(a, b) / min(a, b) of two tensors is supported; use amax/amin for reductions");
+      return m.emit(op_str, {m.operand(n, 0), m.operand(n, 1)});
+    }, false);
+  }
+  t.def("where", [](Importer& m, const Node* n) {
+    if (n->inputs().size() != 3) m.fail(n, "only where(condition, a, b) is supported");
+    return m.emit("where", {Operand::tensor(m.tensor(n, 0)), m.operand(n, 1), m.operand(n, 2)});
+  }, false);
+  t.def("masked_fill", [](Importer& m, const Node* n) {
+    return m.emit("masked_fill", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1)), m.operand(n, 2)});
+  });
+}
+
+// Ops whose result is their input: at inference they copy nothing or are no-ops.
+void identity_ops(Table& t) {
+  for (const char* name : {"aten::contiguous", "aten::clone", "aten::detach", "aten::lift_fresh", "aten::alias",
+                           "aten::lift_fresh_copy"})
+    t.raw(name, [](Importer& m, const Node* n) { m.bind_tensor(n, 0, m.tensor(n, 0)); });
+  for (const char* name : {"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout", "aten::feature_alpha_dropout",
+                           "aten::dropout_", "aten::feature_dropout_", "aten::alpha_dropout_", "aten::feature_alpha_dropout_"})
+    t.raw(name, [](Importer& m, const Node* n) {
+      if (has_arg(m, n, "train") && m.bool_arg(n, need_arg(n, "train")))
+        m.fail(n, "is dropout in training mode (random); call model.eval() before saving");
+      m.bind_tensor(n, 0, m.tensor(n, 0));
+    });
+  auto to_dtype = [](Importer& m, const Node* n, std::optional<DType> dt) {
+    ValueId x = m.tensor(n, 0);
+    if (!dt || *dt == m.type(x).dtype) return x;
+    return m.emit("to_dtype", {Operand::tensor(x)}, {{"dtype", *dt}});
+  };
+  t.raw("aten::to", [to_dtype](Importer& m, const Node* n) {
+    std::optional<DType> dt;
+    if (has_arg(m, n, "dtype")) dt = m.opt_dtype_arg(n, need_arg(n, "dtype"));
+    if (has_arg(m, n, "other")) dt = m.type(m.tensor(n, need_arg(n, "other"))).dtype;
+    if (has_arg(m, n, "device")) {
+      const JVal& d = m.in(n, need_arg(n, "device"));
+      if (d.kind == JVal::Kind::Known && d.known.isDevice()) {
+        c10::Device dev = d.known.toDevice();
+        bool same = (dev.is_cpu() && m.device().kind == DeviceKind::CPU) || (dev.is_cuda() && m.device().kind == DeviceKind::CUDA);
+        if (!same) m.fail(n, "moves a tensor to " + dev.str() + " while compiling for " + m.device().str() + "; thunderc compiles for one device");
+      }
+    }
+    m.bind_tensor(n, 0, to_dtype(m, n, dt));
+  });
+  t.raw("aten::type_as", [to_dtype](Importer& m, const Node* n) {
+    m.bind_tensor(n, 0, to_dtype(m, n, m.type(m.tensor(n, 1)).dtype));
+  });
+  for (auto [name, dt] : {std::pair{"aten::float", DType::Float32}, {"aten::half", DType::Float16},
+                          {"aten::double", DType::Float64}, {"aten::long", DType::Int64}, {"aten::int", DType::Int32},
+                          {"aten::bool", DType::Bool}}) {
+    DType d = dt;
+    t.raw(name, [to_dtype, d](Importer& m, const Node* n) { m.bind_tensor(n, 0, to_dtype(m, n, d)); });
+  }
+}
+
+void reduction_norm_ops(Table& t) {
+  t.def("sum", [](Importer& m, const Node* n) { return m.emit("sum", {m.operand(n, 0)}, sum_like_attrs(m, n, true)); }, false);
+  t.def("mean", [](Importer& m, const Node* n) { return m.emit("mean", {m.operand(n, 0)}, sum_like_attrs(m, n, true)); }, false);
+  t.def("amax", [](Importer& m, const Node* n) { return m.emit("amax", {m.operand(n, 0)}, sum_like_attrs(m, n, false)); }, false);
+  for (const char* name : {"softmax", "log_softmax"}) {
+    std::string op_name = name;
+    t.def(name, [op_name](Importer& m, const Node* n) {
+      auto dt = has_arg(m, n, "dtype") ? m.opt_dtype_arg(n, need_arg(n, "dtype")) : std::nullopt;
+      return m.emit(op_name, {m.operand(n, 0)}, {{"dim", m.int_arg(n, 1)}, {"dtype", dt ? AttrValue(*dt) : AttrValue(None{})}});
+    }, false);
+    t.def(std::string("_") + name, [op_name](Importer& m, const Node* n) {
+      ValueId x = m.tensor(n, 0);
+      AttrValue dt = None{};
+      if (m.bool_arg(n, 2) && m.type(x).dtype == DType::Float16) dt = DType::Float32;  // half_to_float
+      return m.emit(op_name, {Operand::tensor(x)}, {{"dim", m.int_arg(n, 1)}, {"dtype", dt}});
+    }, false);
+  }
+  t.def("layer_norm", [](Importer& m, const Node* n) {
+    return m.emit("layer_norm", {m.operand(n, 0), m.operand(n, 2), m.operand(n, 3)},
+                  {{"normalized_shape", m.ints_arg(n, 1)}, {"eps", m.float_arg(n, 4)}});
+  }, false);
+  t.def("batch_norm", [](Importer& m, const Node* n) {
+    if (m.bool_arg(n, 5)) m.fail(n, "is batch_norm in training mode; call model.eval() before saving");
+    if (m.is_none(n, 3) || m.is_none(n, 4))
+      m.fail(n, "is batch_norm without running statistics (track_running_stats=False), which normalizes with batch "
+                "statistics; not supported");
+    return m.emit("batch_norm", {m.operand(n, 0), m.operand(n, 1), m.operand(n, 2), m.operand(n, 3), m.operand(n, 4)},
+                  {{"eps", m.float_arg(n, 7)}});
+  }, false);
+}
+
+void shape_ops(Table& t) {
+  auto view = [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    return m.emit("reshape", {Operand::tensor(x)}, {{"shape", m.ints_arg(n, 1)}});
+  };
+  t.def("view", view, false);
+  t.def("reshape", view, false);
+  t.def("_unsafe_view", view, false);
+  for (const char* name : {"view_as", "reshape_as"})
+    t.def(name, [](Importer& m, const Node* n) { return reshape(m, m.tensor(n, 0), m.type(m.tensor(n, 1)).shape); }, false);
+  t.def("flatten", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    Shape s = m.type(x).shape;
+    if (s.empty()) return reshape(m, x, {1});
+    std::int64_t a = wrap(m, n, m.int_arg(n, 1), s.size()), b = wrap(m, n, m.int_arg(n, 2), s.size());
+    if (a > b) m.fail(n, "start_dim must not come after end_dim");
+    Shape out(s.begin(), s.begin() + a);
+    std::int64_t prod = 1;
+    for (std::int64_t i = a; i <= b; ++i) prod *= s[i];
+    out.push_back(prod);
+    out.insert(out.end(), s.begin() + b + 1, s.end());
+    return reshape(m, x, out);
+  }, false);
+  t.def("unflatten", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    Shape s = m.type(x).shape;
+    std::int64_t d = wrap(m, n, m.int_arg(n, 1), s.size());
+    IntList sizes = m.ints_arg(n, 2);
+    Shape out(s.begin(), s.begin() + d);
+    out.insert(out.end(), sizes.begin(), sizes.end());
+    out.insert(out.end(), s.begin() + d + 1, s.end());
+    return m.emit("reshape", {Operand::tensor(x)}, {{"shape", out}});
+  }, false);
+  t.def("unsqueeze", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    Shape s = m.type(x).shape;
+    std::int64_t d = m.int_arg(n, 1);
+    auto r = static_cast<std::int64_t>(s.size()) + 1;
+    if (d < -r || d >= r) m.fail(n, "dimension " + std::to_string(d) + " is out of range for unsqueeze of rank " + std::to_string(s.size()));
+    s.insert(s.begin() + (d < 0 ? d + r : d), 1);
+    return reshape(m, x, s);
+  }, false);
+  t.def("squeeze", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    Shape s = m.type(x).shape;
+    std::vector<bool> drop(s.size(), n->inputs().size() == 1);
+    if (n->inputs().size() > 1)
+      for (std::int64_t d : m.ints_arg(n, 1)) drop[wrap(m, n, d, s.size())] = true;
+    Shape out;
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (!(drop[i] && s[i] == 1)) out.push_back(s[i]);
+    return reshape(m, x, out);
+  }, false);
+  t.def("permute", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    IntList dims = m.ints_arg(n, 1);
+    for (auto& d : dims) d = wrap(m, n, d, m.type(x).rank());
+    return m.emit("permute", {Operand::tensor(x)}, {{"dims", dims}});
+  }, false);
+  t.def("transpose", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    std::size_t r = m.type(x).rank();
+    IntList dims(r);
+    for (std::size_t i = 0; i < r; ++i) dims[i] = static_cast<std::int64_t>(i);
+    if (r == 0) return x;
+    std::swap(dims[wrap(m, n, m.int_arg(n, 1), r)], dims[wrap(m, n, m.int_arg(n, 2), r)]);
+    return permute(m, x, dims);
+  }, false);
+  t.def("t", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    if (m.type(x).rank() > 2) m.fail(n, "t() expects a tensor of rank <= 2");
+    return m.type(x).rank() == 2 ? permute(m, x, {1, 0}) : x;
+  }, false);
+  t.def("expand", [](Importer& m, const Node* n) {
+    return m.emit("expand", {Operand::tensor(m.tensor(n, 0))}, {{"shape", m.ints_arg(n, 1)}});
+  }, false);
+  t.def("expand_as", [](Importer& m, const Node* n) {
+    return m.emit("expand", {Operand::tensor(m.tensor(n, 0))}, {{"shape", m.type(m.tensor(n, 1)).shape}});
+  }, false);
+  t.def("slice", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    std::int64_t dim = wrap(m, n, m.int_arg(n, 1), m.type(x).rank());
+    std::int64_t step = m.int_arg(n, 4);
+    if (step < 1) m.fail(n, "slice step must be positive, got " + std::to_string(step));
+    return slice(m, x, dim, m.opt_int_arg(n, 2), m.opt_int_arg(n, 3), step);
+  }, false);
+  t.def("narrow", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    std::int64_t dim = wrap(m, n, m.int_arg(n, 1), m.type(x).rank());
+    std::int64_t start = m.int_arg(n, 2), len = m.int_arg(n, 3), size = m.type(x).shape[dim];
+    if (start < 0) start += size;
+    if (start < 0 || len < 0 || start + len > size) m.fail(n, "narrow range is out of bounds");
+    return slice(m, x, dim, start, start + len, 1);
+  }, false);
+  t.def("select", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    std::int64_t dim = wrap(m, n, m.int_arg(n, 1), m.type(x).rank());
+    std::int64_t size = m.type(x).shape[dim], index = m.int_arg(n, 2);
+    if (index < -size || index >= size)
+      m.fail(n, "index " + std::to_string(index) + " is out of range for dimension " + std::to_string(dim) + " of size " + std::to_string(size));
+    return m.emit("select", {Operand::tensor(x)}, {{"dim", dim}, {"index", index < 0 ? index + size : index}});
+  }, false);
+  auto split = [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    std::int64_t dim = wrap(m, n, m.int_arg(n, 2), m.type(x).rank());
+    std::int64_t size = m.type(x).shape[dim];
+    const c10::IValue& arg = m.in(n, 1).known;
+    IntList sizes;
+    if (arg.isInt()) {
+      std::int64_t piece = arg.toInt();
+      if (piece <= 0) m.fail(n, "split size must be positive");
+      for (std::int64_t off = 0; off < size; off += piece) sizes.push_back(std::min(piece, size - off));
+      if (sizes.empty()) sizes.push_back(0);
+    } else {
+      sizes = m.ints_arg(n, 1);
+    }
+    bind_pieces(m, n, x, dim, sizes);
+  };
+  t.raw("aten::split", split);
+  t.raw("aten::split_with_sizes", split);
+  t.raw("aten::chunk", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    std::int64_t chunks = m.int_arg(n, 1);
+    std::int64_t dim = wrap(m, n, m.int_arg(n, 2), m.type(x).rank());
+    std::int64_t size = m.type(x).shape[dim];
+    if (chunks <= 0) m.fail(n, "chunks must be positive");
+    std::int64_t piece = std::max<std::int64_t>((size + chunks - 1) / chunks, 1);
+    IntList sizes;
+    for (std::int64_t off = 0; off < size; off += piece) sizes.push_back(std::min(piece, size - off));
+    bind_pieces(m, n, x, dim, sizes);
+  });
+  t.raw("aten::unbind", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    std::int64_t dim = wrap(m, n, m.int_arg(n, 1), m.type(x).rank());
+    std::vector<JVal> items;
+    for (std::int64_t i = 0; i < m.type(x).shape[dim]; ++i)
+      items.push_back(JVal::of_tensor(m.emit("select", {Operand::tensor(x)}, {{"dim", dim}, {"index", i}})));
+    m.bind(n->output(0), JVal::of_seq(std::move(items)));
+  });
+  auto cat = [](Importer& m, const Node* n) {
+    std::vector<ValueId> xs = m.tensors_arg(n, 0);
+    if (xs.empty()) m.fail(n, "needs at least one tensor");
+    std::vector<Operand> ins;
+    for (ValueId x : xs)  // PyTorch skips legacy empty 1-D tensors in cat
+      if (!(m.type(x).rank() == 1 && m.type(x).shape[0] == 0 && xs.size() > 1)) ins.push_back(Operand::tensor(x));
+    if (ins.size() == 1) return ins[0].value;
+    return m.emit("cat", ins, {{"dim", wrap(m, n, m.int_arg(n, 1), m.type(ins[0].value).rank())}});
+  };
+  t.def("cat", cat, false);
+  t.def("concat", cat, false);
+  t.def("concatenate", cat, false);
+  t.def("stack", [](Importer& m, const Node* n) {
+    std::vector<ValueId> xs = m.tensors_arg(n, 0);
+    if (xs.empty()) m.fail(n, "needs at least one tensor");
+    std::size_t r = m.type(xs[0]).rank() + 1;
+    std::int64_t dim = wrap(m, n, m.int_arg(n, 1), r);
+    std::vector<Operand> ins;
+    for (ValueId x : xs) {
+      Shape s = m.type(x).shape;
+      if (s != m.type(xs[0]).shape) m.fail(n, "stack expects tensors of equal shape");
+      s.insert(s.begin() + dim, 1);
+      ins.push_back(Operand::tensor(reshape(m, x, s)));
+    }
+    if (ins.size() == 1) return ins[0].value;
+    return m.emit("cat", ins, {{"dim", dim}});
+  }, false);
+  // Tensors that depend only on another tensor's shape and dtype are constants for fixed shapes.
+  for (const char* name : {"aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::new_zeros", "aten::new_ones",
+                           "aten::new_full"}) {
+    t.raw(name, [](Importer& m, const Node* n) {
+      const TensorType& like = m.type(m.in(n, 0).tensor);
+      torch::jit::Stack stack;
+      stack.push_back(at::zeros(like.shape, at::TensorOptions().dtype(dtype_to_torch(like.dtype))));
+      for (std::size_t i = 1; i < n->inputs().size(); ++i) {
+        if (m.in(n, i).kind != JVal::Kind::Known) m.fail(n, "argument " + std::to_string(i) + " depends on tensor data");
+        stack.push_back(m.in(n, i).known);
+      }
+      n->getOperation()(stack);
+      m.bind(n->output(0), JVal::of_known(stack.back()));
+    });
+  }
+}
+
+void nn_ops(Table& t) {
+  t.def("linear", [](Importer& m, const Node* n) {
+    return m.emit("linear", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1)), m.operand(n, 2)});
+  }, false);
+  t.def("matmul", [](Importer& m, const Node* n) {
+    return m.emit("matmul", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1))});
+  }, false);
+  t.def("mm", [](Importer& m, const Node* n) {
+    if (m.type(m.tensor(n, 0)).rank() != 2 || m.type(m.tensor(n, 1)).rank() != 2) m.fail(n, "mm expects 2-D tensors");
+    return m.emit("matmul", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1))});
+  }, false);
+  t.def("bmm", [](Importer& m, const Node* n) {
+    return m.emit("bmm", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1))});
+  }, false);
+  t.def("addmm", [](Importer& m, const Node* n) {
+    return m.emit("addmm", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1)), Operand::tensor(m.tensor(n, 2))},
+                  {{"beta", m.float_arg(n, 3)}, {"alpha", m.float_arg(n, 4)}});
+  }, false);
+  t.def("baddbmm", [](Importer& m, const Node* n) {  // beta * self + alpha * bmm(b1, b2)
+    double beta = m.float_arg(n, 3), alpha = m.float_arg(n, 4);
+    ValueId prod = m.emit("bmm", {Operand::tensor(m.tensor(n, 1)), Operand::tensor(m.tensor(n, 2))});
+    if (alpha != 1.0) prod = m.emit("mul", {Operand::tensor(prod), Operand::number(alpha)});
+    if (beta == 0.0) return prod;
+    Operand self = m.operand(n, 0);
+    if (beta != 1.0) self = Operand::tensor(m.emit("mul", {self, Operand::number(beta)}));
+    return m.emit("add", {self, Operand::tensor(prod)});
+  }, false);
+  auto conv = [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0), w = m.tensor(n, 1);
+    IntList dilation = m.ints_arg(n, 5);
+    const c10::IValue& pad = m.in(n, 4).known;
+    IntList padding = pad.isString() ? string_padding(m, n, pad.toStringRef(), w, dilation) : m.ints_arg(n, 4);
+    return convolution(m, n, x, w, m.operand(n, 2), m.ints_arg(n, 3), padding, dilation, m.int_arg(n, 6));
+  };
+  t.def("conv2d", conv, false);
+  t.def("conv1d", conv, false);
+  t.def("_convolution", [](Importer& m, const Node* n) {
+    if (m.bool_arg(n, 6)) m.fail(n, "transposed convolution is not supported yet");
+    return convolution(m, n, m.tensor(n, 0), m.tensor(n, 1), m.operand(n, 2), m.ints_arg(n, 3), m.ints_arg(n, 4),
+                       m.ints_arg(n, 5), m.int_arg(n, 8));
+  }, false);
+  t.def("max_pool2d", [](Importer& m, const Node* n) {
+    return m.emit("max_pool2d", {Operand::tensor(m.tensor(n, 0))},
+                  {{"kernel_size", m.ints_arg(n, 1)}, {"stride", m.ints_arg(n, 2)}, {"padding", m.ints_arg(n, 3)},
+                   {"dilation", m.ints_arg(n, 4)}, {"ceil_mode", m.bool_arg(n, 5)}});
+  }, false);
+  t.def("avg_pool2d", [](Importer& m, const Node* n) {
+    auto div = m.opt_int_arg(n, 6);
+    return m.emit("avg_pool2d", {Operand::tensor(m.tensor(n, 0))},
+                  {{"kernel_size", m.ints_arg(n, 1)}, {"stride", m.ints_arg(n, 2)}, {"padding", m.ints_arg(n, 3)},
+                   {"ceil_mode", m.bool_arg(n, 4)}, {"count_include_pad", m.bool_arg(n, 5)},
+                   {"divisor_override", div ? AttrValue(*div) : AttrValue(None{})}});
+  }, false);
+  t.def("adaptive_avg_pool2d", [](Importer& m, const Node* n) {
+    return m.emit("adaptive_avg_pool2d", {Operand::tensor(m.tensor(n, 0))}, {{"output_size", m.ints_arg(n, 1)}});
+  }, false);
+  t.def("embedding", [](Importer& m, const Node* n) {
+    return m.emit("embedding", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1))});
+  }, false);
+  t.def("scaled_dot_product_attention", [](Importer& m, const Node* n) {
+    if (has_arg(m, n, "dropout_p") && m.float_arg(n, need_arg(n, "dropout_p")) != 0.0)
+      m.fail(n, "has dropout_p > 0 (random); pass dropout_p=0.0 at inference");
+    AttrValue scale = None{};
+    if (has_arg(m, n, "scale")) scale = m.float_arg(n, need_arg(n, "scale"));
+    bool causal = has_arg(m, n, "is_causal") && m.bool_arg(n, need_arg(n, "is_causal"));
+    return m.emit("scaled_dot_product_attention",
+                  {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1)), Operand::tensor(m.tensor(n, 2)),
+                   has_arg(m, n, "attn_mask") ? Operand::tensor(m.tensor(n, need_arg(n, "attn_mask"))) : Operand::none()},
+                  {{"is_causal", causal}, {"scale", scale}});
+  }, false);
+}
+
+}  // namespace
+
+const std::map<std::string, Handler>& op_handlers() {
+  static const std::map<std::string, Handler> handlers = [] {
+    Table t;
+    unary_ops(t);
+    binary_ops(t);
+    identity_ops(t);
+    reduction_norm_ops(t);
+    shape_ops(t);
+    nn_ops(t);
+    return t.handlers;
+  }();
+  return handlers;
+}
+
+}  // namespace thunderc::ts
