@@ -1,0 +1,333 @@
+// thunderc: the command-line tool.
+//
+//   thunderc MODEL -o OUT.so [...]    compile (the compile step is not in this build yet: exit 2)
+//   thunderc examine MODEL [...]      show what the frontend traced and which executor runs each operation
+//   thunderc --list-executors         every executor, whether it is usable here and why not
+//
+// Exit codes: 0 success; 1 a problem with the user's input (UserError, printed as "thunderc: error: ...");
+// 2 the request needs something this build does not implement yet; 3 a bug in thunderc (InternalError or
+// any other exception). CLI11 parse errors exit with CLI11's own codes and messages.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/pipeline.h"
+#include "cli/torch_support.h"
+#include "core/executors/executor.h"
+#include "core/frontend/torchscript.h"
+#include "core/ir/error.h"
+#include "core/ir/printer.h"
+
+namespace thunderc {
+namespace {
+
+constexpr int kExitUserError = 1;
+constexpr int kExitNotImplemented = 2;
+constexpr int kExitInternalError = 3;
+
+// Flags shared by compile and examine.
+struct ModelFlags {
+  std::string model;
+  std::vector<std::string> shapes;
+  std::string device = "cpu";
+  std::vector<std::string> executors;
+  bool standalone = false;
+
+  void add_to(CLI::App& app, bool model_required) {
+    auto* m = app.add_option("MODEL", model, "TorchScript model file (.pt)")->type_name("MODEL.pt");
+    if (model_required) m->required();
+    app.add_option("--shapes", shapes,
+                   "input shapes of one specialization, e.g. x=1x64 or 1x3x32x32 or ids=1x16:int64; "
+                   "repeat for more specializations (default: the shapes recorded in the model)")
+        ->type_name("SHAPES")
+        ->take_all()
+        ->allow_extra_args(false);
+    app.add_option("--device", device, "device to compile for: cpu or cuda (default: cpu)")->type_name("cpu|cuda");
+    app.add_option("--executors", executors,
+                   "executors in order of preference, comma-separated (default: the device's defaults; "
+                   "see --list-executors)")
+        ->type_name("NAME,...")
+        ->delimiter(',')
+        ->allow_extra_args(false);
+    app.add_flag("--standalone", standalone, "do not fall back on the torch executor (no LibTorch needed)");
+  }
+
+  PipelineOptions pipeline_options() const {
+    PipelineOptions o;
+    o.model_path = model;
+    o.shapes = shapes;
+    o.device = Device::parse(device);
+    for (const std::string& e : executors)
+      if (!e.empty()) o.executors.push_back(e);
+    o.standalone = standalone;
+    return o;
+  }
+};
+
+std::string pad(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+std::string rpad(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+std::string plural(std::size_t n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+// ---- --version, --list-executors ---------------------------------------------------------------------
+
+void print_version() {
+  std::cout << "thunderc " << THUNDERC_VERSION << "\n" << "LibTorch " << libtorch_version() << "\n";
+}
+
+std::string status_str(const Executor& e) {
+  std::vector<std::string> parts;
+  for (DeviceKind k : e.devices()) {
+    Availability a = e.availability(k);
+    std::string where = e.devices().size() > 1 ? std::string(device_kind_name(k)) + ": " : "";
+    parts.push_back(where + (a.available ? std::string("available") : "unavailable: " + a.reason));
+  }
+  std::string s;
+  for (const std::string& p : parts) s += (s.empty() ? "" : "; ") + p;
+  if (!e.implemented()) s = "not implemented yet; " + s;
+  return s;
+}
+
+int list_executors() {
+  report_torch_cuda_support();
+  std::size_t name_w = 4, dev_w = 6;
+  for (const Executor* e : all_executors()) {
+    name_w = std::max(name_w, e->name().size());
+    dev_w = std::max(dev_w, e->devices_str().size());
+  }
+  std::cout << "Executors:\n";
+  std::cout << "  " << pad("NAME", name_w) << "  " << pad("DEVICE", dev_w) << "  STATUS\n";
+  const std::string indent(6 + name_w + dev_w, ' ');
+  for (const Executor* e : all_executors()) {
+    std::cout << "  " << pad(e->name(), name_w) << "  " << pad(e->devices_str(), dev_w) << "  " << status_str(*e)
+              << "\n";
+    std::cout << indent << e->description() << "\n";
+    if (e->implemented())
+      std::cout << indent << "claims " << e->num_impls() << " operators (" << e->categories_str() << ")"
+                << (e->is_always() ? "; always-executor" : "") << "\n";
+    else
+      std::cout << indent << "will serve: " << e->categories_str() << "\n";
+  }
+  std::cout << "\nDefault executors (when --executors is not given):\n";
+  for (DeviceKind k : {DeviceKind::CPU, DeviceKind::CUDA}) {
+    std::vector<std::string> names = default_executor_names(k);
+    ExecutorSelection sel = default_executors(k);
+    std::string listed;
+    for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+    std::cout << "  " << pad(std::string(device_kind_name(k)) + ":", 6) << listed << "  -> usable now: "
+              << (sel.executors.empty() ? std::string("none") : sel.names_str()) << "\n";
+    for (const std::string& n : sel.notes) std::cout << "        note: " << n << "\n";
+  }
+  std::string always;
+  for (const Executor* e : always_executors()) always += (always.empty() ? "" : ", ") + e->name();
+  std::cout << "\nAlways-executors (appended to every list unless --standalone): " << always << "\n";
+  return 0;
+}
+
+// ---- examine -----------------------------------------------------------------------------------------
+
+std::string value_line(const Trace& t, ValueId id) {
+  const Value& v = t.value(id);
+  std::string s = v.name + ": " + v.type.str();
+  if (!v.source_name.empty() && v.source_name != v.name) s += "  (" + quote_string(v.source_name) + " in the model)";
+  return s;
+}
+
+void print_operator_table(const Trace& t) {
+  struct Row {
+    std::string op, category, executor;
+    std::size_t count = 0, first = 0;
+  };
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < t.symbols().size(); ++i) {
+    const BoundSymbol& sym = t.symbols()[i];
+    auto it = std::find_if(rows.begin(), rows.end(),
+                           [&](const Row& r) { return r.op == sym.op->name && r.executor == sym.executor; });
+    if (it == rows.end())
+      rows.push_back({sym.op->name, op_category_name(sym.op->category), sym.executor, 1, i});
+    else
+      ++it->count;
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.count > b.count; });
+  std::size_t op_w = 8, cat_w = 8;
+  for (const Row& r : rows) op_w = std::max(op_w, r.op.size()), cat_w = std::max(cat_w, r.category.size());
+  std::cout << "  " << pad("OPERATOR", op_w) << "  " << pad("CATEGORY", cat_w) << "  " << rpad("COUNT", 5)
+            << "  EXECUTOR\n";
+  for (const Row& r : rows)
+    std::cout << "  " << pad(r.op, op_w) << "  " << pad(r.category, cat_w) << "  " << rpad(std::to_string(r.count), 5)
+              << "  " << (r.executor.empty() ? "(none)" : r.executor) << "\n";
+}
+
+int examine(const ModelFlags& flags, bool verbose) {
+  PipelineOptions options = flags.pipeline_options();
+  report_torch_cuda_support();
+  PipelineResult r = run_pipeline(options);
+  const TorchScriptModel& model = *r.model;
+
+  std::string inputs;
+  for (const std::string& n : model.input_names()) inputs += (inputs.empty() ? "" : ", ") + n;
+  std::cout << "Model: " << options.model_path << " (TorchScript, LibTorch " << libtorch_version() << ")\n";
+  std::cout << "Inputs: " << (inputs.empty() ? "(none)" : inputs) << "\n";
+  std::cout << "Device: " << options.device.str() << "\n";
+  std::cout << "Executors: " << r.executors.names_str() << (options.standalone ? " (standalone)" : "") << "\n";
+  for (const std::string& n : r.executors.notes) std::cout << "  note: " << n << "\n";
+  std::cout << "Specializations: " << r.specializations.size()
+            << (r.shapes_recorded ? " (shapes recorded in the model)" : " (from --shapes)") << "\n";
+  if (verbose) std::cout << "\nTorchScript graph (frozen, inlined):\n" << model.graph_str() << "\n";
+
+  std::size_t total_ops = 0;
+  for (std::size_t i = 0; i < r.specializations.size(); ++i) {
+    const SpecializedTrace& s = r.specializations[i];
+    const Trace& t = s.trace;
+    std::cout << "\n== Specialization " << i + 1 << " of " << r.specializations.size() << ": "
+              << specialization_label(s) << " ==\n";
+    std::cout << "Inputs:\n";
+    for (ValueId id : t.inputs()) std::cout << "  " << value_line(t, id) << "\n";
+    std::cout << "Outputs:\n";
+    for (ValueId id : t.outputs()) std::cout << "  " << value_line(t, id) << "\n";
+
+    PrintOptions po;
+    po.show_source = verbose;
+    std::cout << "\nTrace:\n" << print_trace(t, po);
+
+    std::cout << "\nOperators:\n";
+    print_operator_table(t);
+
+    std::size_t bytes = 0;
+    for (ValueId c : t.constants()) bytes += t.type(c).nbytes();
+    std::string claimed;
+    for (const auto& [exec, n] : executor_counts(t))
+      claimed += (claimed.empty() ? "" : ", ") + (exec.empty() ? std::string("(none)") : exec) + " " + std::to_string(n);
+    std::size_t distinct = 0;
+    {
+      std::vector<std::string> seen;
+      for (const BoundSymbol& sym : t.symbols())
+        if (std::find(seen.begin(), seen.end(), sym.op->name) == seen.end()) seen.push_back(sym.op->name);
+      distinct = seen.size();
+    }
+    std::cout << "\nSummary: " << plural(t.symbols().size(), "operation") << " (" << plural(distinct, "operator")
+              << "), claimed by " << (claimed.empty() ? std::string("nobody") : claimed) << "; "
+              << plural(t.inputs().size(), "input") << ", " << plural(t.outputs().size(), "output") << ", "
+              << plural(t.constants().size(), "constant") << " (" << format_bytes(bytes) << ")\n";
+    total_ops += t.symbols().size();
+  }
+  std::cout << "\nOK: every operation is supported and claimed (" << plural(r.specializations.size(), "specialization")
+            << ", " << plural(total_ops, "operation") << ").\n";
+  return 0;
+}
+
+// ---- compile -----------------------------------------------------------------------------------------
+
+struct CompileFlags {
+  std::string output;
+  std::string keep_sources;
+};
+
+// Compiles the traces to OUT.so + OUT.json. The code generation step plugs in here: it takes the pipeline's
+// result (claimed, verified traces per specialization) and the output options.
+int compile(const ModelFlags& flags, const CompileFlags& out) {
+  if (out.output.empty())
+    user_error("no output file: pass -o OUT.so to compile ", flags.model,
+               " (to look at the model without compiling it: thunderc examine ", flags.model, ")");
+  PipelineOptions options = flags.pipeline_options();
+  report_torch_cuda_support();
+  PipelineResult r = run_pipeline(options);
+
+  std::size_t ops = 0;
+  for (const SpecializedTrace& s : r.specializations) ops += s.trace.symbols().size();
+  std::cerr << "thunderc: traced " << options.model_path << ": " << plural(r.specializations.size(), "specialization")
+            << ", " << plural(ops, "operation") << ", executors " << r.executors.names_str() << "\n";
+  std::cerr << "thunderc: compilation to a .so is not implemented in this build yet; `thunderc examine` shows the "
+               "traced program\n";
+  return kExitNotImplemented;
+}
+
+// ---- main --------------------------------------------------------------------------------------------
+
+int run(int argc, char** argv) {
+  CLI::App app{
+      "thunderc: an ahead-of-time compiler for TorchScript models\n"
+      "  thunderc MODEL.pt -o OUT.so [options]     compile\n"
+      "  thunderc examine MODEL.pt [options]       show the traced program and its executors\n"
+      "  thunderc --list-executors                 list the executors",
+      "thunderc"};
+  app.footer(
+      "Examples:\n"
+      "  thunderc samples/mlp.pt -o out/mlp.so                         compile (shapes recorded in the model)\n"
+      "  thunderc samples/mlp_scripted.pt -o out/mlp.so --shapes x=1x64  compile with explicit input shapes\n"
+      "  thunderc examine samples/cnn.pt                                show the traced program and its executors\n"
+      "  thunderc examine samples/gpt_block_scripted.pt --shapes 1x16x64 --verbose\n"
+      "  thunderc --list-executors                                      list executors and whether they are usable\n"
+      "\n"
+      "Exit codes: 0 ok, 1 user error, 2 not implemented in this build, 3 internal error (a bug).");
+
+  bool version = false, list = false;
+  app.add_flag("--version", version, "print the thunderc and LibTorch versions");
+  app.add_flag("--list-executors", list, "list every executor, whether it is available here, and the defaults");
+
+  ModelFlags compile_flags;
+  CompileFlags out;
+  compile_flags.add_to(app, false);
+  app.add_option("-o,--output", out.output, "the shared library to write (OUT.json is written beside it)")
+      ->type_name("OUT.so");
+  app.add_option("--keep-sources", out.keep_sources, "keep the generated sources in this directory")->type_name("DIR");
+
+  CLI::App* examine_cmd = app.add_subcommand("examine", "show a model's traced program, operators and executors");
+  ModelFlags examine_flags;
+  bool verbose = false;
+  examine_flags.add_to(*examine_cmd, true);
+  examine_cmd->add_flag("-v,--verbose", verbose, "also print the TorchScript graph and source locations");
+
+  app.require_subcommand(0, 1);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  if (version) {
+    print_version();
+    return 0;
+  }
+  if (list) return list_executors();
+  if (examine_cmd->parsed()) return examine(examine_flags, verbose);
+  if (compile_flags.model.empty()) {
+    std::cout << app.help();
+    return kExitUserError;
+  }
+  return compile(compile_flags, out);
+}
+
+}  // namespace
+}  // namespace thunderc
+
+int main(int argc, char** argv) {
+  try {
+    return thunderc::run(argc, argv);
+  } catch (const thunderc::UserError& e) {
+    std::cerr << "thunderc: error: " << e.what() << "\n";
+    return thunderc::kExitUserError;
+  } catch (const thunderc::InternalError& e) {
+    std::cerr << "thunderc: " << e.what() << "\n";
+    return thunderc::kExitInternalError;
+  } catch (const std::exception& e) {
+    std::cerr << "thunderc: internal error (this is a bug in thunderc, please report it): " << e.what() << "\n";
+    return thunderc::kExitInternalError;
+  } catch (...) {
+    std::cerr << "thunderc: internal error (this is a bug in thunderc, please report it): unknown exception\n";
+    return thunderc::kExitInternalError;
+  }
+}

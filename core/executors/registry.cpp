@@ -1,0 +1,158 @@
+// The six executors thunderc knows. torch claims every operator of the catalog; the others declare the
+// operator categories they will serve, but their code generation does not exist yet, so they claim nothing.
+#include <memory>
+#include <mutex>
+
+#include "core/executors/executor.h"
+#include "core/executors/probe.h"
+
+namespace thunderc {
+
+namespace {
+
+struct TorchCudaSupport {
+  std::mutex mutex;
+  bool has_cuda = false;
+  std::string reason = "LibTorch's CUDA support was not reported (LibTorch was not asked)";
+};
+
+TorchCudaSupport& torch_cuda_support() {
+  static TorchCudaSupport s;
+  return s;
+}
+
+Availability torch_probe(DeviceKind kind) {
+  if (kind == DeviceKind::CPU) return {true, ""};
+  TorchCudaSupport& s = torch_cuda_support();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.has_cuda) return {true, ""};
+  return {false, s.reason};
+}
+
+bool torch_runs_on(DeviceKind kind) { return torch_probe(kind).available; }
+
+// torch can run a symbol when every tensor it reads or writes is on a device its LibTorch supports.
+bool torch_checker(const Trace& trace, const BoundSymbol& sym) {
+  for (const Operand& in : sym.inputs)
+    if (in.is_tensor() && !torch_runs_on(trace.type(in.value).device.kind)) return false;
+  for (ValueId out : sym.outputs)
+    if (!torch_runs_on(trace.type(out).device.kind)) return false;
+  return true;
+}
+
+Availability cuda_probe(const std::vector<Availability (*)()>& extra, DeviceKind kind) {
+  if (kind != DeviceKind::CUDA) return {false, "CUDA only"};
+  Availability driver = probe_cuda_driver();
+  if (!driver.available) return driver;
+  for (auto fn : extra) {
+    Availability a = fn();
+    if (!a.available) return a;
+  }
+  return {true, ""};
+}
+
+template <Availability (*Fn)()>
+Availability cached() {
+  static std::once_flag once;
+  static Availability result;
+  std::call_once(once, [] { result = Fn(); });
+  return result;
+}
+
+Availability probe_nvrtc() {
+  return probe_library("NVRTC", {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"},
+                       "libnvrtc", true, "nvrtcCreateProgram");
+}
+Availability probe_cublas() {
+  return probe_library("cuBLAS", {"libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11"},
+                       "libcublas", true, "cublasCreate_v2");
+}
+Availability probe_cudnn() {
+  return probe_library("cuDNN", {"libcudnn.so", "libcudnn.so.9", "libcudnn.so.8"}, "libcudnn", true,
+                       "cudnnCreate");
+}
+Availability probe_cblas() {
+  return probe_library("CBLAS", {"libopenblas.so.0", "libcblas.so.3", "libblas.so.3", "libopenblas.so"}, "",
+                       false, "cblas_sgemm");
+}
+
+std::vector<std::unique_ptr<Executor>> make_executors() {
+  using C = OpCategory;
+  std::vector<std::unique_ptr<Executor>> out;
+
+  Executor::Info torch;
+  torch.name = "torch";
+  torch.description = "ATen operators through LibTorch (runs every operator thunderc knows)";
+  torch.devices = {DeviceKind::CPU, DeviceKind::CUDA};
+  torch.always = true;
+  torch.implemented = true;
+  torch.categories = {C::Elementwise, C::Reduction,  C::Normalization, C::Shape,    C::Matmul,
+                      C::Convolution, C::Pooling,    C::Indexing,      C::Attention};
+  torch.probe = torch_probe;
+  torch.cache_probe = false;
+  auto t = std::make_unique<Executor>(std::move(torch));
+  for (const OpDef* def : op_registry().all()) t->register_impl(def->name, torch_checker);
+  out.push_back(std::move(t));
+
+  Executor::Info cpp;
+  cpp.name = "cpp";
+  cpp.description = "fused C++ loops for elementwise, reduction and normalization regions";
+  cpp.devices = {DeviceKind::CPU};
+  cpp.categories = {C::Elementwise, C::Reduction, C::Normalization, C::Shape};
+  out.push_back(std::make_unique<Executor>(std::move(cpp)));
+
+  Executor::Info blas;
+  blas.name = "blas";
+  blas.description = "matrix multiplications through CBLAS GEMM";
+  blas.devices = {DeviceKind::CPU};
+  blas.categories = {C::Matmul};
+  blas.probe = [](DeviceKind) { return cached<probe_cblas>(); };
+  out.push_back(std::make_unique<Executor>(std::move(blas)));
+
+  Executor::Info nvfuser;
+  nvfuser.name = "nvfuser";
+  nvfuser.description = "fused CUDA kernels compiled at run time with NVRTC";
+  nvfuser.devices = {DeviceKind::CUDA};
+  nvfuser.categories = {C::Elementwise, C::Reduction, C::Normalization, C::Shape};
+  nvfuser.probe = [](DeviceKind k) { return cuda_probe({&cached<probe_nvrtc>}, k); };
+  out.push_back(std::make_unique<Executor>(std::move(nvfuser)));
+
+  Executor::Info cublas;
+  cublas.name = "cublas";
+  cublas.description = "matrix multiplications through cuBLAS";
+  cublas.devices = {DeviceKind::CUDA};
+  cublas.categories = {C::Matmul};
+  cublas.probe = [](DeviceKind k) { return cuda_probe({&cached<probe_cublas>}, k); };
+  out.push_back(std::make_unique<Executor>(std::move(cublas)));
+
+  Executor::Info cudnn;
+  cudnn.name = "cudnn";
+  cudnn.description = "convolution, pooling and attention through cuDNN";
+  cudnn.devices = {DeviceKind::CUDA};
+  cudnn.categories = {C::Convolution, C::Pooling, C::Attention};
+  cudnn.probe = [](DeviceKind k) { return cuda_probe({&cached<probe_cudnn>}, k); };
+  out.push_back(std::make_unique<Executor>(std::move(cudnn)));
+
+  return out;
+}
+
+}  // namespace
+
+const std::vector<const Executor*>& all_executors() {
+  static const std::vector<std::unique_ptr<Executor>> owned = make_executors();
+  static const std::vector<const Executor*> view = [] {
+    std::vector<const Executor*> v;
+    for (const auto& e : owned) v.push_back(e.get());
+    return v;
+  }();
+  return view;
+}
+
+void set_torch_cuda_support(bool has_cuda, const std::string& reason) {
+  TorchCudaSupport& s = torch_cuda_support();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.has_cuda = has_cuda;
+  s.reason = has_cuda ? std::string() : reason;
+}
+
+}  // namespace thunderc

@@ -1,0 +1,232 @@
+// End-to-end tests of the thunderc binary: each case runs it (THUNDERC_BIN) and checks the exit code and a
+// key phrase of its output.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+Result thunderc(const std::vector<std::string>& args) {
+  std::string cmd = quote(THUNDERC_BIN);
+  for (const std::string& a : args) cmd += " " + quote(a);
+  cmd += " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return r;
+}
+
+std::string sample(const std::string& name) { return std::string(THUNDERC_SAMPLES) + "/" + name; }
+
+std::string tmp_file(const std::string& name, const std::string& content) {
+  mkdir(THUNDERC_TEST_TMP, 0755);
+  std::string path = std::string(THUNDERC_TEST_TMP) + "/" + name;
+  std::ofstream(path) << content;
+  return path;
+}
+
+int shell(const std::string& cmd) {
+  int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A copy of samples/NAME.pt without the extra/thunderc.json file that records its input shapes, re-zipped
+// with `cmake -E tar` (TorchScript archives are zip files whose entries sit under one top folder NAME/).
+std::string without_recorded_shapes(const std::string& name) {
+  std::string dir = std::string(THUNDERC_TEST_TMP) + "/noshapes_" + name;
+  std::string out = dir + "/" + name + "_noshapes.pt";
+  std::string cmake = quote(THUNDERC_CMAKE);
+  std::string cmd = "rm -rf " + quote(dir) + " && mkdir -p " + quote(dir) + " && cd " + quote(dir) + " && " + cmake +
+                    " -E tar xf " + quote(sample(name + ".pt")) + " && rm -rf " + quote(name + "/extra") + " && " +
+                    cmake + " -E tar cf " + quote(out) + " --format=zip " + quote(name);
+  REQUIRE_MESSAGE(shell(cmd) == 0, cmd);
+  return out;
+}
+
+bool has(const Result& r, const std::string& phrase) { return r.out.find(phrase) != std::string::npos; }
+
+#define CHECK_OUTPUT(r, phrase) CHECK_MESSAGE(has(r, phrase), "expected \"" << phrase << "\" in:\n" << r.out)
+
+}  // namespace
+
+TEST_CASE("--version") {
+  Result r = thunderc({"--version"});
+  CHECK(r.code == 0);
+  CHECK_OUTPUT(r, "thunderc 0.");
+  CHECK_OUTPUT(r, "LibTorch ");
+}
+
+TEST_CASE("--help shows the subcommand and examples") {
+  Result r = thunderc({"--help"});
+  CHECK(r.code == 0);
+  CHECK_OUTPUT(r, "examine");
+  CHECK_OUTPUT(r, "Examples:");
+  CHECK_OUTPUT(r, "--list-executors");
+  CHECK_OUTPUT(r, "-o OUT.so");
+}
+
+TEST_CASE("--list-executors lists all six") {
+  Result r = thunderc({"--list-executors"});
+  CHECK(r.code == 0);
+  for (const char* name : {"torch", "cpp", "blas", "nvfuser", "cublas", "cudnn"}) CHECK_OUTPUT(r, std::string("  ") + name + " ");
+  CHECK_OUTPUT(r, "not implemented yet");
+  CHECK_OUTPUT(r, "Default executors");
+  CHECK_OUTPUT(r, "Always-executors (appended to every list unless --standalone): torch");
+}
+
+TEST_CASE("examine traced samples (recorded shapes)") {
+  SUBCASE("mlp") {
+    Result r = thunderc({"examine", sample("mlp.pt")});
+    CHECK(r.code == 0);
+    CHECK_OUTPUT(r, "Outputs:");
+    CHECK_OUTPUT(r, "cpu f32[1, 10]");
+    CHECK_OUTPUT(r, "torch.linear(");
+    CHECK_OUTPUT(r, "OK: every operation is supported and claimed");
+  }
+  SUBCASE("cnn") {
+    Result r = thunderc({"examine", sample("cnn.pt")});
+    CHECK(r.code == 0);
+    CHECK_OUTPUT(r, "cpu f32[1, 3, 32, 32]");
+    CHECK_OUTPUT(r, "cpu f32[1, 10]");
+    CHECK_OUTPUT(r, "torch.conv2d(");
+  }
+  SUBCASE("gpt_block") {
+    Result r = thunderc({"examine", sample("gpt_block.pt")});
+    CHECK(r.code == 0);
+    CHECK_OUTPUT(r, "Outputs:");
+    CHECK_OUTPUT(r, "cpu f32[1, 16, 64]");
+  }
+}
+
+TEST_CASE("examine scripted samples with --shapes") {
+  SUBCASE("mlp_scripted, named") {
+    Result r = thunderc({"examine", sample("mlp_scripted.pt"), "--shapes", "x=1x64"});
+    CHECK(r.code == 0);
+    CHECK_OUTPUT(r, "cpu f32[1, 10]");
+    CHECK_OUTPUT(r, "(from --shapes)");
+  }
+  SUBCASE("gpt_block_scripted, positional") {
+    Result r = thunderc({"examine", sample("gpt_block_scripted.pt"), "--shapes", "1x16x64"});
+    CHECK(r.code == 0);
+    CHECK_OUTPUT(r, "cpu f32[1, 16, 64]");
+  }
+  SUBCASE("two specializations") {
+    Result r = thunderc({"examine", "--shapes", "x=1x64", "--shapes", "x=4x64", sample("mlp_scripted.pt")});
+    CHECK(r.code == 0);
+    CHECK_OUTPUT(r, "Specialization 2 of 2");
+    CHECK_OUTPUT(r, "cpu f32[4, 10]");
+  }
+  SUBCASE("verbose shows the TorchScript graph") {
+    Result r = thunderc({"examine", sample("mlp.pt"), "--verbose", "--executors", "torch"});
+    CHECK(r.code == 0);
+    CHECK_OUTPUT(r, "TorchScript graph");
+  }
+}
+
+TEST_CASE("compile stops with 'not implemented' after tracing") {
+  Result r = thunderc({sample("mlp.pt"), "-o", std::string(THUNDERC_TEST_TMP) + "/mlp.so"});
+  CHECK(r.code == 2);
+  CHECK_OUTPUT(r, "compilation to a .so is not implemented in this build yet");
+  CHECK_OUTPUT(r, "thunderc examine");
+}
+
+TEST_CASE("errors") {
+  SUBCASE("missing file") {
+    Result r = thunderc({"examine", sample("does_not_exist.pt")});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "thunderc: error: ");
+    CHECK_OUTPUT(r, "does_not_exist.pt");
+  }
+  SUBCASE("not a TorchScript file") {
+    std::string path = tmp_file("not_a_model.pt", "this is a text file, not a TorchScript archive\n");
+    Result r = thunderc({"examine", path});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "thunderc: error: ");
+    CHECK_OUTPUT(r, "not_a_model.pt");
+  }
+  SUBCASE("scripted model without --shapes") {
+    // The samples record their shapes (extra/thunderc.json); a copy without that file needs --shapes.
+    std::string path = without_recorded_shapes("mlp_scripted");
+    Result r = thunderc({"examine", path});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "does not record its input shapes; pass --shapes for its input x");
+    r = thunderc({"examine", path, "--shapes", "x=2x64"});
+    CHECK(r.code == 0);
+    CHECK_OUTPUT(r, "cpu f32[2, 10]");
+  }
+  SUBCASE("bad --shapes text") {
+    Result r = thunderc({"examine", sample("mlp_scripted.pt"), "--shapes", "x=1xfoo"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "thunderc: error: ");
+    CHECK_OUTPUT(r, "1xfoo");
+  }
+  SUBCASE("unknown input name in --shapes") {
+    Result r = thunderc({"examine", sample("mlp_scripted.pt"), "--shapes", "nosuchinput=1x64"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "thunderc: error: ");
+    CHECK_OUTPUT(r, "nosuchinput");
+  }
+  SUBCASE("unknown executor") {
+    Result r = thunderc({"examine", sample("mlp.pt"), "--executors", "cpp,tensorrt"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "unknown executor 'tensorrt'");
+    CHECK_OUTPUT(r, "torch, cpp, blas, nvfuser, cublas, cudnn");
+  }
+  SUBCASE("executor for another device") {
+    Result r = thunderc({"examine", sample("mlp.pt"), "--executors", "cudnn"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "executor 'cudnn' runs on cuda, not on cpu");
+  }
+  SUBCASE("bad --device") {
+    Result r = thunderc({"examine", sample("mlp.pt"), "--device", "tpu"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "thunderc: error: ");
+  }
+  SUBCASE("--standalone --executors cpp: nothing can claim") {
+    Result r = thunderc({"examine", sample("mlp.pt"), "--standalone", "--executors", "cpp"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "no executor can run");
+    CHECK_OUTPUT(r, "linear");
+    CHECK_OUTPUT(r, "executors asked: cpp");
+    CHECK_OUTPUT(r, "not implemented yet");
+  }
+  SUBCASE("compile: the same errors, exit 1") {
+    Result r = thunderc({sample("mlp.pt"), "-o", std::string(THUNDERC_TEST_TMP) + "/x.so", "--standalone", "--executors", "cpp"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "no executor can run");
+  }
+  SUBCASE("compile without -o") {
+    Result r = thunderc({sample("mlp.pt")});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "-o OUT.so");
+  }
+  SUBCASE("CLI11 parse error") {
+    Result r = thunderc({"examine", sample("mlp.pt"), "--no-such-flag"});
+    CHECK(r.code != 0);
+    CHECK_OUTPUT(r, "--no-such-flag");
+  }
+}

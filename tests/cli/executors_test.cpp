@@ -1,0 +1,258 @@
+// Unit tests of the executor framework (core/executors): registry, resolve_executors, claim_executors, on
+// hand-built traces. No LibTorch.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/executors/executor.h"
+#include "core/ir/error.h"
+#include "core/ir/printer.h"
+#include "core/ir/trace.h"
+
+using namespace thunderc;
+
+namespace {
+
+TensorType f32(Shape shape, Device d = Device::cpu()) { return {DType::Float32, std::move(shape), d}; }
+
+// x -> relu -> linear(w) -> add 1.0 -> output
+Trace small_trace(Device d = Device::cpu()) {
+  Trace t;
+  ValueId x = t.add_input("x", f32({2, 4}, d));
+  auto data = std::make_shared<ConstantData>();
+  data->bytes.resize(3 * 4 * 4);
+  ValueId w = t.add_constant("w", f32({3, 4}, d), data);
+  ValueId r = t.emit1(op("relu"), {Operand::tensor(x)}, {}, "model.py(3): forward");
+  ValueId l = t.emit1(op("linear"), {Operand::tensor(r), Operand::tensor(w), Operand::none()}, {},
+                      "model.py(4): forward");
+  ValueId a = t.emit1(op("add"), {Operand::tensor(l), Operand::number(1.0)}, {}, "model.py(5): forward");
+  t.set_outputs({a});
+  return t;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no UserError)";
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("registry lists the six executors in order") {
+  std::vector<std::string> names;
+  for (const Executor* e : all_executors()) names.push_back(e->name());
+  CHECK(names == std::vector<std::string>{"torch", "cpp", "blas", "nvfuser", "cublas", "cudnn"});
+  CHECK(executor_names() == "torch, cpp, blas, nvfuser, cublas, cudnn");
+  CHECK(find_executor("nope") == nullptr);
+
+  const Executor* torch = find_executor("torch");
+  REQUIRE(torch);
+  CHECK(torch->is_always());
+  CHECK(torch->implemented());
+  CHECK(torch->serves(DeviceKind::CPU));
+  CHECK(torch->availability(DeviceKind::CPU).available);
+  // torch implements every operator of the catalog.
+  for (const OpDef* def : op_registry().all()) CHECK_MESSAGE(torch->implements(def->name), def->name);
+
+  for (const char* name : {"cpp", "blas", "nvfuser", "cublas", "cudnn"}) {
+    const Executor* e = find_executor(name);
+    REQUIRE(e);
+    CHECK_FALSE(e->implemented());
+    CHECK_FALSE(e->is_always());
+    CHECK(e->num_impls() == 0);
+    CHECK_FALSE(e->categories().empty());
+    CHECK_FALSE(e->description().empty());
+  }
+  CHECK(find_executor("cpp")->serves(DeviceKind::CPU));
+  CHECK_FALSE(find_executor("cpp")->serves(DeviceKind::CUDA));
+  CHECK(find_executor("cudnn")->serves(DeviceKind::CUDA));
+  CHECK_FALSE(find_executor("cudnn")->serves(DeviceKind::CPU));
+
+  // Not serving a device is reported as unavailable, with a reason.
+  Availability a = find_executor("cublas")->availability(DeviceKind::CPU);
+  CHECK_FALSE(a.available);
+  CHECK(contains(a.reason, "not on cpu"));
+}
+
+TEST_CASE("CUDA executors probe the driver and give a reason when unusable") {
+  for (const char* name : {"nvfuser", "cublas", "cudnn"}) {
+    Availability a = find_executor(name)->availability(DeviceKind::CUDA);
+    if (!a.available) CHECK_FALSE(a.reason.empty());
+  }
+}
+
+TEST_CASE("torch on CUDA follows what the frontend reports") {
+  set_torch_cuda_support(false, "LibTorch was built without CUDA");
+  Availability a = find_executor("torch")->availability(DeviceKind::CUDA);
+  CHECK_FALSE(a.available);
+  CHECK(a.reason == "LibTorch was built without CUDA");
+
+  Trace t = small_trace(Device::cuda());
+  auto unclaimed = claim_executors(t, {find_executor("torch")});
+  CHECK(unclaimed.size() == 3);
+
+  set_torch_cuda_support(true);
+  CHECK(find_executor("torch")->availability(DeviceKind::CUDA).available);
+  unclaimed = claim_executors(t, {find_executor("torch")});
+  CHECK(unclaimed.empty());
+  set_torch_cuda_support(false, "LibTorch was built without CUDA");
+}
+
+TEST_CASE("default executors: cpp and blas on cpu, not implemented yet") {
+  CHECK(default_executor_names(DeviceKind::CPU) == std::vector<std::string>{"cpp", "blas"});
+  CHECK(default_executor_names(DeviceKind::CUDA) == std::vector<std::string>{"nvfuser", "cublas", "cudnn"});
+  ExecutorSelection cpu = default_executors(DeviceKind::CPU);
+  CHECK(cpu.executors.empty());
+  REQUIRE(cpu.notes.size() == 2);
+  CHECK(contains(cpu.notes[0], "cpp: not implemented yet"));
+  CHECK(contains(cpu.notes[1], "blas: not implemented yet"));
+}
+
+TEST_CASE("resolve_executors") {
+  SUBCASE("defaults plus the always-executor") {
+    ExecutorSelection s = resolve_executors({}, DeviceKind::CPU, false);
+    CHECK(s.names() == std::vector<std::string>{"torch"});
+    CHECK(s.notes.size() == 2);
+  }
+  SUBCASE("requested order is kept, torch appended once") {
+    ExecutorSelection s = resolve_executors({"cpp", "torch", "cpp"}, DeviceKind::CPU, false);
+    CHECK(s.names() == std::vector<std::string>{"cpp", "torch"});
+    CHECK(contains(s.names_str(), "cpp, torch"));
+    REQUIRE(s.notes.size() == 1);
+    CHECK(contains(s.notes[0], "cpp: not implemented yet"));
+  }
+  SUBCASE("standalone appends nothing") {
+    ExecutorSelection s = resolve_executors({"cpp"}, DeviceKind::CPU, true);
+    CHECK(s.names() == std::vector<std::string>{"cpp"});
+    CHECK(resolve_executors({}, DeviceKind::CPU, true).executors.empty());
+  }
+  SUBCASE("unknown name lists the known ones") {
+    std::string msg = error_of([] { resolve_executors({"cpp", "tensorrt"}, DeviceKind::CPU, false); });
+    CHECK(contains(msg, "unknown executor 'tensorrt'"));
+    CHECK(contains(msg, "torch, cpp, blas, nvfuser, cublas, cudnn"));
+  }
+  SUBCASE("executor for another device") {
+    std::string msg = error_of([] { resolve_executors({"cudnn"}, DeviceKind::CPU, false); });
+    CHECK(contains(msg, "executor 'cudnn' runs on cuda, not on cpu"));
+    msg = error_of([] { resolve_executors({"cpp"}, DeviceKind::CUDA, false); });
+    CHECK(contains(msg, "executor 'cpp' runs on cpu, not on cuda"));
+  }
+  SUBCASE("unavailable executor gives the reason") {
+    Availability a = find_executor("nvfuser")->availability(DeviceKind::CUDA);
+    if (!a.available) {
+      std::string msg = error_of([] { resolve_executors({"nvfuser"}, DeviceKind::CUDA, false); });
+      CHECK(contains(msg, "executor 'nvfuser' is not available: " + a.reason));
+    }
+  }
+  SUBCASE("torch unavailable on cuda is left out and noted") {
+    set_torch_cuda_support(false, "LibTorch was built without CUDA");
+    ExecutorSelection s = resolve_executors({}, DeviceKind::CUDA, false);
+    CHECK(std::none_of(s.executors.begin(), s.executors.end(), [](const Executor* e) { return e->name() == "torch"; }));
+    CHECK(std::any_of(s.notes.begin(), s.notes.end(),
+                      [](const std::string& n) { return contains(n, "torch: unavailable on cuda (LibTorch was built without CUDA)"); }));
+  }
+}
+
+TEST_CASE("claim_executors: the first executor whose checker accepts wins") {
+  // Test executors: "pointwise" runs relu and add but only in float32 and only rank <= 2; "mm" runs linear.
+  Executor::Info pi;
+  pi.name = "pointwise";
+  pi.description = "test";
+  pi.devices = {DeviceKind::CPU};
+  pi.implemented = true;
+  Executor pointwise(pi);
+  auto f32_rank2 = [](const Trace& t, const BoundSymbol& s) {
+    for (ValueId out : s.outputs)
+      if (t.type(out).dtype != DType::Float32 || t.type(out).rank() > 2) return false;
+    return true;
+  };
+  pointwise.register_impl("relu", f32_rank2);
+  pointwise.register_impl("add", f32_rank2);
+
+  Executor::Info mi = pi;
+  mi.name = "mm";
+  Executor mm(mi);
+  mm.register_impl("linear");
+
+  Trace t = small_trace();
+  const Executor* torch = find_executor("torch");
+
+  SUBCASE("all claimed in order") {
+    auto unclaimed = claim_executors(t, {&pointwise, &mm, torch});
+    CHECK(unclaimed.empty());
+    CHECK(t.symbols()[0].executor == "pointwise");
+    CHECK(t.symbols()[1].executor == "mm");
+    CHECK(t.symbols()[2].executor == "pointwise");
+    // The printer shows the executor.
+    CHECK(contains(print_trace(t), "pointwise.relu(x)"));
+    CHECK(contains(print_trace(t), "mm.linear("));
+    auto counts = executor_counts(t);
+    REQUIRE(counts.size() == 2);
+    CHECK(counts[0] == std::make_pair(std::string("pointwise"), std::size_t{2}));
+    CHECK(counts[1] == std::make_pair(std::string("mm"), std::size_t{1}));
+  }
+  SUBCASE("order decides") {
+    claim_executors(t, {torch, &pointwise, &mm});
+    for (const BoundSymbol& s : t.symbols()) CHECK(s.executor == "torch");
+  }
+  SUBCASE("checker rejects: falls through to the next executor") {
+    Trace t3;
+    ValueId x = t3.add_input("x", f32({2, 3, 4}));
+    ValueId r = t3.emit1(op("relu"), {Operand::tensor(x)}, {});
+    t3.set_outputs({r});
+    auto unclaimed = claim_executors(t3, {&pointwise, torch});
+    CHECK(unclaimed.empty());
+    CHECK(t3.symbols()[0].executor == "torch");
+  }
+  SUBCASE("unclaimed symbols are returned with op and source, and claims are reset") {
+    claim_executors(t, {torch});
+    auto unclaimed = claim_executors(t, {&pointwise});
+    REQUIRE(unclaimed.size() == 1);
+    CHECK(unclaimed[0].index == 1);
+    CHECK(unclaimed[0].op == "linear");
+    CHECK(unclaimed[0].source == "model.py(4): forward");
+    CHECK(t.symbols()[1].executor.empty());
+    CHECK(t.symbols()[0].executor == "pointwise");
+
+    ExecutorSelection sel;
+    sel.executors = {&pointwise};
+    std::string msg = unclaimed_message(t, unclaimed, sel);
+    CHECK(contains(msg, "no executor can run 1 of 3 operations"));
+    CHECK(contains(msg, "linear  at model.py(4): forward"));
+    CHECK(contains(msg, "executors asked: pointwise"));
+    CHECK(contains(msg, "hint: without --standalone, torch"));
+  }
+  SUBCASE("the not-implemented executors claim nothing") {
+    auto unclaimed = claim_executors(t, {find_executor("cpp"), find_executor("blas")});
+    CHECK(unclaimed.size() == 3);
+    ExecutorSelection sel = resolve_executors({"cpp"}, DeviceKind::CPU, true);
+    std::string msg = unclaimed_message(t, unclaimed, sel);
+    CHECK(contains(msg, "no executor can run 3 of 3 operations"));
+    CHECK(contains(msg, "relu"));
+    CHECK(contains(msg, "note: cpp: not implemented yet"));
+  }
+  SUBCASE("unclaimed list is capped") {
+    auto unclaimed = claim_executors(t, {});
+    std::string msg = unclaimed_message(t, unclaimed, ExecutorSelection{}, 2);
+    CHECK(contains(msg, "... and 1 more"));
+    CHECK(contains(msg, "executors asked: (none)"));
+  }
+}
+
+TEST_CASE("register_impl rejects operators the catalog does not know") {
+  Executor::Info i;
+  i.name = "x";
+  i.devices = {DeviceKind::CPU};
+  Executor e(i);
+  CHECK_THROWS_AS(e.register_impl("no_such_op"), InternalError);
+}
