@@ -51,7 +51,7 @@ Availability probe_library(const std::string& what, const std::vector<std::strin
   for (const std::string& c : candidates)
     if (try_open(c, symbol)) return {true, ""};
   if (cuda_dirs && !glob_stem.empty()) {
-    const char* dirs[] = {"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
+    const char* dirs[] = {"/usr/local/cuda/lib64", "/usr/local/cuda/lib", "/usr/local/cuda/targets/x86_64-linux/lib",
                           "/usr/lib/x86_64-linux-gnu", "/usr/lib64"};
     for (const char* dir : dirs) {
       glob_t g{};
