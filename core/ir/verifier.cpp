@@ -35,7 +35,10 @@ void verify_trace(const Trace& trace, const std::string& after) {
 
   for (const BoundSymbol& sym : trace.symbols()) {
     if (!sym.op) fail("a bound symbol has no operator");
-    std::string where = "'" + symbol_str(trace, sym) + "'";
+    bool ids_ok = true;  // symbol_str would throw on an unknown value id
+    for (const Operand& in : sym.inputs) ids_ok = ids_ok && (!in.is_tensor() || in.value < trace.num_values());
+    for (ValueId out : sym.outputs) ids_ok = ids_ok && out < trace.num_values();
+    std::string where = ids_ok ? "'" + symbol_str(trace, sym) + "'" : "a '" + sym.op->name + "' symbol";
     for (const Operand& in : sym.inputs) {
       if (in.kind != OperandKind::Tensor) continue;
       if (in.value >= trace.num_values() || !defined[in.value])

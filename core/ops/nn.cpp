@@ -226,8 +226,12 @@ void register_nn_ops(OpRegistry& r) {
            Shape out = batch;
            out.push_back(q.shape[n - 2]);
            out.push_back(v.shape[n - 1]);
-           if (!m.is_none(3))
-             broadcast_shapes({m.tensor(3).shape, Shape(out.begin(), out.end() - 1)}, "scaled_dot_product_attention (mask)");
+           if (!m.is_none(3)) {  // the mask broadcasts to the attention weights [..., L, S]
+             Shape weights = batch;
+             weights.push_back(q.shape[n - 2]);
+             weights.push_back(k.shape[n - 2]);
+             broadcast_shapes({m.tensor(3).shape, weights}, "scaled_dot_product_attention (mask)");
+           }
            return {TensorType{q.dtype, out, common_device(m)}};
          },
          "softmax(q @ k^T * scale + mask) @ v (inference: no dropout)"});

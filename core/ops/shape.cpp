@@ -70,6 +70,7 @@ void register_shape_ops(OpRegistry& r) {
              }
              std::int64_t have = a.shape[i - lead];
              if (want == -1) out.shape[i] = have;
+             else if (want < 0) user_error("expand: invalid size ", want, " in ", shape_str(shape));
              else if (have != want && have != 1)
                user_error("expand: dimension ", i, " of size ", have, " cannot expand to ", want, " (input ",
                           shape_str(a.shape), ", target ", shape_str(shape), ")");

@@ -1,0 +1,103 @@
+// The --shapes flag parser.
+#include "core/frontend/shape_spec.h"
+#include "core_test_util.h"
+
+using namespace coretest;
+
+namespace {
+std::string parse_error(const std::string& text) {
+  try {
+    parse_shapes_flag(text);
+  } catch (const UserError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("<other exception: ") + e.what() + ">";
+  }
+  return "<no error>";
+}
+}  // namespace
+
+TEST_CASE("shape_spec: named, positional, dtype and 0-dim inputs") {
+  Specialization s = parse_shapes_flag("x=1x3x224x224,mask=1x64");
+  REQUIRE(s.size() == 2);
+  CHECK(s[0].name == "x");
+  CHECK(s[0].shape == Shape{1, 3, 224, 224});
+  CHECK_FALSE(s[0].dtype.has_value());
+  CHECK(s[1].name == "mask");
+  CHECK(s[1].shape == Shape{1, 64});
+  CHECK_FALSE(s[1].dtype.has_value());
+
+  s = parse_shapes_flag("1x3x224x224");
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].name.empty());
+  CHECK(s[0].shape == Shape{1, 3, 224, 224});
+
+  s = parse_shapes_flag("ids=1x16:int64");
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].name == "ids");
+  CHECK(s[0].shape == Shape{1, 16});
+  CHECK(s[0].dtype == DType::Int64);
+
+  s = parse_shapes_flag("x=");
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].name == "x");
+  CHECK(s[0].shape.empty());
+  CHECK_FALSE(s[0].dtype.has_value());
+
+  s = parse_shapes_flag("x=:bool,y=7:half,z=0x2:f32");
+  REQUIRE(s.size() == 3);
+  CHECK(s[0].shape.empty());
+  CHECK(s[0].dtype == DType::Bool);
+  CHECK(s[1].shape == Shape{7});
+  CHECK(s[1].dtype == DType::Float16);
+  CHECK(s[2].shape == Shape{0, 2});
+  CHECK(s[2].dtype == DType::Float32);
+
+  s = parse_shapes_flag("5");
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].shape == Shape{5});
+}
+
+TEST_CASE("shape_spec: errors quote the flag") {
+  auto expect = [](const std::string& text, std::initializer_list<const char*> parts) {
+    std::string msg = parse_error(text);
+    CAPTURE(text);
+    CAPTURE(msg);
+    CHECK(msg != "<no error>");
+    CHECK_FALSE(contains(msg, "<other exception"));
+    for (const char* p : parts) CHECK_MESSAGE(contains(msg, p), "lacks '" << std::string(p) << "'");
+  };
+  expect("", {"--shapes needs a value", "x=1x3x224x224"});
+  expect("x=1xax3", {"--shapes", "'1xax3'", "is not a shape like 1x3x224x224"});
+  expect("x=1x2,x=3", {"'x=1x2,x=3'", "input 'x' is given twice"});
+  expect("x=1x2:float8", {"unknown dtype 'float8'"});
+  expect("x=1x2:", {"unknown dtype ''"});
+  expect("1x2,3x4", {"'1x2,3x4'", "more than one unnamed shape"});
+  expect("=1x2", {"name is missing"});
+  expect("x=1x2,", {"empty item"});
+  expect("x=1x2,,y=3", {"empty item"});
+  expect("x=1x", {"'1x'", "is not a shape"});
+  expect("x=x1", {"is not a shape"});
+  expect("x=-1x2", {"'-1x2'", "is not a shape"});
+  expect("x=1 x2", {"is not a shape"});
+  expect("x=1x2x1234567890123", {"is not a shape"});
+}
+
+TEST_CASE("shape_spec: specialization_str round trip") {
+  for (const char* text : {"x=1x64:float32,mask=1x64:bool", "x=1x3x224x224,mask=1x64", "1x3x224x224",
+                           "ids=1x16:int64", "x=", "x=:bool", "a=0,b=2x0x3:bfloat16"}) {
+    CAPTURE(text);
+    Specialization s = parse_shapes_flag(text);
+    CHECK(specialization_str(s) == text);
+    Specialization again = parse_shapes_flag(specialization_str(s));
+    REQUIRE(again.size() == s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      CHECK(again[i].name == s[i].name);
+      CHECK(again[i].shape == s[i].shape);
+      CHECK(again[i].dtype == s[i].dtype);
+    }
+  }
+  // Aliases are printed with PyTorch's canonical names.
+  CHECK(specialization_str(parse_shapes_flag("ids=1x16:long,m=2:half")) == "ids=1x16:int64,m=2:float16");
+  CHECK(specialization_str({}) == "");
+}
