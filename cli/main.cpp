@@ -1,6 +1,6 @@
 // thunderc: the command-line tool.
 //
-//   thunderc MODEL -o OUT.so [...]    compile (the compile step is not in this build yet: exit 2)
+//   thunderc MODEL [-o OUT.so] [...]  compile to OUT.so + OUT.json
 //   thunderc examine MODEL [...]      show what the frontend traced and which executor runs each operation
 //   thunderc --list-executors         every executor, whether it is usable here and why not
 //
@@ -10,6 +10,8 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -17,6 +19,8 @@
 #include <vector>
 
 #include "cli/pipeline.h"
+#include "codegen/compile.h"
+#include "core/util/sha256.h"
 #include "cli/torch_support.h"
 #include "core/executors/executor.h"
 #include "core/frontend/torchscript.h"
@@ -235,23 +239,42 @@ struct CompileFlags {
   std::string keep_sources;
 };
 
-// Compiles the traces to OUT.so + OUT.json. The code generation step plugs in here: it takes the pipeline's
-// result (claimed, verified traces per specialization) and the output options.
+// OUT.so -> OUT.json; any other name gets ".json" appended.
+std::string manifest_path_for(const std::string& so) {
+  std::filesystem::path p(so);
+  if (p.extension() == ".so") return p.replace_extension(".json").string();
+  return so + ".json";
+}
+
+// Compiles the traces to OUT.so + OUT.json (-o defaults to the model's stem in the current directory).
 int compile(const ModelFlags& flags, const CompileFlags& out) {
-  if (out.output.empty())
-    user_error("no output file: pass -o OUT.so to compile ", flags.model,
-               " (to look at the model without compiling it: thunderc examine ", flags.model, ")");
   PipelineOptions options = flags.pipeline_options();
   report_torch_cuda_support();
+  auto started = std::chrono::steady_clock::now();
   PipelineResult r = run_pipeline(options);
 
+  CompileRequest request;
+  request.out_so = out.output.empty() ? std::filesystem::path(flags.model).stem().string() + ".so" : out.output;
+  request.out_json = manifest_path_for(request.out_so);
+  if (!out.keep_sources.empty()) request.keep_sources = out.keep_sources;
+  request.source = {flags.model, sha256_file(flags.model), "torchscript"};
+  request.options.executors = r.executors.names();
+  request.options.device = options.device.str();
+  request.options.standalone = options.standalone;
+  request.input_names = r.model->input_names();
   std::size_t ops = 0;
-  for (const SpecializedTrace& s : r.specializations) ops += s.trace.symbols().size();
-  std::cerr << "thunderc: traced " << options.model_path << ": " << plural(r.specializations.size(), "specialization")
-            << ", " << plural(ops, "operation") << ", executors " << r.executors.names_str() << "\n";
-  std::cerr << "thunderc: compilation to a .so is not implemented in this build yet; `thunderc examine` shows the "
-               "traced program\n";
-  return kExitNotImplemented;
+  for (const SpecializedTrace& s : r.specializations) {
+    request.variants.push_back({&s.trace, specialization_label(s)});
+    ops += s.trace.symbols().size();
+  }
+  CompileSummary summary = compile_model(request, Toolchain::from_build());
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::printf("thunderc: compiled %s -> %s + %s\n", flags.model.c_str(), request.out_so.c_str(), request.out_json.c_str());
+  std::printf("  %s, %s, executors %s\n", plural(r.specializations.size(), "variant").c_str(),
+              plural(ops, "operation").c_str(), r.executors.names_str().c_str());
+  std::printf("  weights: %zu tensors, %s embedded; %.1f s\n", summary.weight_count,
+              format_bytes(summary.weight_bytes).c_str(), seconds);
+  return 0;
 }
 
 // ---- main --------------------------------------------------------------------------------------------

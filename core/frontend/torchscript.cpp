@@ -233,7 +233,7 @@ std::vector<ValueId> Importer::tensors_arg(const Node* n, std::size_t i) {
 }
 
 ValueId Importer::emit(const std::string& op_name, std::vector<Operand> inputs, Attrs attrs) {
-  return trace_.emit1(op(op_name), std::move(inputs), std::move(attrs));
+  return trace_.emit1(op(op_name), std::move(inputs), std::move(attrs), current_ ? location(current_) : "");
 }
 
 void Importer::bind(const JitValue* v, JVal j) { env_[v] = std::move(j); }
@@ -447,6 +447,7 @@ void Importer::import_node(Node* n) {
       return;
     }
     try {
+      current_ = n;
       it->second(*this, n);
     } catch (const UserError& e) {
       std::string msg = e.what();

@@ -87,6 +87,7 @@ class Importer {
   std::unordered_map<const torch::jit::Value*, const torch::jit::Value*> alias_root_;
   std::unordered_map<const torch::jit::Value*, std::string> stale_;
   std::unordered_set<const torch::jit::Value*> graph_inputs_;
+  const torch::jit::Node* current_ = nullptr;  // the node being imported, for source locations
   struct Unsupported {
     int count = 0;
     std::vector<std::string> where;

@@ -1,0 +1,44 @@
+// Code generation for one executor. Every executor that can claim bound symbols has a Backend that turns
+// each claimed symbol into C++ in the variant's function; module_codegen.cpp drives them. Backends only
+// produce text: none of them includes LibTorch, CUDA or BLAS headers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/source_writer.h"
+#include "core/ir/trace.h"
+
+namespace thunderc {
+
+// What a backend needs to know while emitting one symbol.
+class EmitContext {
+ public:
+  virtual ~EmitContext() = default;
+  virtual const Trace& trace() const = 0;
+  // Name of the `thunderc_buffer` variable holding this tensor value in the generated function.
+  virtual std::string buffer(ValueId v) const = 0;
+  // Statement to run when a call fails and has already written its message to call->error.
+  virtual std::string on_failure() const = 0;
+};
+
+// What the generated .so needs to build and link for one backend.
+struct LinkInputs {
+  std::vector<std::string> includes;      // #include lines' targets, e.g. "thunderc/aten_shim.h"
+  std::vector<std::string> include_dirs;
+  std::vector<std::string> libraries;     // full paths of shared libraries to link
+  std::vector<std::string> rpaths;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string executor() const = 0;
+  virtual LinkInputs link_inputs() const = 0;
+  // Statements at the start of every variant function that uses this backend (e.g. thread settings).
+  virtual void emit_variant_prologue(SourceWriter& out) const {}
+  virtual void emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const = 0;
+};
+
+
+}  // namespace thunderc

@@ -1,0 +1,32 @@
+// The back half of `thunderc MODEL -o OUT.so`: claimed traces in, OUT.so + OUT.json out.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/build.h"
+#include "codegen/manifest.h"
+#include "codegen/module_codegen.h"
+
+namespace thunderc {
+
+struct CompileRequest {
+  ManifestSource source;
+  ManifestOptions options;
+  std::vector<std::string> input_names;
+  std::vector<ModuleVariant> variants;  // claimed, verified traces
+  std::string out_so;
+  std::string out_json;
+  std::optional<std::string> keep_sources;
+};
+
+struct CompileSummary {
+  std::size_t weight_count = 0;
+  std::size_t weight_bytes = 0;
+  std::vector<std::size_t> workspace_bytes;  // per variant
+};
+
+CompileSummary compile_model(const CompileRequest& request, const Toolchain& toolchain);
+
+}  // namespace thunderc

@@ -1,0 +1,68 @@
+#include "codegen/manifest.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/executors/executor.h"
+#include "core/ir/error.h"
+#include "runtime/include/thunderc/abi.h"
+
+namespace thunderc {
+
+std::string write_manifest(const ManifestSource& source, const ManifestOptions& options,
+                           const std::vector<std::string>& input_names, const std::vector<ModuleVariant>& variants,
+                           const ModulePlan& plan) {
+  THUNDERC_CHECK(!variants.empty(), "a manifest needs at least one variant");
+  using nlohmann::json;
+  json m;
+  m["format"] = "thunderc-manifest";
+  m["format_version"] = 1;
+  m["abi_version"] = THUNDERC_ABI_VERSION;
+  m["thunderc_version"] = THUNDERC_VERSION;
+  m["source"] = {{"path", source.path}, {"sha256", source.sha256}, {"frontend", source.frontend}};
+  m["options"] = {{"executors", options.executors}, {"device", options.device}, {"cache", options.cache},
+                  {"transforms", options.transforms}, {"standalone", options.standalone}};
+
+  const Trace& first = *variants[0].trace;
+  json inputs = json::array();
+  for (std::size_t i = 0; i < input_names.size(); ++i)
+    inputs.push_back({{"name", input_names[i]}, {"dtype", dtype_name(first.type(first.inputs().at(i)).dtype)}});
+  m["inputs"] = inputs;
+  json outputs = json::array();
+  for (std::size_t j = 0; j < first.outputs().size(); ++j)
+    outputs.push_back({{"name", "output" + std::to_string(j)}, {"dtype", dtype_name(first.type(first.outputs()[j]).dtype)}});
+  m["outputs"] = outputs;
+
+  m["weights"] = {{"count", plan.weights.count}, {"bytes", plan.weights.bytes.size()}, {"storage", "embedded"}};
+
+  json vs = json::array();
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    const Trace& t = *variants[i].trace;
+    if (t.outputs().size() != first.outputs().size())
+      user_error("specialization ", variants[i].label, " returns ", t.outputs().size(), " outputs, but ",
+                 variants[0].label, " returns ", first.outputs().size());
+    json guards = json::array();
+    for (std::size_t k = 0; k < t.inputs().size(); ++k) {
+      const TensorType& type = t.type(t.inputs()[k]);
+      guards.push_back({{"input", input_names.at(k)}, {"dtype", dtype_name(type.dtype)}, {"shape", type.shape},
+                        {"device", type.device.str()}, {"contiguous", true}});
+    }
+    json shapes = json::array();
+    for (std::size_t j = 0; j < t.outputs().size(); ++j) {
+      const TensorType& type = t.type(t.outputs()[j]);
+      if (type.dtype != first.type(first.outputs()[j]).dtype)
+        user_error("output ", j, " is ", dtype_name(type.dtype), " in specialization ", variants[i].label, " but ",
+                   dtype_name(first.type(first.outputs()[j]).dtype), " in ", variants[0].label,
+                   "; compile specializations with different output dtypes into separate .so files");
+      shapes.push_back(type.shape);
+    }
+    json counts = json::object();
+    for (const auto& [executor, count] : executor_counts(t))
+      if (!executor.empty()) counts[executor] = count;
+    vs.push_back({{"id", i}, {"entry", variant_entry(i)}, {"guards", guards}, {"output_shapes", shapes},
+                  {"workspace_bytes", plan.memory[i].workspace_bytes}, {"executors", counts}});
+  }
+  m["variants"] = vs;
+  return m.dump(2) + "\n";
+}
+
+}  // namespace thunderc

@@ -1,0 +1,30 @@
+// Writes the manifest (docs/manifest.md): deterministic JSON (sorted keys, no timestamps or temp paths).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/module_codegen.h"
+
+namespace thunderc {
+
+struct ManifestSource {
+  std::string path;    // as given on the command line
+  std::string sha256;
+  std::string frontend;
+};
+
+struct ManifestOptions {
+  std::vector<std::string> executors;  // the resolved claiming order
+  std::string device;
+  std::string cache = "constant values";
+  std::vector<std::string> transforms;
+  bool standalone = false;
+};
+
+// UserError when the variants disagree on their outputs' count or dtypes (one manifest lists them once).
+std::string write_manifest(const ManifestSource& source, const ManifestOptions& options,
+                           const std::vector<std::string>& input_names, const std::vector<ModuleVariant>& variants,
+                           const ModulePlan& plan);
+
+}  // namespace thunderc

@@ -1,0 +1,195 @@
+#include "codegen/module_codegen.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "core/ir/error.h"
+#include "core/ir/printer.h"
+
+namespace thunderc {
+
+std::string variant_entry(std::size_t i) { return "thunderc_variant_" + std::to_string(i); }
+
+ModulePlan plan_module(const std::vector<ModuleVariant>& variants) {
+  ModulePlan plan;
+  struct Stored {
+    TensorType type;
+    const ConstantData* data;
+    std::size_t offset;
+  };
+  std::vector<Stored> stored;
+  for (const ModuleVariant& v : variants) {
+    std::map<ValueId, std::size_t> offsets;
+    for (ValueId c : v.trace->constants()) {
+      const Value& value = v.trace->value(c);
+      auto same = std::find_if(stored.begin(), stored.end(), [&](const Stored& s) {
+        return s.type.dtype == value.type.dtype && s.type.shape == value.type.shape &&
+               (s.data == value.data.get() || s.data->bytes == value.data->bytes);
+      });
+      if (same == stored.end()) {
+        auto& blob = plan.weights.bytes;
+        blob.resize((blob.size() + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment, 0);
+        stored.push_back({value.type, value.data.get(), blob.size()});
+        blob.insert(blob.end(), value.data->bytes.begin(), value.data->bytes.end());
+        same = stored.end() - 1;
+      }
+      offsets[c] = same->offset;
+    }
+    plan.weights.offsets.push_back(offsets);
+    plan.memory.push_back(plan_memory(*v.trace, offsets));
+  }
+  plan.weights.count = stored.size();
+  return plan;
+}
+
+namespace {
+
+std::string var(const Trace& t, ValueId v) { return "v_" + t.value(v).name; }
+
+class VariantContext : public EmitContext {
+ public:
+  explicit VariantContext(const Trace& t) : trace_(t) {}
+  const Trace& trace() const override { return trace_; }
+  std::string buffer(ValueId v) const override { return var(trace_, v); }
+  std::string on_failure() const override { return "return 1;"; }
+
+ private:
+  const Trace& trace_;
+};
+
+std::string shape_array(const Shape& s) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]) + "LL";
+  return out + "}";
+}
+
+void emit_variant(std::size_t index, const ModuleVariant& variant, const VariantMemoryPlan& mem,
+                  const BackendSet& backends, SourceWriter& out) {
+  const Trace& t = *variant.trace;
+  out.comment(std::string(100, '-'));
+  out.comment("Variant " + std::to_string(index) + ": " + variant.label + "  (workspace " +
+              std::to_string(mem.workspace_bytes) + " bytes)");
+  out.comment(print_trace(t, {false, false}));
+  out.line("extern \"C\" THUNDERC_EXPORT int32_t " + variant_entry(index) + "(const thunderc_call* call) {");
+  out.indent();
+  std::set<std::string> used;
+  for (const BoundSymbol& s : t.symbols()) used.insert(s.executor);
+  for (const std::string& e : used) backends.at(e)->emit_variant_prologue(out);
+  out.line("unsigned char* const ws = static_cast<unsigned char*>(call->workspace);");
+  out.line("(void)ws;");
+  // One buffer variable per value, in id order (stable).
+  for (const auto& [v, where] : mem.buffers) {
+    const TensorType& type = t.type(v);
+    std::string data;
+    switch (where.storage) {
+      case Storage::Input: data = "tensor_data(call->inputs[" + std::to_string(where.index) + "])"; break;
+      case Storage::Output: data = "tensor_data(call->outputs[" + std::to_string(where.index) + "])"; break;
+      case Storage::Constant: data = "const_cast<unsigned char*>(thunderc_weights + " + std::to_string(where.offset) + ")"; break;
+      case Storage::Workspace: data = "ws + " + std::to_string(where.offset); break;
+      case Storage::Alias: data = var(t, where.alias_of) + ".data"; break;
+    }
+    std::string shape = "nullptr";
+    if (type.rank() > 0) {
+      out.line("static const int64_t " + var(t, v) + "_shape[] = " + shape_array(type.shape) + ";");
+      shape = var(t, v) + "_shape";
+    }
+    out.line("const thunderc_buffer " + var(t, v) + " = {" + data + ", " + shape + ", " + std::to_string(type.rank()) +
+             ", " + std::to_string(static_cast<int>(type.dtype)) + "};");
+  }
+  for (const BoundSymbol& s : t.symbols()) {
+    out.line();
+    out.comment(symbol_str(t, s));
+    if (shares_input_buffer(s) && mem.buffers.at(s.outputs[0]).storage == Storage::Alias) {
+      out.comment("(shares its input's buffer)");
+      continue;
+    }
+    THUNDERC_CHECK(!s.executor.empty(), "symbol '", symbol_str(t, s), "' reached codegen unclaimed");
+    auto b = backends.find(s.executor);
+    THUNDERC_CHECK(b != backends.end(), "executor '", s.executor, "' has no code generation");
+    b->second->emit_symbol(VariantContext(t), s, out);
+  }
+  for (const auto& copy : mem.output_copies) {
+    out.line("std::memcpy(tensor_data(call->outputs[" + std::to_string(copy.output) + "]), " + var(t, copy.value) +
+             ".data, " + std::to_string(t.type(copy.value).nbytes()) + ");");
+  }
+  out.line("return 0;");
+  out.dedent();
+  out.line("}");
+  out.line();
+}
+
+}  // namespace
+
+GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, const ModulePlan& plan,
+                                const BackendSet& backends, const std::string& manifest, const std::string& header) {
+  GeneratedModule m;
+  m.manifest = manifest;
+  m.weights = plan.weights.bytes;
+  std::set<std::string> used;
+  for (const ModuleVariant& v : variants)
+    for (const BoundSymbol& s : v.trace->symbols())
+      if (!s.executor.empty()) used.insert(s.executor);
+  for (const std::string& e : used) {
+    auto b = backends.find(e);
+    THUNDERC_CHECK(b != backends.end(), "executor '", e, "' has no code generation");
+    LinkInputs in = b->second->link_inputs();
+    auto append = [](std::vector<std::string>& to, const std::vector<std::string>& from) {
+      for (const auto& x : from)
+        if (std::find(to.begin(), to.end(), x) == to.end()) to.push_back(x);
+    };
+    append(m.link.includes, in.includes);
+    append(m.link.include_dirs, in.include_dirs);
+    append(m.link.libraries, in.libraries);
+    append(m.link.rpaths, in.rpaths);
+  }
+
+  SourceWriter out;
+  out.comment("Generated by thunderc " THUNDERC_VERSION ". Do not edit.");
+  out.comment(header);
+  out.line("#include <stdint.h>");
+  out.line("#include <string.h>");
+  out.line("#include <cstring>");
+  out.line();
+  out.line("#include \"thunderc/abi.h\"");
+  out.line("#include \"thunderc/buffer.h\"");
+  for (const std::string& inc : m.link.includes) out.line("#include " + c_string_literal(inc));
+  out.line();
+  out.line("#define THUNDERC_EXPORT __attribute__((visibility(\"default\")))");
+  out.line("extern \"C\" const unsigned char thunderc_weights[];        // model_data.S: weights.bin");
+  out.line("extern \"C\" const unsigned char thunderc_manifest_json[];  // model_data.S: manifest.json");
+  out.line();
+  out.line("static inline void* tensor_data(const DLTensor* t) {");
+  out.line("  return static_cast<char*>(t->data) + t->byte_offset;");
+  out.line("}");
+  out.line();
+  out.line("extern \"C\" THUNDERC_EXPORT uint32_t thunderc_abi_version(void) { return THUNDERC_ABI_VERSION; }");
+  out.line();
+  out.line("extern \"C\" THUNDERC_EXPORT const char* thunderc_embedded_manifest(size_t* len) {");
+  out.line("  *len = " + std::to_string(manifest.size()) + ";");
+  out.line("  return reinterpret_cast<const char*>(thunderc_manifest_json);");
+  out.line("}");
+  out.line();
+  for (std::size_t i = 0; i < variants.size(); ++i) emit_variant(i, variants[i], plan.memory[i], backends, out);
+  m.cpp = out.str();
+
+  m.assembly =
+      "/* Generated by thunderc: the model's read-only data, embedded with .incbin. */\n"
+      "  .section .rodata.thunderc,\"a\",@progbits\n"
+      "  .balign 64\n"
+      "  .globl thunderc_weights\n"
+      "  .hidden thunderc_weights\n"
+      "thunderc_weights:\n"
+      "  .incbin \"weights.bin\"\n"
+      "  .byte 0\n"
+      "  .balign 64\n"
+      "  .globl thunderc_manifest_json\n"
+      "  .hidden thunderc_manifest_json\n"
+      "thunderc_manifest_json:\n"
+      "  .incbin \"manifest.json\"\n"
+      "  .byte 0\n"
+      "  .section .note.GNU-stack,\"\",@progbits\n";
+  return m;
+}
+
+}  // namespace thunderc

@@ -1,0 +1,227 @@
+// libthunderc_aten_shim: runs one catalog operator with ATen on caller-owned contiguous buffers.
+// Inputs are wrapped without copying (from_blob); the result is copied into the output buffer.
+#include "thunderc/aten_shim.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/ScalarOps.h>
+#include <c10/core/InferenceMode.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <unordered_map>
+
+#include "core/ir/attr_codec.h"
+#include "core/ir/error.h"
+
+namespace thunderc {
+namespace {
+
+c10::ScalarType to_torch(std::int32_t code) {
+  static const c10::ScalarType table[kNumDTypes] = {
+      c10::kBool, c10::kByte, c10::kChar, c10::kShort, c10::kInt, c10::kLong, c10::kHalf, c10::kBFloat16,
+      c10::kFloat, c10::kDouble};
+  if (code < 0 || code >= kNumDTypes) internal_error("dtype code ", code, " out of range");
+  return table[code];
+}
+
+at::Tensor wrap(const thunderc_buffer& b) {
+  return at::from_blob(b.data, at::IntArrayRef(b.shape, static_cast<std::size_t>(b.rank)),
+                       at::TensorOptions().dtype(to_torch(b.dtype)));
+}
+
+// One operand as ATen sees it: a tensor, a Python number (a wrapped-number tensor, so type promotion
+// matches PyTorch's), or None (undefined).
+at::Tensor operand(const thunderc_operand& o) {
+  switch (o.kind) {
+    case THUNDERC_OPERAND_NONE: return {};
+    case THUNDERC_OPERAND_TENSOR: return wrap(*o.tensor);
+    default: break;
+  }
+  at::Scalar s = o.kind == THUNDERC_OPERAND_INT ? at::Scalar(o.i)
+                 : o.kind == THUNDERC_OPERAND_BOOL ? at::Scalar(o.i != 0)
+                                                   : at::Scalar(o.f);
+  at::Tensor t = c10::scalar_to_tensor(s);
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+c10::optional<at::Tensor> opt(const at::Tensor& t) { return t.defined() ? c10::optional<at::Tensor>(t) : c10::nullopt; }
+c10::optional<c10::ScalarType> opt_dtype(const Attrs& a, const std::string& name) {
+  auto d = a.get_optional_dtype(name);
+  return d ? c10::optional<c10::ScalarType>(to_torch(static_cast<std::int32_t>(*d))) : c10::nullopt;
+}
+c10::optional<std::int64_t> opt_int(const Attrs& a, const std::string& name) {
+  auto v = a.get_optional_int(name);
+  return v ? c10::optional<std::int64_t>(*v) : c10::nullopt;
+}
+c10::optional<at::Scalar> opt_scalar(const Attrs& a, const std::string& name) {
+  return a.is_none(name) ? c10::nullopt : c10::optional<at::Scalar>(a.get_float(name));
+}
+
+using Args = std::vector<at::Tensor>;
+using OpFn = std::function<at::Tensor(const Args&, const Attrs&)>;
+
+// softmax(q k^T * scale + mask) v, written out so it works with every LibTorch version.
+at::Tensor attention(const Args& x, const Attrs& a) {
+  const at::Tensor &q = x[0], &k = x[1], &v = x[2], &mask = x[3];
+  double scale = a.is_none("scale") ? 1.0 / std::sqrt(static_cast<double>(q.size(-1))) : a.get_float("scale");
+  at::Tensor s = at::matmul(q, k.transpose(-2, -1)) * scale;
+  if (a.get_bool("is_causal")) {
+    at::Tensor keep = at::ones({q.size(-2), k.size(-2)}, at::TensorOptions().dtype(at::kBool)).tril();
+    s = s.masked_fill(keep.logical_not(), -std::numeric_limits<double>::infinity());
+  }
+  if (mask.defined())
+    s = mask.scalar_type() == at::kBool ? s.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity()) : s + mask;
+  return at::matmul(at::softmax(s, -1), v);
+}
+
+const std::unordered_map<std::string, OpFn>& ops() {
+  static const std::unordered_map<std::string, OpFn> table = [] {
+    std::unordered_map<std::string, OpFn> t;
+    using A = const Args&;
+    using T = const Attrs&;
+    // Elementwise.
+    t["relu"] = [](A x, T) { return at::relu(x[0]); };
+    t["neg"] = [](A x, T) { return at::neg(x[0]); };
+    t["abs"] = [](A x, T) { return at::abs(x[0]); };
+    t["exp"] = [](A x, T) { return at::exp(x[0]); };
+    t["log"] = [](A x, T) { return at::log(x[0]); };
+    t["sqrt"] = [](A x, T) { return at::sqrt(x[0]); };
+    t["rsqrt"] = [](A x, T) { return at::rsqrt(x[0]); };
+    t["reciprocal"] = [](A x, T) { return at::reciprocal(x[0]); };
+    t["sin"] = [](A x, T) { return at::sin(x[0]); };
+    t["cos"] = [](A x, T) { return at::cos(x[0]); };
+    t["erf"] = [](A x, T) { return at::erf(x[0]); };
+    t["sigmoid"] = [](A x, T) { return at::sigmoid(x[0]); };
+    t["tanh"] = [](A x, T) { return at::tanh(x[0]); };
+    t["gelu"] = [](A x, T a) { return at::gelu(x[0], a.get_string("approximate")); };
+    t["silu"] = [](A x, T) { return at::silu(x[0]); };
+    t["hardswish"] = [](A x, T) { return at::hardswish(x[0]); };
+    t["hardsigmoid"] = [](A x, T) { return at::hardsigmoid(x[0]); };
+    t["hardtanh"] = [](A x, T a) { return at::hardtanh(x[0], a.get_float("min_val"), a.get_float("max_val")); };
+    t["leaky_relu"] = [](A x, T a) { return at::leaky_relu(x[0], a.get_float("negative_slope")); };
+    t["clamp"] = [](A x, T a) { return at::clamp(x[0], opt_scalar(a, "min"), opt_scalar(a, "max")); };
+    t["logical_not"] = [](A x, T) { return at::logical_not(x[0]); };
+    t["to_dtype"] = [](A x, T a) { return x[0].to(to_torch(static_cast<std::int32_t>(a.get_dtype("dtype")))); };
+    t["add"] = [](A x, T) { return at::add(x[0], x[1]); };
+    t["sub"] = [](A x, T) { return at::sub(x[0], x[1]); };
+    t["mul"] = [](A x, T) { return at::mul(x[0], x[1]); };
+    t["div"] = [](A x, T a) {
+      if (a.is_none("rounding_mode")) return at::div(x[0], x[1]);
+      return at::div(x[0], x[1], c10::string_view(a.get_string("rounding_mode")));
+    };
+    t["pow"] = [](A x, T) { return at::pow(x[0], x[1]); };
+    t["maximum"] = [](A x, T) { return at::maximum(x[0], x[1]); };
+    t["minimum"] = [](A x, T) { return at::minimum(x[0], x[1]); };
+    t["eq"] = [](A x, T) { return at::eq(x[0], x[1]); };
+    t["ne"] = [](A x, T) { return at::ne(x[0], x[1]); };
+    t["lt"] = [](A x, T) { return at::lt(x[0], x[1]); };
+    t["le"] = [](A x, T) { return at::le(x[0], x[1]); };
+    t["gt"] = [](A x, T) { return at::gt(x[0], x[1]); };
+    t["ge"] = [](A x, T) { return at::ge(x[0], x[1]); };
+    t["logical_and"] = [](A x, T) { return at::logical_and(x[0], x[1]); };
+    t["logical_or"] = [](A x, T) { return at::logical_or(x[0], x[1]); };
+    t["where"] = [](A x, T) { return at::where(x[0], x[1], x[2]); };
+    t["masked_fill"] = [](A x, T) { return at::masked_fill(x[0], x[1], x[2]); };
+    // Reductions and normalizations.
+    t["sum"] = [](A x, T a) { return at::sum(x[0], a.get_ints("dims"), a.get_bool("keepdim"), opt_dtype(a, "dtype")); };
+    t["mean"] = [](A x, T a) { return at::mean(x[0], a.get_ints("dims"), a.get_bool("keepdim"), opt_dtype(a, "dtype")); };
+    t["amax"] = [](A x, T a) { return at::amax(x[0], a.get_ints("dims"), a.get_bool("keepdim")); };
+    t["softmax"] = [](A x, T a) { return at::softmax(x[0], a.get_int("dim"), opt_dtype(a, "dtype")); };
+    t["log_softmax"] = [](A x, T a) { return at::log_softmax(x[0], a.get_int("dim"), opt_dtype(a, "dtype")); };
+    t["layer_norm"] = [](A x, T a) {
+      return at::layer_norm(x[0], a.get_ints("normalized_shape"), opt(x[1]), opt(x[2]), a.get_float("eps"));
+    };
+    t["batch_norm"] = [](A x, T a) {
+      return at::batch_norm(x[0], opt(x[1]), opt(x[2]), opt(x[3]), opt(x[4]), false, 0.0, a.get_float("eps"), false);
+    };
+    // Shape.
+    t["reshape"] = [](A x, T a) { return x[0].reshape(a.get_ints("shape")); };
+    t["permute"] = [](A x, T a) { return x[0].permute(a.get_ints("dims")); };
+    t["expand"] = [](A x, T a) { return x[0].expand(a.get_ints("shape")); };
+    t["slice"] = [](A x, T a) {
+      return x[0].slice(a.get_int("dim"), a.get_int("start"), a.get_int("end"), a.get_int("step"));
+    };
+    t["select"] = [](A x, T a) { return x[0].select(a.get_int("dim"), a.get_int("index")); };
+    t["cat"] = [](A x, T a) { return at::cat(x, a.get_int("dim")); };
+    // Matrix products, convolution, pooling, embedding, attention.
+    t["linear"] = [](A x, T) { return at::linear(x[0], x[1], opt(x[2])); };
+    t["matmul"] = [](A x, T) { return at::matmul(x[0], x[1]); };
+    t["bmm"] = [](A x, T) { return at::bmm(x[0], x[1]); };
+    t["addmm"] = [](A x, T a) { return at::addmm(x[0], x[1], x[2], a.get_float("beta"), a.get_float("alpha")); };
+    t["conv2d"] = [](A x, T a) {
+      return at::conv2d(x[0], x[1], opt(x[2]), a.get_ints("stride"), a.get_ints("padding"), a.get_ints("dilation"),
+                        a.get_int("groups"));
+    };
+    t["max_pool2d"] = [](A x, T a) {
+      return at::max_pool2d(x[0], a.get_ints("kernel_size"), a.get_ints("stride"), a.get_ints("padding"),
+                            a.get_ints("dilation"), a.get_bool("ceil_mode"));
+    };
+    t["avg_pool2d"] = [](A x, T a) {
+      return at::avg_pool2d(x[0], a.get_ints("kernel_size"), a.get_ints("stride"), a.get_ints("padding"),
+                            a.get_bool("ceil_mode"), a.get_bool("count_include_pad"), opt_int(a, "divisor_override"));
+    };
+    t["adaptive_avg_pool2d"] = [](A x, T a) { return at::adaptive_avg_pool2d(x[0], a.get_ints("output_size")); };
+    t["embedding"] = [](A x, T) { return at::embedding(x[0], x[1]); };
+    t["scaled_dot_product_attention"] = attention;
+    return t;
+  }();
+  return table;
+}
+
+void write_error(char* error, std::size_t capacity, const std::string& msg) {
+  if (!error || capacity == 0) return;
+  std::size_t n = std::min(msg.size(), capacity - 1);
+  std::memcpy(error, msg.data(), n);
+  error[n] = '\0';
+}
+
+}  // namespace
+}  // namespace thunderc
+
+extern "C" {
+
+uint32_t thunderc_aten_shim_version(void) { return THUNDERC_ATEN_SHIM_VERSION; }
+
+void thunderc_aten_set_num_threads(int32_t n) {
+  static std::atomic<int32_t> current{0};
+  if (n > 0 && current.exchange(n) != n) at::set_num_threads(n);
+}
+
+int32_t thunderc_aten_call(const char* op_name, const thunderc_operand* inputs, int32_t num_inputs,
+                           const int64_t* attr_ints, int32_t num_attr_ints, const double* attr_floats,
+                           int32_t num_attr_floats, const char* const* attr_strings, int32_t num_attr_strings,
+                           const thunderc_buffer* outputs, int32_t num_outputs, char* error, size_t error_capacity) {
+  using namespace thunderc;
+  try {
+    c10::InferenceMode guard;
+    const OpDef* def = op_registry().find(op_name);
+    auto it = ops().find(op_name);
+    if (!def || it == ops().end()) internal_error("the ATen shim has no implementation of '", op_name, "'");
+    Attrs attrs = decode_attrs(*def, attr_ints, static_cast<std::size_t>(num_attr_ints), attr_floats,
+                               static_cast<std::size_t>(num_attr_floats), attr_strings,
+                               static_cast<std::size_t>(num_attr_strings));
+    Args args;
+    args.reserve(static_cast<std::size_t>(num_inputs));
+    for (int32_t i = 0; i < num_inputs; ++i) args.push_back(operand(inputs[i]));
+    at::Tensor result = it->second(args, attrs);
+    if (num_outputs != 1) internal_error(op_name, ": expected one output buffer, got ", num_outputs);
+    at::Tensor out = wrap(outputs[0]);
+    if (!result.sizes().equals(out.sizes()) || result.scalar_type() != out.scalar_type())
+      internal_error(op_name, ": ATen computed ", result.toString(), result.sizes(), ", thunderc planned ",
+                     out.toString(), out.sizes());
+    out.copy_(result);
+    return 0;
+  } catch (const c10::Error& e) {
+    write_error(error, error_capacity, std::string("torch executor: ") + op_name + ": " + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    write_error(error, error_capacity, std::string("torch executor: ") + op_name + ": " + e.what());
+  }
+  return 1;
+}
+
+}  // extern "C"

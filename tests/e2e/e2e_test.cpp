@@ -1,0 +1,184 @@
+// Compile -> run through the runtime -> equal to LibTorch's forward on the same module and inputs.
+// Tolerances: the torch executor calls the same ATen kernels as the TorchScript interpreter, on the same
+// thread count, so float32 results agree to rtol 1e-5, atol 1e-6 (summation order can differ slightly).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <torch/script.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "thunderc/aten.hpp"
+#include "thunderc/runtime.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string output;  // stdout + stderr
+};
+
+Result run_thunderc(const std::string& args) {
+  std::string cmd = std::string(THUNDERC_BIN) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+fs::path tmp_dir(const std::string& name) {
+  fs::path d = fs::path(THUNDERC_TEST_TMP) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string sample(const std::string& name) { return std::string(THUNDERC_SAMPLES) + "/" + name; }
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Compiles `model` with extra flags into dir/<stem>.so; checks success.
+fs::path compile(const std::string& model, const fs::path& dir, const std::string& flags = "") {
+  fs::path so = dir / (fs::path(model).stem().string() + ".so");
+  Result r = run_thunderc(sample(model) + " -o " + so.string() + " " + flags);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  REQUIRE(fs::exists(so));
+  REQUIRE(fs::exists(fs::path(so).replace_extension(".json")));
+  return so;
+}
+
+std::vector<at::Tensor> torch_forward(const std::string& model, const std::vector<at::Tensor>& inputs) {
+  torch::jit::Module m = torch::jit::load(sample(model));
+  m.eval();
+  c10::InferenceMode guard;
+  std::vector<c10::IValue> args(inputs.begin(), inputs.end());
+  c10::IValue out = m.forward(args);
+  std::vector<at::Tensor> outs;
+  if (out.isTensor()) outs.push_back(out.toTensor());
+  else
+    for (const auto& e : out.toTupleRef().elements()) outs.push_back(e.toTensor());
+  return outs;
+}
+
+void check_close(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want, double rtol = 1e-5,
+                 double atol = 1e-6) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("output " << i);
+    CHECK(got[i].sizes() == want[i].sizes());
+    CHECK(got[i].scalar_type() == want[i].scalar_type());
+    double diff = (got[i].to(at::kDouble) - want[i].to(at::kDouble)).abs().max().item<double>();
+    INFO("max abs diff " << diff);
+    CHECK(at::allclose(got[i], want[i], rtol, atol));
+  }
+}
+
+// Parity of one compiled sample against LibTorch on seeded random inputs of the given shapes.
+void check_parity(const std::string& model, const std::vector<std::vector<int64_t>>& shapes, const std::string& flags = "") {
+  fs::path dir = tmp_dir(fs::path(model).stem().string() + "_parity");
+  fs::path so = compile(model, dir, flags);
+  thunderc::Model compiled(so.string());
+  at::manual_seed(7);
+  std::vector<at::Tensor> inputs;
+  for (const auto& s : shapes) inputs.push_back(at::randn(s));
+  check_close(thunderc::aten::run(compiled, inputs), torch_forward(model, inputs));
+}
+
+}  // namespace
+
+TEST_CASE("every sample compiles and matches LibTorch (torch executor)") {
+  SUBCASE("mlp") { check_parity("mlp.pt", {{1, 64}}); }
+  SUBCASE("mlp_scripted") { check_parity("mlp_scripted.pt", {{1, 64}}); }
+  SUBCASE("cnn") { check_parity("cnn.pt", {{1, 3, 32, 32}}); }
+  SUBCASE("gpt_block") { check_parity("gpt_block.pt", {{1, 16, 64}}); }
+  SUBCASE("gpt_block_scripted unbatched") { check_parity("gpt_block_scripted.pt", {{16, 64}}, "--shapes x=16x64"); }
+}
+
+TEST_CASE("a two-variant .so sends each shape to its own variant") {
+  fs::path dir = tmp_dir("two_variants");
+  fs::path so = compile("mlp_scripted.pt", dir, "--shapes x=1x64 --shapes x=8x64");
+  thunderc::Model compiled(so.string());
+  CHECK(compiled.num_variants() == 2);
+  for (int64_t batch : {1, 8}) {
+    at::manual_seed(batch);
+    at::Tensor x = at::randn({batch, 64});
+    DLTensor dl = thunderc::aten::view(x);
+    size_t chosen = 99;
+    REQUIRE(thunderc_model_select_variant(compiled.get(), &dl, 1, &chosen) == nullptr);
+    CHECK(chosen == (batch == 1 ? 0u : 1u));
+    check_close(thunderc::aten::run(compiled, {x}), torch_forward("mlp_scripted.pt", {x}));
+  }
+  SUBCASE("a shape no variant accepts names the input and the variants") {
+    at::Tensor x = at::randn({3, 64});
+    try {
+      thunderc::aten::run(compiled, {x});
+      FAIL("expected an error");
+    } catch (const thunderc::Error& e) {
+      std::string msg = e.what();
+      CHECK(msg.find("'x'") != std::string::npos);
+      CHECK(msg.find("[3, 64]") != std::string::npos);
+      CHECK(msg.find("[1, 64]") != std::string::npos);
+      CHECK(msg.find("[8, 64]") != std::string::npos);
+    }
+  }
+  SUBCASE("a wrong dtype is rejected") {
+    CHECK_THROWS_AS(thunderc::aten::run(compiled, {at::randn({1, 64}, at::kDouble)}), thunderc::Error);
+  }
+}
+
+TEST_CASE("compilation is deterministic: the same model and options give byte-identical files") {
+  fs::path a = compile("cnn.pt", tmp_dir("det_a"));
+  fs::path b = compile("cnn.pt", tmp_dir("det_b"));
+  CHECK(read_bytes(a) == read_bytes(b));
+  CHECK(read_bytes(fs::path(a).replace_extension(".json")) == read_bytes(fs::path(b).replace_extension(".json")));
+}
+
+TEST_CASE("the embedded manifest equals the .json and the source model is not needed at run time") {
+  fs::path dir = tmp_dir("standalone_files");
+  fs::path so = compile("gpt_block.pt", dir);
+  fs::path moved = tmp_dir("standalone_moved") / "block.so";
+  fs::copy_file(so, moved);
+  fs::copy_file(fs::path(so).replace_extension(".json"), fs::path(moved).replace_extension(".json"));
+  thunderc::Model compiled(moved.string());
+  CHECK(compiled.manifest() == read_bytes(fs::path(so).replace_extension(".json")));
+  at::Tensor x = at::randn({1, 16, 64});
+  check_close(thunderc::aten::run(compiled, {x}), torch_forward("gpt_block.pt", {x}));
+}
+
+TEST_CASE("8 threads calling one model get the same results as serial calls") {
+  fs::path so = compile("cnn.pt", tmp_dir("threads"));
+  thunderc::Model compiled(so.string());
+  std::vector<at::Tensor> inputs, expected;
+  for (int i = 0; i < 8; ++i) {
+    at::manual_seed(100 + i);
+    inputs.push_back(at::randn({1, 3, 32, 32}));
+    expected.push_back(thunderc::aten::run(compiled, {inputs.back()})[0]);
+  }
+  std::vector<int> mismatches(8, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 20; ++k) {
+        int i = (t + k) % 8;
+        at::Tensor got = thunderc::aten::run(compiled, {inputs[i]})[0];
+        if (!at::equal(got, expected[i])) ++mismatches[t];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) CHECK(mismatches[t] == 0);
+}
