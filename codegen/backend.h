@@ -20,6 +20,8 @@ class EmitContext {
   virtual std::string buffer(ValueId v) const = 0;
   // Statement to run when a call fails and has already written its message to call->error.
   virtual std::string on_failure() const = 0;
+  // Expression (unsigned char*) of the symbol's scratch space; only when scratch_bytes() > 0.
+  virtual std::string scratch() const = 0;
 };
 
 // What the generated .so needs to build and link for one backend.
@@ -28,6 +30,8 @@ struct LinkInputs {
   std::vector<std::string> include_dirs;
   std::vector<std::string> libraries;     // full paths of shared libraries to link
   std::vector<std::string> rpaths;
+  std::vector<std::string> compile_flags;  // e.g. -fopenmp, -O3
+  std::vector<std::string> link_flags;     // e.g. -fopenmp, -lopenblas
 };
 
 class Backend {
@@ -38,6 +42,10 @@ class Backend {
   // Statements at the start of every variant function that uses this backend (e.g. thread settings).
   virtual void emit_variant_prologue(SourceWriter& out) const {}
   virtual void emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const = 0;
+  // Workspace bytes the symbol needs while it runs (planned with the other buffers, never allocated per call).
+  virtual std::size_t scratch_bytes(const Trace& trace, const BoundSymbol& sym) const { return 0; }
+  // Helper functions (kernels) to place once before the variant functions; emit_symbol calls them.
+  virtual void emit_module_prelude(SourceWriter& out) const {}
 };
 
 

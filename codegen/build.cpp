@@ -114,10 +114,12 @@ void build_shared_object(const GeneratedModule& module, const Toolchain& toolcha
                                    "-fno-ident", "-o", "model.so"};
   for (const auto& d : toolchain.include_dirs) argv.push_back("-I" + d);
   for (const auto& d : module.link.include_dirs) argv.push_back("-I" + d);
+  argv.insert(argv.end(), module.link.compile_flags.begin(), module.link.compile_flags.end());
   argv.insert(argv.end(), toolchain.extra_flags.begin(), toolchain.extra_flags.end());
   argv.push_back("model.cpp");
   argv.push_back("model_data.S");
   for (const auto& lib : module.link.libraries) argv.push_back(lib);
+  argv.insert(argv.end(), module.link.link_flags.begin(), module.link.link_flags.end());
   for (const auto& r : module.link.rpaths) argv.push_back("-Wl,-rpath," + r);
   argv.push_back("-Wl,--build-id=sha1");
   std::string log;

@@ -27,7 +27,8 @@ std::size_t first_fit(std::vector<Interval> live, std::size_t size) {
 }
 }  // namespace
 
-VariantMemoryPlan plan_memory(const Trace& trace, const std::map<ValueId, std::size_t>& constant_offsets) {
+VariantMemoryPlan plan_memory(const Trace& trace, const std::map<ValueId, std::size_t>& constant_offsets,
+                              const ScratchFn& scratch_bytes) {
   VariantMemoryPlan plan;
   auto root = [&](ValueId v) {
     auto it = plan.buffers.find(v);
@@ -84,6 +85,16 @@ VariantMemoryPlan plan_memory(const Trace& trace, const std::map<ValueId, std::s
       plan.buffers[out] = {Storage::Workspace, 0, offset, 0};
       auto lu = last_use.find(out);
       live.push_back({{offset, size}, lu == last_use.end() ? i : lu->second});
+      plan.workspace_bytes = std::max(plan.workspace_bytes, offset + size);
+    }
+    std::size_t scratch = scratch_bytes ? scratch_bytes(trace, symbols[i]) : 0;
+    if (scratch > 0) {
+      std::vector<Interval> occupied;
+      for (const Live& l : live) occupied.push_back(l.where);
+      std::size_t size = align_up(scratch);
+      std::size_t offset = first_fit(occupied, size);
+      plan.scratch[i] = offset;
+      live.push_back({{offset, size}, i});
       plan.workspace_bytes = std::max(plan.workspace_bytes, offset + size);
     }
   }

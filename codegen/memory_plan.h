@@ -3,10 +3,12 @@
 // variant's workspace, reused once its last reader has run (no buffer is shared by two values alive at
 // once, and no symbol's output shares memory with its inputs); a reshape shares its input's buffer;
 // outputs computed by a symbol are written straight into the caller's output buffers, any other output
-// (an input, a constant, an alias, a repeat) is copied there at the end.
+// (an input, a constant, an alias, a repeat) is copied there at the end. A symbol's scratch space does
+// not overlap anything live while it runs.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -31,12 +33,17 @@ struct VariantMemoryPlan {
     ValueId value;
   };
   std::vector<Copy> output_copies;  // outputs not written in place by their producer
+  std::map<std::size_t, std::size_t> scratch;  // symbol index -> workspace offset of its scratch space
 };
 
 inline constexpr std::size_t kBufferAlignment = 64;
 
+// Scratch bytes a symbol needs while it runs (e.g. an im2col buffer); it is live only during the symbol.
+using ScratchFn = std::function<std::size_t(const Trace&, const BoundSymbol&)>;
+
 // `constant_offsets`: where each constant of the trace sits in the weights blob.
-VariantMemoryPlan plan_memory(const Trace& trace, const std::map<ValueId, std::size_t>& constant_offsets);
+VariantMemoryPlan plan_memory(const Trace& trace, const std::map<ValueId, std::size_t>& constant_offsets,
+                              const ScratchFn& scratch_bytes = nullptr);
 
 // True for operators whose output is their first input's bytes under another shape (no copy needed).
 bool shares_input_buffer(const BoundSymbol& sym);

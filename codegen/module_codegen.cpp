@@ -11,7 +11,7 @@ namespace thunderc {
 
 std::string variant_entry(std::size_t i) { return "thunderc_variant_" + std::to_string(i); }
 
-ModulePlan plan_module(const std::vector<ModuleVariant>& variants) {
+ModulePlan plan_module(const std::vector<ModuleVariant>& variants, const BackendSet& backends) {
   ModulePlan plan;
   struct Stored {
     TensorType type;
@@ -37,7 +37,10 @@ ModulePlan plan_module(const std::vector<ModuleVariant>& variants) {
       offsets[c] = same->offset;
     }
     plan.weights.offsets.push_back(offsets);
-    plan.memory.push_back(plan_memory(*v.trace, offsets));
+    plan.memory.push_back(plan_memory(*v.trace, offsets, [&](const Trace& t, const BoundSymbol& s) -> std::size_t {
+      auto b = backends.find(s.executor);
+      return b == backends.end() ? 0 : b->second->scratch_bytes(t, s);
+    }));
   }
   plan.weights.count = stored.size();
   return plan;
@@ -49,13 +52,15 @@ std::string var(const Trace& t, ValueId v) { return "v_" + t.value(v).name; }
 
 class VariantContext : public EmitContext {
  public:
-  explicit VariantContext(const Trace& t) : trace_(t) {}
+  VariantContext(const Trace& t, std::string scratch) : trace_(t), scratch_(std::move(scratch)) {}
   const Trace& trace() const override { return trace_; }
   std::string buffer(ValueId v) const override { return var(trace_, v); }
   std::string on_failure() const override { return "return 1;"; }
+  std::string scratch() const override { return scratch_; }
 
  private:
   const Trace& trace_;
+  std::string scratch_;
 };
 
 std::string shape_array(const Shape& s) {
@@ -97,7 +102,8 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
     out.line("const thunderc_buffer " + var(t, v) + " = {" + data + ", " + shape + ", " + std::to_string(type.rank()) +
              ", " + std::to_string(static_cast<int>(type.dtype)) + "};");
   }
-  for (const BoundSymbol& s : t.symbols()) {
+  for (std::size_t i = 0; i < t.symbols().size(); ++i) {
+    const BoundSymbol& s = t.symbols()[i];
     out.line();
     out.comment(symbol_str(t, s));
     if (shares_input_buffer(s) && mem.buffers.at(s.outputs[0]).storage == Storage::Alias) {
@@ -107,7 +113,9 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
     THUNDERC_CHECK(!s.executor.empty(), "symbol '", symbol_str(t, s), "' reached codegen unclaimed");
     auto b = backends.find(s.executor);
     THUNDERC_CHECK(b != backends.end(), "executor '", s.executor, "' has no code generation");
-    b->second->emit_symbol(VariantContext(t), s, out);
+    auto scratch = mem.scratch.find(i);
+    b->second->emit_symbol(VariantContext(t, scratch == mem.scratch.end() ? "nullptr" : "ws + " + std::to_string(scratch->second)),
+                           s, out);
   }
   for (const auto& copy : mem.output_copies) {
     out.line("std::memcpy(tensor_data(call->outputs[" + std::to_string(copy.output) + "]), " + var(t, copy.value) +
@@ -142,6 +150,8 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
     append(m.link.include_dirs, in.include_dirs);
     append(m.link.libraries, in.libraries);
     append(m.link.rpaths, in.rpaths);
+    append(m.link.compile_flags, in.compile_flags);
+    append(m.link.link_flags, in.link_flags);
   }
 
   SourceWriter out;
@@ -170,6 +180,7 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
   out.line("  return reinterpret_cast<const char*>(thunderc_manifest_json);");
   out.line("}");
   out.line();
+  for (const std::string& e : used) backends.at(e)->emit_module_prelude(out);
   for (std::size_t i = 0; i < variants.size(); ++i) emit_variant(i, variants[i], plan.memory[i], backends, out);
   m.cpp = out.str();
 

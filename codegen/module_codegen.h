@@ -32,12 +32,12 @@ struct ModulePlan {
   std::vector<VariantMemoryPlan> memory;  // per variant
 };
 
-ModulePlan plan_module(const std::vector<ModuleVariant>& variants);
+using BackendSet = std::map<std::string, std::unique_ptr<Backend>>;
+
+ModulePlan plan_module(const std::vector<ModuleVariant>& variants, const BackendSet& backends);
 
 // Name of variant i's exported entry point.
 std::string variant_entry(std::size_t i);
-
-using BackendSet = std::map<std::string, std::unique_ptr<Backend>>;
 
 struct GeneratedModule {
   std::string cpp;        // model.cpp

@@ -24,6 +24,7 @@ enum class OpCategory {
   Pooling,      // max/avg/adaptive pooling
   Indexing,     // embedding
   Attention,    // scaled_dot_product_attention
+  Fusion,       // a region of other symbols that one executor runs as a unit (see BoundSymbol::subsymbols)
 };
 const char* op_category_name(OpCategory c);
 

@@ -1,6 +1,7 @@
 #include "core/ir/printer.h"
 
 #include <cstdio>
+#include <functional>
 
 namespace thunderc {
 
@@ -76,9 +77,11 @@ std::string print_trace(const Trace& trace, const PrintOptions& options) {
     std::string note = source_note(trace.value(in));
     if (!note.empty()) out += "  # " + trace.value(in).name + note + "\n";
   }
-  for (const BoundSymbol& sym : trace.symbols()) {
-    if (options.show_source && !sym.source.empty()) out += "  # from: " + quote_string(sym.source) + "\n";
-    out += "  " + symbol_str(trace, sym);
+  // A region prints its subsymbols as indented comments below its own line (as Thunder prints fusions).
+  std::function<void(const BoundSymbol&, const std::string&)> print_symbol = [&](const BoundSymbol& sym,
+                                                                                 const std::string& indent) {
+    if (options.show_source && !sym.source.empty()) out += indent + "# from: " + quote_string(sym.source) + "\n";
+    out += indent + symbol_str(trace, sym);
     if (!sym.outputs.empty()) {
       out += "  # ";
       for (std::size_t i = 0; i < sym.outputs.size(); ++i) {
@@ -87,7 +90,9 @@ std::string print_trace(const Trace& trace, const PrintOptions& options) {
       }
     }
     out += "\n";
-  }
+    for (const BoundSymbol& sub : sym.subsymbols) print_symbol(sub, indent == "  " ? "    # " : indent + "  ");
+  };
+  for (const BoundSymbol& sym : trace.symbols()) print_symbol(sym, "  ");
   const auto& outs = trace.outputs();
   std::string names;
   for (std::size_t i = 0; i < outs.size(); ++i) names += (i ? ", " : "") + trace.value(outs[i]).name;

@@ -139,6 +139,14 @@ ValueId Trace::emit1(const OpDef& op, std::vector<Operand> inputs, Attrs attrs, 
   return outs[0];
 }
 
+ValueId Trace::new_intermediate(TensorType type) {
+  Value v;
+  v.name = unique_name("t" + std::to_string(next_temp_++));
+  v.origin = ValueOrigin::Intermediate;
+  v.type = std::move(type);
+  return new_value(std::move(v));
+}
+
 Trace Trace::clone_without_symbols() const {
   Trace t = *this;
   t.symbols_.clear();

@@ -49,7 +49,11 @@ struct BoundSymbol {
   Attrs attrs;
   std::vector<ValueId> outputs;
   std::string executor;  // empty until an executor claims it
-  std::string source;    // where it came from in the model ("model.py(12): forward"), may be empty
+  std::string source;    // where it came from in the model ("model.py:12"), may be empty
+  // A region (op "fusion"): the symbols it runs, in order. Their tensor operands are the region's inputs
+  // or earlier subsymbols' outputs; the region's outputs are outputs of its subsymbols. Empty otherwise.
+  std::vector<BoundSymbol> subsymbols;
+  bool is_region() const { return !subsymbols.empty(); }
 };
 
 class Trace {
@@ -82,6 +86,8 @@ class Trace {
   Trace clone_without_symbols() const;
   void append(BoundSymbol sym) { symbols_.push_back(std::move(sym)); }
 
+  // A value for a pass to use as a region's output or a new result: same type, fresh "t" name.
+  ValueId new_intermediate(TensorType type);
   // Shared by emit and the verifier: operand/attribute checks and output types for one symbol.
   static std::vector<TensorType> infer(const Trace& t, const OpDef& op, const std::vector<Operand>& inputs,
                                        Attrs& attrs);

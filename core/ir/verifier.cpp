@@ -1,5 +1,7 @@
 #include "core/ir/verifier.h"
 
+#include <algorithm>
+#include <functional>
 #include <set>
 
 #include "core/ir/error.h"
@@ -33,7 +35,9 @@ void verify_trace(const Trace& trace, const std::string& after) {
     if (!names.insert(trace.value(static_cast<ValueId>(i)).name).second)
       fail("name '" + trace.value(static_cast<ValueId>(i)).name + "' is used twice");
 
-  for (const BoundSymbol& sym : trace.symbols()) {
+  // `visible`: values this scope may read (a region sees only its inputs and its own earlier results).
+  std::function<void(const BoundSymbol&, std::vector<bool>&)> check = [&](const BoundSymbol& sym,
+                                                                          std::vector<bool>& visible) {
     if (!sym.op) fail("a bound symbol has no operator");
     bool ids_ok = true;  // symbol_str would throw on an unknown value id
     for (const Operand& in : sym.inputs) ids_ok = ids_ok && (!in.is_tensor() || in.value < trace.num_values());
@@ -41,8 +45,28 @@ void verify_trace(const Trace& trace, const std::string& after) {
     std::string where = ids_ok ? "'" + symbol_str(trace, sym) + "'" : "a '" + sym.op->name + "' symbol";
     for (const Operand& in : sym.inputs) {
       if (in.kind != OperandKind::Tensor) continue;
-      if (in.value >= trace.num_values() || !defined[in.value])
-        fail(where + " uses a value before it is defined");
+      if (in.value >= trace.num_values() || !visible[in.value]) fail(where + " uses a value before it is defined");
+    }
+    auto define_here = [&](ValueId out) {
+      define(out, where);
+      visible[out] = true;
+      if (trace.value(out).origin != ValueOrigin::Intermediate)
+        fail(where + " defines non-intermediate '" + trace.value(out).name + "'");
+    };
+    if (sym.is_region()) {
+      if (sym.op->category != OpCategory::Fusion) fail(where + " has subsymbols but is not a fusion");
+      std::vector<bool> inner(trace.num_values(), false);
+      for (const Operand& in : sym.inputs) {
+        if (!in.is_tensor()) fail(where + ": a region's inputs must be tensors");
+        inner[in.value] = true;
+      }
+      for (const BoundSymbol& sub : sym.subsymbols) check(sub, inner);
+      for (ValueId out : sym.outputs) {
+        if (out >= trace.num_values() || !inner[out] || std::any_of(sym.inputs.begin(), sym.inputs.end(), [&](const Operand& in) { return in.value == out; }))
+          fail(where + " returns a value none of its subsymbols computes");
+        visible[out] = true;
+      }
+      return;
     }
     Attrs attrs = sym.attrs;
     std::vector<TensorType> expected;
@@ -56,13 +80,15 @@ void verify_trace(const Trace& trace, const std::string& after) {
       fail(where + " has " + std::to_string(sym.outputs.size()) + " outputs, its meta function gives " +
            std::to_string(expected.size()));
     for (std::size_t i = 0; i < expected.size(); ++i) {
-      define(sym.outputs[i], where);
+      define_here(sym.outputs[i]);
       const Value& v = trace.value(sym.outputs[i]);
-      if (v.origin != ValueOrigin::Intermediate) fail(where + " defines non-intermediate '" + v.name + "'");
       if (v.type != expected[i])
         fail(where + " output '" + v.name + "' has type " + v.type.str() + ", meta gives " + expected[i].str());
     }
-  }
+  };
+  std::vector<bool> visible = defined;
+  for (const BoundSymbol& sym : trace.symbols()) check(sym, visible);
+  defined = visible;
   for (ValueId out : trace.outputs())
     if (out >= trace.num_values() || !defined[out]) fail("an output is not defined");
 }

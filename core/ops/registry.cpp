@@ -14,6 +14,7 @@ const char* op_category_name(OpCategory c) {
     case OpCategory::Pooling: return "pooling";
     case OpCategory::Indexing: return "indexing";
     case OpCategory::Attention: return "attention";
+    case OpCategory::Fusion: return "fusion";
   }
   return "?";
 }
@@ -49,6 +50,7 @@ const OpRegistry& op_registry() {
     register_reduction_norm_ops(r);
     register_shape_ops(r);
     register_nn_ops(r);
+    register_fusion_op(r);
     return r;
   }();
   return registry;

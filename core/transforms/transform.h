@@ -1,0 +1,27 @@
+// Named trace-to-trace transforms (Halide style: one pass per file, each header states what holds after
+// it). The order they run in is written once, in pipeline.cpp.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/executors/executor.h"
+#include "core/ir/trace.h"
+
+namespace thunderc {
+
+// What a pass may know besides the trace.
+struct TransformContext {
+  Device device;
+  std::vector<const Executor*> executors;  // the claiming order (empty before claiming)
+};
+
+struct Transform {
+  std::string name;     // as given to --transforms: "dce", "cse", "fold-batchnorm", ...
+  std::string summary;  // one line for --list-transforms: what holds after it
+  // Runs the pass. The result must verify (verify_trace) and compute the same function.
+  std::function<Trace(const Trace&, const TransformContext&)> run;
+};
+
+}  // namespace thunderc
