@@ -1,0 +1,274 @@
+// thunderc bench: see bench.h. The TorchScript side of --compare lives in bench_torchscript.cpp.
+#include "cli/commands/bench.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+
+#include "cli/commands/bench_torchscript.h"
+#include "cli/commands/run.h"
+#include "core/frontend/shape_spec.h"
+#include "core/ir/error.h"
+
+namespace thunderc {
+namespace {
+
+constexpr uint64_t kSeed = 0x7468756e64657263ull;  // "thunderc"
+
+struct BenchFlags {
+  std::string model;
+  std::string shapes;
+  int warmup = 10;
+  int iterations = 100;
+  int threads = 0;
+  bool json = false;
+  std::string compare;
+};
+
+struct Stats {
+  double min = 0, median = 0, p90 = 0;
+};
+
+Stats stats_of(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  Stats s;
+  const size_t n = t.size();
+  s.min = t.front();
+  s.median = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+  const size_t rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n)));  // nearest rank
+  s.p90 = t[std::max<size_t>(rank, 1) - 1];
+  return s;
+}
+
+// The variant whose shapes --shapes names (every input it names must match; others may be anything), or the
+// first available variant when --shapes is absent.
+size_t choose_variant(const Model& model, const std::vector<VariantInfo>& variants, const BenchFlags& f) {
+  if (variants.empty()) user_error(f.model, " has no variants");
+  if (f.shapes.empty()) {
+    for (const VariantInfo& v : variants)
+      if (v.available) return v.id;
+    user_error("no variant of ", f.model, " can run here: ", commands::variants_text(model));
+  }
+  const Specialization spec = parse_shapes_flag(f.shapes);
+  const std::vector<std::string> names = model.input_names();
+  std::vector<size_t> index(spec.size());
+  for (size_t k = 0; k < spec.size(); ++k) {
+    if (spec[k].name.empty()) {
+      if (names.size() != 1)
+        user_error("--shapes ", f.shapes, ": an unnamed shape needs a one-input model, but ", f.model, " takes ",
+                   names.size(), " inputs (", commands::inputs_text(model), "); write NAME=SHAPE");
+      index[k] = 0;
+      continue;
+    }
+    auto it = std::find(names.begin(), names.end(), spec[k].name);
+    if (it == names.end())
+      user_error("--shapes ", f.shapes, ": unknown input '", spec[k].name, "'; ", f.model, " takes ",
+                 commands::inputs_text(model));
+    index[k] = static_cast<size_t>(it - names.begin());
+  }
+  for (const VariantInfo& v : variants) {
+    bool ok = v.available;
+    for (size_t k = 0; ok && k < spec.size(); ++k) {
+      const TensorSpec& g = v.inputs[index[k]];
+      if (g.shape != spec[k].shape) ok = false;
+      if (spec[k].dtype && dtype_string(g.dtype) != dtype_name(*spec[k].dtype)) ok = false;
+    }
+    if (ok) return v.id;
+  }
+  user_error("--shapes ", f.shapes, ": no available variant of ", f.model, " has these shapes; variants: ",
+             commands::variants_text(model));
+}
+
+// Deterministic pseudo-random contents: floats uniform in [-1, 1) (float16/bfloat16: multiples of 1/64, which
+// both hold exactly), integers in [0, 10), bools 0/1.
+void fill_random(HostTensor& t, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const std::string dt = dtype_string(t.dtype());
+  const size_t n = t.numel();
+  auto unit = [&rng]() { return static_cast<float>(static_cast<double>(rng() >> 40) / 8388608.0 - 1.0); };
+  auto small = [&rng]() { return static_cast<int64_t>(rng() % 10); };
+  auto sixty_fourths = [&rng]() { return static_cast<float>(static_cast<int>(rng() % 129) - 64) / 64.0f; };
+  if (dt == "float32") {
+    float* p = t.data<float>();
+    for (size_t i = 0; i < n; ++i) p[i] = unit();
+  } else if (dt == "float64") {
+    double* p = t.data<double>();
+    for (size_t i = 0; i < n; ++i) p[i] = unit();
+  } else if (dt == "float16" || dt == "bfloat16") {
+    uint16_t* p = static_cast<uint16_t*>(t.raw());
+    for (size_t i = 0; i < n; ++i) {
+      const float v = sixty_fourths();
+      uint32_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      if (dt == "bfloat16") {
+        p[i] = static_cast<uint16_t>(bits >> 16);  // exact: at most 7 significant bits
+      } else if (v == 0.0f) {
+        p[i] = static_cast<uint16_t>((bits >> 16) & 0x8000);
+      } else {  // normal in half precision (|v| >= 2^-6), exact: truncating the mantissa drops only zeros
+        const uint32_t sign = (bits >> 16) & 0x8000;
+        const int32_t exp = static_cast<int32_t>((bits >> 23) & 0xff) - 127 + 15;
+        p[i] = static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) | ((bits & 0x7fffff) >> 13));
+      }
+    }
+  } else if (dt == "bool") {
+    uint8_t* p = static_cast<uint8_t*>(t.raw());
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(rng() & 1);
+  } else if (dt == "uint8") {
+    uint8_t* p = t.data<uint8_t>();
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(small());
+  } else if (dt == "int8") {
+    int8_t* p = t.data<int8_t>();
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<int8_t>(small());
+  } else if (dt == "int16") {
+    int16_t* p = t.data<int16_t>();
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<int16_t>(small());
+  } else if (dt == "int32") {
+    int32_t* p = t.data<int32_t>();
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(small());
+  } else if (dt == "int64") {
+    int64_t* p = t.data<int64_t>();
+    for (size_t i = 0; i < n; ++i) p[i] = small();
+  } else {
+    user_error("bench cannot make random inputs of dtype ", dt);
+  }
+}
+
+std::string ms(double v) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(v >= 1 ? 3 : v >= 0.01 ? 4 : 6) << v << " ms";
+  return os.str();
+}
+
+std::string threads_source(const BenchFlags& f) {
+  if (f.threads > 0) return "--threads";
+  if (const char* env = std::getenv("THUNDERC_NUM_THREADS"); env && *env) return "$THUNDERC_NUM_THREADS";
+  return "default: all hardware cores";
+}
+
+void bench_command(const BenchFlags& f) {
+  if (f.warmup < 0) user_error("--warmup must be >= 0, got ", f.warmup);
+  if (f.iterations < 1) user_error("--iterations must be >= 1, got ", f.iterations);
+  Model model = commands::open_model(f.model, f.threads);
+  const int threads = model.num_threads();
+  const std::vector<VariantInfo> variants = model.variants();
+  const VariantInfo& v = variants.at(choose_variant(model, variants, f));
+  if (v.device.device_type != kDLCPU)
+    user_error("variant #", v.id, " of ", f.model, " runs on ", commands::device_text(v.device),
+               "; bench feeds host memory and can time cpu variants only");
+
+  std::vector<HostTensor> inputs;
+  std::vector<DLTensor> in_dl;
+  for (size_t i = 0; i < v.inputs.size(); ++i) {
+    inputs.emplace_back(v.inputs[i].dtype, v.inputs[i].shape);
+    fill_random(inputs.back(), kSeed + i);
+  }
+  for (const HostTensor& t : inputs) in_dl.push_back(t.dl());
+  std::vector<HostTensor> outputs;
+  for (const TensorSpec& s : v.outputs) outputs.emplace_back(s.dtype, s.shape);
+  std::vector<DLTensor> out_dl;
+  for (HostTensor& t : outputs) out_dl.push_back(t.dl());
+
+  std::vector<double> times;
+  times.reserve(static_cast<size_t>(f.iterations));
+  try {
+    for (int i = 0; i < f.warmup; ++i) model.run(in_dl, out_dl);
+    for (int i = 0; i < f.iterations; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      model.run(in_dl, out_dl);
+      const auto t1 = std::chrono::steady_clock::now();
+      times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+  } catch (const Error& e) {
+    throw UserError(commands::runtime_message(e, "running '" + f.model + "' failed", f.model));
+  }
+  const Stats ours = stats_of(times);
+
+  std::optional<commands::TorchScriptTiming> ref;
+  Stats theirs;
+  if (!f.compare.empty()) {
+    ref = commands::bench_torchscript(f.compare, inputs, outputs, threads, f.warmup, f.iterations);
+    theirs = stats_of(ref->times_ms);
+  }
+
+  if (f.json) {
+    nlohmann::ordered_json j;
+    j["model"] = f.model;
+    j["variant"] = v.id;
+    j["signature"] = v.signature;
+    j["median_ms"] = ours.median;
+    j["min_ms"] = ours.min;
+    j["p90_ms"] = ours.p90;
+    j["iterations"] = f.iterations;
+    j["warmup"] = f.warmup;
+    j["threads"] = threads;
+    if (ref) {
+      j["torchscript"] = f.compare;
+      j["torchscript_median_ms"] = theirs.median;
+      j["torchscript_min_ms"] = theirs.min;
+      j["torchscript_p90_ms"] = theirs.p90;
+      j["speedup"] = ours.median > 0 ? theirs.median / ours.median : 0.0;
+      // JSON has no NaN; null means some output differed by NaN.
+      if (std::isnan(ref->max_abs_diff)) j["max_abs_diff"] = nullptr;
+      else j["max_abs_diff"] = ref->max_abs_diff;
+    }
+    std::cout << j.dump(2) << std::endl;
+    return;
+  }
+
+  std::cout << "model:       " << f.model << ", variant #" << v.id << " (" << v.signature << ")\n";
+  std::cout << "inputs:      random, seed " << kSeed << " (floats in [-1, 1), integers in [0, 10))\n";
+  std::cout << "threads:     " << threads << " (" << threads_source(f) << ")\n";
+  std::cout << "iterations:  " << f.iterations << " timed, after " << f.warmup << " warmup\n";
+  std::cout << "thunderc:    min " << ms(ours.min) << ", median " << ms(ours.median) << ", p90 " << ms(ours.p90)
+            << "\n";
+  if (ref) {
+    std::cout << "torchscript: min " << ms(theirs.min) << ", median " << ms(theirs.median) << ", p90 "
+              << ms(theirs.p90) << "  (" << f.compare << ", frozen, at::set_num_threads(" << threads << "))\n";
+    std::ostringstream speed;
+    speed << std::fixed << std::setprecision(2) << (ours.median > 0 ? theirs.median / ours.median : 0.0);
+    std::cout << "speedup:     " << speed.str() << "x (torchscript median / thunderc median)\n";
+    std::cout << "max |diff|:  " << std::setprecision(6) << ref->max_abs_diff << " (largest absolute difference over "
+              << ref->num_outputs << " output" << (ref->num_outputs == 1 ? "" : "s") << ")\n";
+  }
+  std::cout.flush();
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto flags = std::make_shared<BenchFlags>();
+  CLI::App* cmd = app.add_subcommand("bench", "time a compiled model (OUT.so) on random inputs; --compare with TorchScript");
+  cmd->add_option("MODEL", flags->model, "the compiled model (OUT.json beside it is used when present)")
+      ->type_name("OUT.so")
+      ->required();
+  cmd->add_option("--shapes", flags->shapes,
+                  "input shapes selecting the variant to time, as for compiling (x=1x64 or 1x64; default: the "
+                  "first variant)")
+      ->type_name("SHAPES");
+  cmd->add_option("--warmup", flags->warmup, "untimed calls first (default: 10)")->type_name("N");
+  cmd->add_option("--iterations", flags->iterations, "timed calls (default: 100)")->type_name("N");
+  cmd->add_option("--threads", flags->threads,
+                  "threads for the model and for LibTorch (default 0: $THUNDERC_NUM_THREADS, else all cores)")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", flags->json,
+                "print one JSON object (median_ms, min_ms, p90_ms, iterations, threads; with --compare also "
+                "torchscript_median_ms, speedup, max_abs_diff)");
+  cmd->add_option("--compare", flags->compare,
+                  "also time this TorchScript model with LibTorch on the same inputs and compare the outputs")
+      ->type_name("MODEL.pt");
+  cmd->callback([flags]() { bench_command(*flags); });
+}
+
+}  // namespace thunderc

@@ -1,0 +1,15 @@
+// `thunderc bench OUT.so [--shapes S] [--warmup N] [--iterations N] [--threads N] [--json] [--compare MODEL.pt]`:
+// times a compiled model on deterministic random inputs of one variant's shapes (min/median/p90 latency), and
+// with --compare also times the original TorchScript model on the same inputs and compares the outputs.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace thunderc {
+
+// Registers the `bench` subcommand (options and callback) on `app`. Mistakes throw thunderc::UserError.
+void add_bench_command(CLI::App& app);
+
+}  // namespace thunderc

@@ -1,0 +1,120 @@
+// bench --compare: the TorchScript reference (see bench_torchscript.h). The only file of cli/commands that
+// includes LibTorch.
+#include "cli/commands/bench_torchscript.h"
+
+#include <ATen/Parallel.h>
+#include <torch/script.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "core/ir/error.h"
+
+namespace thunderc::commands {
+namespace {
+
+at::ScalarType scalar_type(DLDataType t) {
+  const char* name = dtype_name(t);
+  const std::string n = name ? name : "";
+  if (n == "bool") return at::kBool;
+  if (n == "uint8") return at::kByte;
+  if (n == "int8") return at::kChar;
+  if (n == "int16") return at::kShort;
+  if (n == "int32") return at::kInt;
+  if (n == "int64") return at::kLong;
+  if (n == "float16") return at::kHalf;
+  if (n == "bfloat16") return at::kBFloat16;
+  if (n == "float32") return at::kFloat;
+  if (n == "float64") return at::kDouble;
+  user_error("--compare: LibTorch has no dtype for ", dtype_string(t));
+}
+
+// A LibTorch view of a host tensor (no copy; the HostTensor must outlive it).
+at::Tensor view_of(const HostTensor& t) {
+  return torch::from_blob(const_cast<void*>(t.raw()), t.shape(), at::TensorOptions().dtype(scalar_type(t.dtype())));
+}
+
+void flatten(const c10::IValue& v, std::vector<at::Tensor>& out, const std::string& pt_path) {
+  if (v.isTensor()) {
+    out.push_back(v.toTensor());
+  } else if (v.isTuple()) {
+    for (const c10::IValue& e : v.toTupleRef().elements()) flatten(e, out, pt_path);
+  } else if (v.isList()) {
+    for (const c10::IValue& e : v.toListRef()) flatten(e, out, pt_path);
+  } else {
+    user_error("--compare: ", pt_path, " returns a ", v.tagKind(), "; only tensors (or tuples/lists of them) can ",
+               "be compared");
+  }
+}
+
+std::string shape_str(at::IntArrayRef s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+}  // namespace
+
+TorchScriptTiming bench_torchscript(const std::string& pt_path, const std::vector<HostTensor>& inputs,
+                                    const std::vector<HostTensor>& expected, int threads, int warmup,
+                                    int iterations) {
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(pt_path, c10::Device(c10::kCPU));
+    module.eval();
+    module = torch::jit::freeze(module);
+  } catch (const c10::Error& e) {
+    user_error("--compare: cannot load TorchScript model '", pt_path, "': ", e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    user_error("--compare: cannot load TorchScript model '", pt_path, "': ", e.what());
+  }
+  if (threads > 0) at::set_num_threads(threads);
+
+  std::vector<c10::IValue> args;
+  for (const HostTensor& t : inputs) args.emplace_back(view_of(t));
+
+  TorchScriptTiming result;
+  std::vector<at::Tensor> outs;
+  try {
+    c10::InferenceMode inference;
+    for (int i = 0; i < warmup; ++i) module.forward(args);
+    result.times_ms.reserve(static_cast<size_t>(iterations));
+    c10::IValue last;
+    for (int i = 0; i < iterations; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      last = module.forward(args);
+      const auto t1 = std::chrono::steady_clock::now();
+      result.times_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    flatten(last, outs, pt_path);
+
+    if (outs.size() != expected.size())
+      user_error("--compare: ", pt_path, " returns ", outs.size(), " tensor(s) but the compiled model returns ",
+                 expected.size());
+    result.num_outputs = outs.size();
+    double worst = 0;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const at::Tensor ref = outs[k].to(at::kCPU).to(at::kDouble);
+      const at::Tensor ours = view_of(expected[k]).to(at::kDouble);
+      if (ref.sizes() != ours.sizes())
+        user_error("--compare: output ", k, " of ", pt_path, " has shape ", shape_str(ref.sizes()),
+                   " but the compiled model's has shape ", shape_str(ours.sizes()));
+      if (ref.numel() == 0) continue;
+      at::Tensor d = (ref - ours).abs();
+      d.masked_fill_(ref.eq(ours) | (ref.isnan() & ours.isnan()), 0);  // equal infinities, NaN in both
+      const double m = d.max().item<double>();
+      if (std::isnan(m)) {
+        worst = std::numeric_limits<double>::quiet_NaN();
+      } else if (!std::isnan(worst)) {
+        worst = std::max(worst, m);
+      }
+    }
+    result.max_abs_diff = worst;
+  } catch (const c10::Error& e) {
+    user_error("--compare: running TorchScript model '", pt_path, "' failed: ", e.what_without_backtrace());
+  }
+  return result;
+}
+
+}  // namespace thunderc::commands

@@ -1,0 +1,27 @@
+// The reference half of `thunderc bench --compare MODEL.pt`: runs the TorchScript model with LibTorch
+// (torch::jit::load, eval, torch::jit::freeze, under c10::InferenceMode). Kept apart from bench.cpp so that
+// LibTorch's headers are included by this one .cpp only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "thunderc/tensor.hpp"
+
+namespace thunderc::commands {
+
+struct TorchScriptTiming {
+  std::vector<double> times_ms;  // one per timed iteration
+  double max_abs_diff = 0;       // largest |torchscript - thunderc| over all elements of all outputs (NaN: a NaN)
+  std::size_t num_outputs = 0;
+};
+
+// Loads pt_path, sets at::set_num_threads(threads), runs `warmup` untimed then `iterations` timed calls on
+// `inputs` (host tensors, shared with LibTorch without copies), and compares its outputs (a tensor, or a
+// tuple/list of tensors, flattened in order) with `expected`. UserError when the model cannot be loaded or
+// run, or its outputs do not line up with `expected` (count, shape).
+TorchScriptTiming bench_torchscript(const std::string& pt_path, const std::vector<HostTensor>& inputs,
+                                    const std::vector<HostTensor>& expected, int threads, int warmup,
+                                    int iterations);
+
+}  // namespace thunderc::commands

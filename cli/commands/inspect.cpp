@@ -1,0 +1,197 @@
+// thunderc inspect: see inspect.h.
+#include "cli/commands/inspect.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "cli/commands/run.h"
+#include "core/ir/error.h"
+#include "core/ir/printer.h"
+
+namespace thunderc {
+namespace {
+
+using nlohmann::json;
+
+struct InspectFlags {
+  std::string model;
+  bool json = false;
+};
+
+// A manifest value as one line of text: strings bare, arrays comma-separated, objects "key: value".
+std::string value_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "none";
+  if (v.is_array()) {
+    if (v.empty()) return "(none)";
+    std::string s;
+    for (const json& e : v) s += (s.empty() ? "" : ", ") + value_text(e);
+    return s;
+  }
+  if (v.is_object()) {
+    std::string s;
+    for (auto it = v.begin(); it != v.end(); ++it) s += (s.empty() ? "" : ", ") + it.key() + ": " + value_text(*it);
+    return "{" + s + "}";
+  }
+  return v.dump();
+}
+
+std::string shape_of(const json& shape) {
+  std::vector<int64_t> dims;
+  for (const json& d : shape) dims.push_back(d.get<int64_t>());
+  return commands::shape_text(dims);
+}
+
+std::string bytes_text(std::size_t bytes) {
+  std::string s = std::to_string(bytes) + " bytes";
+  if (bytes >= 1024) s += " (" + format_bytes(bytes) + ")";
+  return s;
+}
+
+std::string field(const json& obj, const char* key, const std::string& fallback = "?") {
+  auto it = obj.find(key);
+  return it == obj.end() ? fallback : value_text(*it);
+}
+
+void print_summary(std::ostream& os, const std::string& so_path, const json& m, const Model* model) {
+  const json empty = json::object();
+  const json& source = m.contains("source") ? m["source"] : empty;
+  const json& inputs = m.contains("inputs") ? m["inputs"] : json::array();
+  const json& outputs = m.contains("outputs") ? m["outputs"] : json::array();
+
+  os << "model:     " << so_path << "\n";
+  os << "thunderc:  " << field(m, "thunderc_version") << " (manifest format " << field(m, "format_version")
+     << ", ABI " << field(m, "abi_version") << ")\n";
+  os << "source:    " << field(source, "path") << " (" << field(source, "frontend", "unknown frontend") << ")\n";
+  os << "sha256:    " << field(source, "sha256") << "\n";
+
+  os << "options:\n";
+  if (auto it = m.find("options"); it != m.end() && it->is_object() && !it->empty()) {
+    std::size_t w = 0;
+    for (auto o = it->begin(); o != it->end(); ++o) w = std::max(w, o.key().size());
+    for (auto o = it->begin(); o != it->end(); ++o)
+      os << "  " << o.key() << ":" << std::string(w + 1 - o.key().size(), ' ') << value_text(*o) << "\n";
+  } else {
+    os << "  (none recorded)\n";
+  }
+
+  auto io_line = [](const json& list) {
+    std::string s;
+    for (const json& t : list) s += (s.empty() ? "" : ", ") + field(t, "name") + ": " + field(t, "dtype");
+    return s.empty() ? std::string("(none)") : s;
+  };
+  os << "inputs:    " << io_line(inputs) << "\n";
+  os << "outputs:   " << io_line(outputs) << "\n";
+
+  if (auto w = m.find("weights"); w != m.end() && w->is_object()) {
+    const std::size_t count = w->value("count", std::size_t{0});
+    os << "weights:   " << count << " tensor" << (count == 1 ? "" : "s") << ", "
+       << bytes_text(w->value("bytes", std::size_t{0})) << ", " << field(*w, "storage") << "\n";
+  }
+
+  const json& variants = m.contains("variants") ? m["variants"] : json::array();
+  os << "variants:  " << variants.size() << " (a call runs the first, in id order, whose guards match)\n";
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    const json& v = variants[i];
+    os << "  #" << field(v, "id") << "  " << field(v, "entry");
+    if (model && i < model->num_variants()) {
+      const VariantInfo info = model->variant(i);
+      if (!info.available) os << "  (unavailable here: no " << commands::device_text(info.device) << ")";
+    }
+    os << "\n";
+    std::string guards;
+    if (auto g = v.find("guards"); g != v.end())
+      for (const json& guard : *g) {
+        guards += (guards.empty() ? "" : ", ") + field(guard, "input") + ": " + field(guard, "dtype") +
+                  shape_of(guard.value("shape", json::array())) + " " + field(guard, "device");
+        if (!guard.value("contiguous", true)) guards += " (any layout)";
+      }
+    os << "      inputs:    " << (guards.empty() ? "(none)" : guards) << "\n";
+    std::string outs;
+    if (auto s = v.find("output_shapes"); s != v.end())
+      for (std::size_t k = 0; k < s->size(); ++k) {
+        const std::string name = k < outputs.size() ? field(outputs[k], "name") : "output" + std::to_string(k);
+        const std::string dtype = k < outputs.size() ? field(outputs[k], "dtype") : "?";
+        outs += (outs.empty() ? "" : ", ") + name + ": " + dtype + shape_of((*s)[k]);
+      }
+    os << "      outputs:   " << (outs.empty() ? "(none)" : outs) << "\n";
+    os << "      workspace: " << bytes_text(v.value("workspace_bytes", std::size_t{0})) << "\n";
+    std::string execs;
+    std::size_t total = 0;
+    if (auto e = v.find("executors"); e != v.end() && e->is_object())
+      for (auto it = e->begin(); it != e->end(); ++it) {
+        const std::size_t n = it->get<std::size_t>();
+        total += n;
+        execs += (execs.empty() ? "" : ", ") + it.key() + " " + std::to_string(n);
+      }
+    os << "      executors: " << (execs.empty() ? "(none)" : execs + " (" + std::to_string(total) + " operations)")
+       << "\n";
+  }
+}
+
+std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void inspect_command(const InspectFlags& f) {
+  std::optional<Model> model;
+  std::string text;
+  try {
+    model.emplace(f.model, OpenOptions{});
+    text = model->manifest();
+  } catch (const Error& e) {
+    // A model built for a device this machine lacks cannot be opened, but its manifest can still be shown.
+    std::filesystem::path json_path = f.model;
+    json_path.replace_extension(".json");
+    std::optional<std::string> on_disk;
+    if (e.code() == THUNDERC_STATUS_DEVICE_UNAVAILABLE) on_disk = read_file(json_path);
+    if (!on_disk) throw UserError(commands::runtime_message(e, "cannot open model '" + f.model + "'", f.model));
+    std::cerr << "thunderc: note: " << e.what() << "; showing " << json_path.string() << "\n";
+    text = *on_disk;
+  }
+
+  if (f.json) {
+    std::cout << text;
+    if (text.empty() || text.back() != '\n') std::cout << "\n";
+    std::cout.flush();
+    return;
+  }
+  json m;
+  try {
+    m = json::parse(text);
+  } catch (const json::exception& e) {
+    user_error("the manifest of '", f.model, "' is not valid JSON: ", e.what());
+  }
+  std::ostringstream os;
+  try {
+    print_summary(os, f.model, m, model ? &*model : nullptr);
+  } catch (const json::exception& e) {
+    user_error("the manifest of '", f.model, "' is malformed: ", e.what());
+  }
+  std::cout << os.str() << std::flush;
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+  auto flags = std::make_shared<InspectFlags>();
+  CLI::App* cmd = app.add_subcommand("inspect", "summarize a compiled model (OUT.so): source, options, variants");
+  cmd->add_option("MODEL", flags->model, "the compiled model (OUT.json beside it is used when present)")
+      ->type_name("OUT.so")
+      ->required();
+  cmd->add_flag("--json", flags->json, "print the manifest itself (JSON, as embedded in the .so)");
+  cmd->callback([flags]() { inspect_command(*flags); });
+}
+
+}  // namespace thunderc

@@ -1,0 +1,199 @@
+// thunderc run: see run.h.
+#include "cli/commands/run.h"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <system_error>
+
+#include "core/ir/error.h"
+#include "thunderc/npy.hpp"
+
+namespace thunderc {
+namespace commands {
+
+std::string runtime_message(const Error& e, const std::string& context, const std::string& path) {
+  std::string msg = e.what();
+  if (!path.empty()) {
+    const std::string file = std::filesystem::path(path).filename().string();
+    if (msg.find(path) != std::string::npos || (!file.empty() && msg.find(file) != std::string::npos)) return msg;
+  }
+  return context + ": " + msg;
+}
+
+Model open_model(const std::string& so_path, int threads) {
+  if (threads < 0) user_error("--threads must be >= 0 (0: the default), got ", threads);
+  OpenOptions options;
+  options.num_threads = threads;
+  try {
+    return Model(so_path, options);
+  } catch (const Error& e) {
+    throw UserError(runtime_message(e, "cannot open model '" + so_path + "'", so_path));
+  }
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string tensor_text(DLDataType dtype, const std::vector<int64_t>& shape) {
+  return dtype_string(dtype) + shape_text(shape);
+}
+
+std::string device_text(DLDevice device) {
+  switch (device.device_type) {
+    case kDLCPU: return "cpu";
+    case kDLCUDA: return "cuda:" + std::to_string(device.device_id);
+    default: return "device(" + std::to_string(device.device_type) + ":" + std::to_string(device.device_id) + ")";
+  }
+}
+
+std::string inputs_text(const Model& model) {
+  std::string s;
+  for (size_t i = 0; i < model.num_inputs(); ++i) {
+    if (i) s += ", ";
+    s += std::string(thunderc_model_input_name(model.get(), i)) + ": " +
+         dtype_string(thunderc_model_input_dtype(model.get(), i));
+  }
+  return s.empty() ? "(none)" : s;
+}
+
+std::string variants_text(const Model& model) {
+  std::string s;
+  for (const VariantInfo& v : model.variants()) {
+    if (!s.empty()) s += "; ";
+    s += "#" + std::to_string(v.id) + " " + v.signature;
+    if (!v.available) s += " (unavailable: no " + device_text(v.device) + " here)";
+  }
+  return s;
+}
+
+}  // namespace commands
+
+namespace {
+
+using commands::shape_text;
+
+struct RunFlags {
+  std::string model;
+  std::vector<std::string> named;       // --input NAME=FILE.npy
+  std::vector<std::string> positional;  // FILE.npy ...
+  std::string output_dir;
+  int threads = 0;
+};
+
+std::string takes_text(const Model& model, const std::string& so_path) {
+  return so_path + " takes " + std::to_string(model.num_inputs()) + " input" + (model.num_inputs() == 1 ? "" : "s") +
+         ": " + commands::inputs_text(model);
+}
+
+HostTensor load_input(const std::string& name, const std::string& file) {
+  try {
+    return npy::load(file);
+  } catch (const npy::Error& e) {
+    user_error("input '", name, "': ", e.what());
+  }
+}
+
+void run_command(const RunFlags& f) {
+  Model model = commands::open_model(f.model, f.threads);
+  const std::vector<std::string> names = model.input_names();
+  const size_t n = names.size();
+
+  // Which file feeds which input: named ones first, then the positional files fill the rest in order.
+  std::vector<std::optional<std::string>> files(n);
+  for (const std::string& arg : f.named) {
+    const size_t eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+      user_error("--input expects NAME=FILE.npy, got '", arg, "'; ", takes_text(model, f.model));
+    const std::string name = arg.substr(0, eq);
+    size_t index = n;
+    for (size_t i = 0; i < n; ++i)
+      if (names[i] == name) index = i;
+    if (index == n) user_error("unknown input '", name, "' in --input ", arg, "; ", takes_text(model, f.model));
+    if (files[index])
+      user_error("input '", name, "' given twice (", *files[index], " and ", arg.substr(eq + 1), ")");
+    files[index] = arg.substr(eq + 1);
+  }
+  size_t next = 0;
+  for (const std::string& file : f.positional) {
+    while (next < n && files[next]) ++next;
+    if (next == n) {
+      user_error("too many input files: ", file, " has no input left to feed; ", takes_text(model, f.model),
+                 " (", f.named.size(), " given with --input, ", f.positional.size(), " positionally)");
+    }
+    files[next++] = file;
+  }
+  std::string missing;
+  for (size_t i = 0; i < n; ++i)
+    if (!files[i]) missing += (missing.empty() ? "'" : ", '") + names[i] + "'";
+  if (!missing.empty()) {
+    user_error("missing input", (missing.find(',') == std::string::npos ? " " : "s "), missing, "; ",
+               takes_text(model, f.model),
+               " (give each as --input NAME=FILE.npy, or as FILE.npy arguments in this order)");
+  }
+
+  std::vector<HostTensor> inputs;
+  inputs.reserve(n);
+  for (size_t i = 0; i < n; ++i) inputs.push_back(load_input(names[i], *files[i]));
+
+  std::vector<HostTensor> outputs;
+  try {
+    outputs = model.run(inputs);
+  } catch (const Error& e) {
+    throw UserError(commands::runtime_message(e, "running '" + f.model + "' failed", f.model));
+  }
+
+  const std::filesystem::path dir = f.output_dir;
+  if (!f.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) user_error("cannot create output directory '", f.output_dir, "': ", ec.message());
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string label = "output" + std::to_string(i);
+    const std::string path = (dir / (label + ".npy")).string();
+    try {
+      npy::save(path, outputs[i]);
+    } catch (const npy::Error& e) {
+      user_error("cannot write ", label, ": ", e.what());
+    }
+    std::cout << label << ": " << commands::tensor_text(outputs[i].dtype(), outputs[i].shape()) << " -> " << path
+              << "\n";
+  }
+  std::cout.flush();
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App* cmd = app.add_subcommand("run", "run a compiled model (OUT.so) on inputs read from .npy files");
+  cmd->add_option("MODEL", flags->model, "the compiled model (OUT.json beside it is used when present)")
+      ->type_name("OUT.so")
+      ->required();
+  cmd->add_option("FILES", flags->positional, "input .npy files, in the model's input order (after any --input)")
+      ->type_name("FILE.npy");
+  cmd->add_option("-i,--input", flags->named, "an input by name; repeat for more inputs")
+      ->type_name("NAME=FILE.npy")
+      ->allow_extra_args(false);
+  cmd->add_option("--output-dir", flags->output_dir,
+                  "directory for output0.npy, output1.npy, ... (created if missing; default: current directory)")
+      ->type_name("DIR");
+  cmd->add_option("--threads", flags->threads,
+                  "threads the model may use (default 0: $THUNDERC_NUM_THREADS, else all cores)")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber);
+  cmd->footer(
+      "Example:\n"
+      "  thunderc run mlp.so --input x=x.npy --output-dir out     writes out/output0.npy\n"
+      "  thunderc run mlp.so x.npy                                 inputs positionally, in input order\n");
+  cmd->callback([flags]() { run_command(*flags); });
+}
+
+}  // namespace thunderc

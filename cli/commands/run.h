@@ -1,0 +1,44 @@
+// `thunderc run OUT.so [--input NAME=FILE.npy]... [FILE.npy ...] [--output-dir DIR] [--threads N]`: runs a
+// compiled model through the deployment runtime on inputs read from .npy files and writes each output to
+// DIR/output<i>.npy.
+//
+// Also declares the small helpers that `inspect` and `bench` share with `run` (opening a model with the
+// runtime's errors turned into UserErrors, and printing shapes/variants).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "thunderc/runtime.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace thunderc {
+
+// Registers the `run` subcommand (options and callback) on `app`. Mistakes throw thunderc::UserError.
+void add_run_command(CLI::App& app);
+
+namespace commands {
+
+// Opens a model through the runtime. threads: 0 = the runtime's default ($THUNDERC_NUM_THREADS, else all
+// cores). A runtime error (missing/corrupt .so, manifest mismatch, ...) becomes a UserError with its message.
+Model open_model(const std::string& so_path, int threads);
+
+// The runtime's message for `e`, prefixed with `context` unless the message already names `path` (or its file name).
+std::string runtime_message(const Error& e, const std::string& context, const std::string& path);
+
+// "[2, 3]", "float32[2, 3]".
+std::string shape_text(const std::vector<int64_t>& shape);
+std::string tensor_text(DLDataType dtype, const std::vector<int64_t>& shape);
+// "cpu", "cuda:0".
+std::string device_text(DLDevice device);
+// "x: float32, mask: bool" (the model's inputs, in call order).
+std::string inputs_text(const Model& model);
+// "#0 x: float32[2, 3] cpu; #1 x: float32[4, 3] cpu" (unavailable variants are marked).
+std::string variants_text(const Model& model);
+
+}  // namespace commands
+}  // namespace thunderc
