@@ -18,6 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands/bench.h"
+#include "cli/commands/inspect.h"
+#include "cli/commands/run.h"
 #include "cli/pipeline.h"
 #include "codegen/compile.h"
 #include "core/util/sha256.h"
@@ -313,6 +316,9 @@ int run(int argc, char** argv) {
   examine_flags.add_to(*examine_cmd, true);
   examine_cmd->add_flag("-v,--verbose", verbose, "also print the TorchScript graph and source locations");
 
+  add_run_command(app);
+  add_inspect_command(app);
+  add_bench_command(app);
   app.require_subcommand(0, 1);
 
   try {
@@ -326,6 +332,8 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (list) return list_executors();
+  // run, inspect and bench do their work in their callbacks, during parse().
+  if (app.got_subcommand("run") || app.got_subcommand("inspect") || app.got_subcommand("bench")) return 0;
   if (examine_cmd->parsed()) return examine(examine_flags, verbose);
   if (compile_flags.model.empty()) {
     std::cout << app.help();
