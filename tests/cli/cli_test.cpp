@@ -3,6 +3,9 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -25,8 +28,9 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-Result thunderc(const std::vector<std::string>& args) {
-  std::string cmd = quote(THUNDERC_BIN);
+// Runs thunderc with `args`, in directory `cwd` when given.
+Result thunderc(const std::vector<std::string>& args, const std::string& cwd = "") {
+  std::string cmd = (cwd.empty() ? "" : "cd " + quote(cwd) + " && ") + quote(THUNDERC_BIN);
   for (const std::string& a : args) cmd += " " + quote(a);
   cmd += " 2>&1";
   Result r;
@@ -99,8 +103,9 @@ TEST_CASE("--list-executors lists all six") {
 }
 
 TEST_CASE("examine traced samples (recorded shapes)") {
+  // With an explicit executor list, so the claims below do not depend on the CPU defaults.
   SUBCASE("mlp") {
-    Result r = thunderc({"examine", sample("mlp.pt")});
+    Result r = thunderc({"examine", sample("mlp.pt"), "--executors", "torch"});
     CHECK(r.code == 0);
     CHECK_OUTPUT(r, "Outputs:");
     CHECK_OUTPUT(r, "cpu f32[1, 10]");
@@ -108,7 +113,7 @@ TEST_CASE("examine traced samples (recorded shapes)") {
     CHECK_OUTPUT(r, "OK: every operation is supported and claimed");
   }
   SUBCASE("cnn") {
-    Result r = thunderc({"examine", sample("cnn.pt")});
+    Result r = thunderc({"examine", sample("cnn.pt"), "--executors", "torch"});
     CHECK(r.code == 0);
     CHECK_OUTPUT(r, "cpu f32[1, 3, 32, 32]");
     CHECK_OUTPUT(r, "cpu f32[1, 10]");
@@ -147,11 +152,15 @@ TEST_CASE("examine scripted samples with --shapes") {
   }
 }
 
-TEST_CASE("compile stops with 'not implemented' after tracing") {
-  Result r = thunderc({sample("mlp.pt"), "-o", std::string(THUNDERC_TEST_TMP) + "/mlp.so"});
-  CHECK(r.code == 2);
-  CHECK_OUTPUT(r, "compilation to a .so is not implemented in this build yet");
-  CHECK_OUTPUT(r, "thunderc examine");
+TEST_CASE("compile writes OUT.so and OUT.json and reports what it did") {
+  std::string so = std::string(THUNDERC_TEST_TMP) + "/mlp.so";
+  std::remove(so.c_str());
+  Result r = thunderc({sample("mlp.pt"), "-o", so});
+  CHECK(r.code == 0);
+  CHECK_OUTPUT(r, "compiled");
+  CHECK_OUTPUT(r, "mlp.json");
+  CHECK(std::ifstream(so).good());
+  CHECK(std::ifstream(std::string(THUNDERC_TEST_TMP) + "/mlp.json").good());
 }
 
 TEST_CASE("errors") {
@@ -219,10 +228,14 @@ TEST_CASE("errors") {
     CHECK(r.code == 1);
     CHECK_OUTPUT(r, "no executor can run");
   }
-  SUBCASE("compile without -o") {
-    Result r = thunderc({sample("mlp.pt")});
-    CHECK(r.code == 1);
-    CHECK_OUTPUT(r, "-o OUT.so");
+  SUBCASE("compile without -o writes the model's stem into the current directory") {
+    std::string dir = std::string(THUNDERC_TEST_TMP) + "/default_output";
+    std::filesystem::create_directories(dir);
+    std::filesystem::remove(dir + "/mlp.so");
+    Result r = thunderc({sample("mlp.pt")}, dir);
+    CHECK(r.code == 0);
+    CHECK(std::filesystem::exists(dir + "/mlp.so"));
+    CHECK(std::filesystem::exists(dir + "/mlp.json"));
   }
   SUBCASE("CLI11 parse error") {
     Result r = thunderc({"examine", sample("mlp.pt"), "--no-such-flag"});
