@@ -231,7 +231,9 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
   // 1. The file must be a complete ELF shared object before the dynamic loader touches it.
   check_elf_file(model->path);
   dlerror();
-  model->handle = dlopen(so_path, RTLD_LOCAL | RTLD_NOW);
+  // A name without '/' would make dlopen search the library path instead of opening this file.
+  const std::string load_path = model->path.find('/') == std::string::npos ? "./" + model->path : model->path;
+  model->handle = dlopen(load_path.c_str(), RTLD_LOCAL | RTLD_NOW);
   if (!model->handle) {
     const char* e = dlerror();
     fail(THUNDERC_STATUS_IO, "cannot load model '" + model->path + "': " + (e ? e : "dlopen failed"));

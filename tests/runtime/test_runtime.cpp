@@ -665,3 +665,15 @@ TEST_CASE("CUDA variants need a driver") {
   run_caller(m, iota(12), 4);
   thunderc_model_close(m);
 }
+
+TEST_CASE("a path without a directory opens the file in the current directory, not a library search") {
+  char previous[4096];
+  REQUIRE(getcwd(previous, sizeof previous) != nullptr);
+  REQUIRE(chdir(THUNDERC_TEST_MODEL_DIR) == 0);
+  thunderc_model* m = nullptr;
+  thunderc_status st = thunderc_model_open("two_variants.so", nullptr, &m);
+  CHECK_MESSAGE(st == nullptr, (st ? thunderc_status_message(st) : ""));
+  thunderc_status_free(st);
+  thunderc_model_close(m);
+  REQUIRE(chdir(previous) == 0);
+}
