@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "codegen/blas/blas_backend.h"
 #include "core/ir/error.h"
 
 extern char** environ;
@@ -36,6 +37,7 @@ Toolchain Toolchain::from_build() {
 BackendSet make_backends(const Toolchain& toolchain) {
   BackendSet set;
   set["torch"] = std::make_unique<TorchBackend>(toolchain.aten_shim);
+  set["blas"] = std::make_unique<BlasBackend>();
   return set;
 }
 

@@ -76,6 +76,20 @@ Availability probe_cblas() {
                        false, "cblas_sgemm");
 }
 
+// blas (codegen/blas): float32/float64 CPU tensors of one dtype, every extent small enough for CBLAS's int.
+bool blas_checker(const Trace& trace, const BoundSymbol& sym) {
+  std::vector<const TensorType*> types;
+  for (const Operand& in : sym.inputs)
+    if (in.is_tensor()) types.push_back(&trace.type(in.value));
+  for (ValueId out : sym.outputs) types.push_back(&trace.type(out));
+  for (const TensorType* t : types) {
+    if (t->device.kind != DeviceKind::CPU || t->dtype != types[0]->dtype || t->rank() > 16 ||
+        t->numel() > 0x7fffffff)
+      return false;
+  }
+  return types[0]->dtype == DType::Float32 || types[0]->dtype == DType::Float64;
+}
+
 std::vector<std::unique_ptr<Executor>> make_executors() {
   using C = OpCategory;
   std::vector<std::unique_ptr<Executor>> out;
@@ -103,11 +117,14 @@ std::vector<std::unique_ptr<Executor>> make_executors() {
 
   Executor::Info blas;
   blas.name = "blas";
-  blas.description = "matrix multiplications through CBLAS GEMM";
+  blas.description = "matrix multiplications and convolutions through CBLAS GEMM (OpenBLAS)";
   blas.devices = {DeviceKind::CPU};
-  blas.categories = {C::Matmul};
+  blas.implemented = true;
+  blas.categories = {C::Matmul, C::Convolution};
   blas.probe = [](DeviceKind) { return cached<probe_cblas>(); };
-  out.push_back(std::make_unique<Executor>(std::move(blas)));
+  auto b = std::make_unique<Executor>(std::move(blas));
+  for (const char* name : {"linear", "matmul", "bmm", "addmm", "conv2d"}) b->register_impl(name, blas_checker);
+  out.push_back(std::move(b));
 
   Executor::Info nvfuser;
   nvfuser.name = "nvfuser";

@@ -1,0 +1,232 @@
+/* Kernels that code generated for the `blas` executor calls (codegen/blas/blas_backend.cpp). Header-only,
+ * compiled into each model .so that uses the executor; it links CBLAS (OpenBLAS) and nothing else.
+ *
+ * Every buffer is dense row-major. Templates take T = float or double (cblas_s* / cblas_d*).
+ *
+ * Threads: OpenBLAS's thread count is process-global. set_threads() changes it only when the call asks
+ * for a different positive count than the current one (openblas_set_num_threads is not free: it may
+ * resize OpenBLAS's thread pool), and leaves OpenBLAS's own default when the call says "decide yourself".
+ * The other kernels here (im2col, depthwise convolution, bias fills) are single-threaded loops. */
+#ifndef THUNDERC_BLAS_KERNELS_H_
+#define THUNDERC_BLAS_KERNELS_H_
+
+#include <cblas.h>
+#include <stdint.h>
+
+#include <algorithm>
+#include <cstring>
+
+extern "C" {
+/* OpenBLAS extensions (declared here too, so the generic cblas.h of another CBLAS is enough to compile). */
+void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
+}
+
+namespace thunderc_blas {
+
+inline void set_threads(int32_t n) {
+  if (n > 0 && openblas_get_num_threads() != n) openblas_set_num_threads(n);
+}
+
+// C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, row-major; op(X) = X^T when trans_x.
+// M == 1 or N == 1 go to GEMV (OpenBLAS's sgemm has a fixed packing cost that dominates there).
+template <class T>
+inline void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+                 const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {  // nothing to sum: C = beta * C
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == T(0) ? T(0) : beta * C[i * ldc + j];
+    return;
+  }
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+  if ((M == 1 || N == 1) && beta == T(0))  // GEMV scales y by beta: start from zeros, not stale workspace
+    for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, T(0));
+  if (M == 1) {
+    // C row = A row @ op(B): y[N] = op(B)^T x. op(B) = B^T (B stored [N,K]) -> y = B x; else y = B^T x.
+    const int64_t incx = trans_a ? lda : 1;
+    if (trans_b) {
+      if constexpr (sizeof(T) == 4)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)N, (int)K, alpha, (const float*)B, (int)ldb, (const float*)A, (int)incx, beta, (float*)C, 1);
+      else
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)N, (int)K, alpha, (const double*)B, (int)ldb, (const double*)A, (int)incx, beta, (double*)C, 1);
+    } else {
+      if constexpr (sizeof(T) == 4)
+        cblas_sgemv(CblasRowMajor, CblasTrans, (int)K, (int)N, alpha, (const float*)B, (int)ldb, (const float*)A, (int)incx, beta, (float*)C, 1);
+      else
+        cblas_dgemv(CblasRowMajor, CblasTrans, (int)K, (int)N, alpha, (const double*)B, (int)ldb, (const double*)A, (int)incx, beta, (double*)C, 1);
+    }
+    return;
+  }
+  if (N == 1) {
+    // C column = op(A) @ b: b is column 0 of op(B): stride 1 if op(B) = B^T ([1,K] row), else ldb.
+    const int64_t incx = trans_b ? 1 : ldb;
+    if constexpr (sizeof(T) == 4)
+      cblas_sgemv(CblasRowMajor, ta, trans_a ? (int)K : (int)M, trans_a ? (int)M : (int)K, alpha, (const float*)A, (int)lda, (const float*)B, (int)incx, beta, (float*)C, (int)ldc);
+    else
+      cblas_dgemv(CblasRowMajor, ta, trans_a ? (int)K : (int)M, trans_a ? (int)M : (int)K, alpha, (const double*)A, (int)lda, (const double*)B, (int)incx, beta, (double*)C, (int)ldc);
+    return;
+  }
+  if constexpr (sizeof(T) == 4)
+    cblas_sgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, alpha, (const float*)A, (int)lda, (const float*)B, (int)ldb, beta, (float*)C, (int)ldc);
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, alpha, (const double*)A, (int)lda, (const double*)B, (int)ldb, beta, (double*)C, (int)ldc);
+}
+
+// dst[shape] = scale * src broadcast: src_strides[i] is src's element stride along dst dim i (0 where src
+// is broadcast). The innermost dim is a memcpy (stride 1, scale 1) or a fill (stride 0).
+template <class T>
+inline void fill_broadcast(T* dst, const int64_t* shape, int rank, const T* src, const int64_t* src_strides, T scale) {
+  if (rank == 0) {
+    dst[0] = scale * src[0];
+    return;
+  }
+  int64_t outer = 1;
+  for (int i = 0; i < rank - 1; ++i) outer *= shape[i];
+  const int64_t inner = shape[rank - 1], s_in = src_strides[rank - 1];
+  if (inner == 0) return;
+  int64_t idx[16] = {0};
+  int64_t off = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    T* d = dst + o * inner;
+    const T* s = src + off;
+    if (s_in == 0) std::fill(d, d + inner, scale * s[0]);
+    else if (s_in == 1 && scale == T(1)) std::memcpy(d, s, sizeof(T) * (size_t)inner);
+    else
+      for (int64_t j = 0; j < inner; ++j) d[j] = scale * s[j * s_in];
+    for (int i = rank - 2; i >= 0; --i) {  // next outer index (odometer)
+      off += src_strides[i];
+      if (++idx[i] < shape[i]) break;
+      off -= src_strides[i] * shape[i];
+      idx[i] = 0;
+    }
+  }
+}
+
+// Batched C[b] = A[a_off(b)] @ B[b_off(b)] over an output batch of `batch_rank` dims (C's batches are
+// contiguous, M*N apart); a_strides/b_strides are A's/B's element strides per batch dim (0: broadcast).
+template <class T>
+inline void batched_gemm(int batch_rank, const int64_t* batch_shape, const int64_t* a_strides,
+                         const int64_t* b_strides, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
+                         const T* B, int64_t ldb, T* C) {
+  int64_t count = 1;
+  for (int i = 0; i < batch_rank; ++i) count *= batch_shape[i];
+  int64_t idx[16] = {0};
+  int64_t a_off = 0, b_off = 0;
+  for (int64_t c = 0; c < count; ++c) {
+    gemm<T>(false, false, M, N, K, T(1), A + a_off, lda, B + b_off, ldb, T(0), C + c * M * N, N);
+    for (int i = batch_rank - 1; i >= 0; --i) {
+      a_off += a_strides[i];
+      b_off += b_strides[i];
+      if (++idx[i] < batch_shape[i]) break;
+      a_off -= a_strides[i] * batch_shape[i];
+      b_off -= b_strides[i] * batch_shape[i];
+      idx[i] = 0;
+    }
+  }
+}
+
+// Geometry of one conv2d (input [N, C, H, W], weight [OC, C/groups, KH, KW], output [N, OC, OH, OW]).
+struct Conv2d {
+  int64_t n, c, h, w, oc, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow;
+};
+
+// Output columns [lo, hi) whose input column ow*s - p + k*d is inside [0, w).
+inline void valid_range(int64_t ow, int64_t s, int64_t off, int64_t w, int64_t& lo, int64_t& hi) {
+  // need 0 <= o*s + off < w
+  lo = off >= 0 ? 0 : (-off + s - 1) / s;
+  hi = off >= w ? 0 : (w - off + s - 1) / s;
+  lo = std::min(lo, ow);
+  hi = std::max(std::min(hi, ow), lo);
+}
+
+// col[(c*KH + kh)*KW + kw][oh*OW + ow] = x[c][oh*sh - ph + kh*dh][ow*sw - pw + kw*dw] (0 outside).
+template <class T>
+inline void im2col(const T* x, int64_t channels, const Conv2d& g, T* col) {
+  const int64_t plane = g.oh * g.ow;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t ki = 0; ki < g.kh; ++ki)
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        T* dst = col + ((c * g.kh + ki) * g.kw + kj) * plane;
+        const int64_t off_w = kj * g.dw - g.pw;
+        int64_t lo, hi;
+        valid_range(g.ow, g.sw, off_w, g.w, lo, hi);
+        for (int64_t o = 0; o < g.oh; ++o) {
+          T* row = dst + o * g.ow;
+          const int64_t ih = o * g.sh - g.ph + ki * g.dh;
+          if (ih < 0 || ih >= g.h) {
+            std::fill(row, row + g.ow, T(0));
+            continue;
+          }
+          const T* src = x + (c * g.h + ih) * g.w + off_w;
+          std::fill(row, row + lo, T(0));
+          if (g.sw == 1) std::memcpy(row + lo, src + lo, sizeof(T) * (size_t)(hi - lo));
+          else
+            for (int64_t j = lo; j < hi; ++j) row[j] = src[j * g.sw];
+          std::fill(row + hi, row + g.ow, T(0));
+        }
+      }
+}
+
+// Bytes of im2col scratch for one image and one group (0 when the conv is a plain GEMM or depthwise).
+inline bool conv_is_pointwise(const Conv2d& g) {
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+}
+
+// Convolution as GEMMs: per image and group, out[OC/g, OH*OW] = W_g[OC/g, C/g*KH*KW] @ col[C/g*KH*KW, OH*OW].
+// The output starts as the broadcast bias (beta = 1), so the bias costs no extra pass. 1x1 stride-1
+// unpadded convolutions read the input directly (no im2col); `col` is scratch for the others.
+template <class T>
+inline void conv2d_gemm(const Conv2d& g, const T* x, const T* wt, const T* bias, T* y, T* col) {
+  const int64_t cg = g.c / g.groups, ocg = g.oc / g.groups, plane = g.oh * g.ow, kdim = cg * g.kh * g.kw;
+  const bool direct = conv_is_pointwise(g);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t gi = 0; gi < g.groups; ++gi) {
+      const T* xin = x + (n * g.c + gi * cg) * g.h * g.w;
+      const T* b = xin;
+      if (!direct) {
+        im2col<T>(xin, cg, g, col);
+        b = col;
+      }
+      T* out = y + (n * g.oc + gi * ocg) * plane;
+      if (bias)
+        for (int64_t o = 0; o < ocg; ++o) std::fill(out + o * plane, out + (o + 1) * plane, bias[gi * ocg + o]);
+      gemm<T>(false, false, ocg, plane, kdim, T(1), wt + gi * ocg * kdim, kdim, b, plane, bias ? T(1) : T(0), out, plane);
+    }
+}
+
+// Depthwise (groups == C, one input channel per group, OC = C * multiplier) as direct loops: for every
+// output row and kernel tap, a contiguous (stride 1: vectorized) multiply-add over the valid columns.
+template <class T>
+inline void conv2d_depthwise(const Conv2d& g, const T* x, const T* wt, const T* bias, T* y) {
+  const int64_t mult = g.oc / g.c, plane = g.oh * g.ow;
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t oc = 0; oc < g.oc; ++oc) {
+      const T* xin = x + (n * g.c + oc / mult) * g.h * g.w;
+      const T* k = wt + oc * g.kh * g.kw;
+      T* out = y + (n * g.oc + oc) * plane;
+      std::fill(out, out + plane, bias ? bias[oc] : T(0));
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        const int64_t off_w = kj * g.dw - g.pw;
+        int64_t lo, hi;
+        valid_range(g.ow, g.sw, off_w, g.w, lo, hi);
+        for (int64_t o = 0; o < g.oh; ++o) {
+          T* row = out + o * g.ow;
+          for (int64_t ki = 0; ki < g.kh; ++ki) {
+            const int64_t ih = o * g.sh - g.ph + ki * g.dh;
+            if (ih < 0 || ih >= g.h) continue;
+            const T kv = k[ki * g.kw + kj];
+            const T* src = xin + ih * g.w + off_w;
+            if (g.sw == 1)
+              for (int64_t j = lo; j < hi; ++j) row[j] += kv * src[j];
+            else
+              for (int64_t j = lo; j < hi; ++j) row[j] += kv * src[j * g.sw];
+          }
+        }
+      }
+    }
+}
+
+}  // namespace thunderc_blas
+
+#endif /* THUNDERC_BLAS_KERNELS_H_ */

@@ -1,0 +1,167 @@
+// The blas executor against the torch executor: every claimed op on odd, size-1, batched-broadcast and
+// 1-D shapes, with and without bias; conv2d with stride, padding, dilation, groups, depthwise and 1x1.
+// Tolerances: float32 rtol 1e-4, atol 1e-5 (GEMM blocking reassociates the sums differently from ATen's
+// kernels); float64 rtol 1e-10, atol 1e-12.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <optional>
+
+#include "blas_test_util.h"
+
+using namespace blastest;
+
+namespace {
+
+struct Suite {
+  Trace t;
+  Rng rng{42};
+  std::vector<std::string> labels;  // per output
+  DType dt;
+  explicit Suite(DType d = DType::Float32) : dt(d) {}
+
+  ValueId input(const Shape& s) { return t.add_input("x" + std::to_string(t.inputs().size()), tt(s, dt)); }
+  ValueId constant(const Shape& s) { return random_constant(t, "c" + std::to_string(t.constants().size()), tt(s, dt), rng); }
+  Operand opt(std::optional<Shape> s) { return s ? Operand::tensor(constant(*s)) : Operand::none(); }
+  void out(ValueId v, std::string label) {
+    auto outs = t.outputs();
+    outs.push_back(v);
+    t.set_outputs(outs);
+    labels.push_back(std::move(label) + " -> " + shape_str(t.type(v).shape));
+  }
+  void linear(const Shape& x, const Shape& w, std::optional<Shape> b) {
+    ValueId y = t.emit1(op("linear"), {Operand::tensor(input(x)), Operand::tensor(constant(w)), opt(b)}, {});
+    out(y, "linear " + shape_str(x) + " w " + shape_str(w) + (b ? " b " + shape_str(*b) : " no bias"));
+  }
+  void matmul(const Shape& a, const Shape& b, const char* name = "matmul") {
+    ValueId y = t.emit1(op(name), {Operand::tensor(input(a)), Operand::tensor(input(b))}, {});
+    out(y, std::string(name) + " " + shape_str(a) + " @ " + shape_str(b));
+  }
+  void addmm(const Shape& bias, const Shape& a, const Shape& b, double beta, double alpha) {
+    ValueId y = t.emit1(op("addmm"), {Operand::tensor(constant(bias)), Operand::tensor(input(a)), Operand::tensor(input(b))},
+                        {{"beta", beta}, {"alpha", alpha}});
+    out(y, "addmm bias " + shape_str(bias) + " " + shape_str(a) + " @ " + shape_str(b) + " beta " + format_double(beta) +
+               " alpha " + format_double(alpha));
+  }
+  void conv(const Shape& x, const Shape& w, bool bias, IntList stride, IntList pad, IntList dil, std::int64_t groups) {
+    ValueId y = t.emit1(op("conv2d"),
+                        {Operand::tensor(input(x)), Operand::tensor(constant(w)), bias ? Operand::tensor(constant({w[0]})) : Operand::none()},
+                        {{"stride", stride}, {"padding", pad}, {"dilation", dil}, {"groups", groups}});
+    out(y, "conv2d " + shape_str(x) + " w " + shape_str(w) + (bias ? " bias" : "") + " stride " + shape_str(stride) +
+               " pad " + shape_str(pad) + " dil " + shape_str(dil) + " groups " + std::to_string(groups));
+  }
+
+  // Compiles with {blas} (every symbol must be claimed by blas) and with {torch}; compares every output.
+  void check(const std::string& name, double rtol, double atol) {
+    Trace claimed = t;
+    claim_executors(claimed, {find_executor("blas")});
+    for (const BoundSymbol& s : claimed.symbols()) CHECK_MESSAGE(s.executor == "blas", s.op->name << " not claimed by blas");
+    std::string so_blas = compile(t, {"blas"}, name + "_blas");
+    std::string so_torch = compile(t, {"torch"}, name + "_torch");
+    thunderc::Model mb(so_blas), mt(so_torch);
+    for (std::uint64_t seed : {1, 2}) {
+      auto in = random_inputs(t, seed);
+      auto got = mb.run(in), want = mt.run(in);
+      REQUIRE(got.size() == labels.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        INFO(labels[i]);
+        CHECK(got[i].shape() == want[i].shape());
+        CHECK(worst_ratio(got[i], want[i], rtol, atol) <= 1.0);
+      }
+    }
+  }
+};
+
+std::string run_command(const std::string& cmd) {
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  pclose(p);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("blas linear / matmul / bmm / addmm match the torch executor (float32)") {
+  Suite s;
+  s.linear({1, 64}, {128, 64}, Shape{128});
+  s.linear({16, 64}, {192, 64}, Shape{192});
+  s.linear({2, 7, 33}, {5, 33}, std::nullopt);
+  s.linear({3, 1, 17}, {1, 17}, Shape{1});
+  s.linear({4, 13}, {13}, std::nullopt);  // 1-D weight: [4]
+  s.linear({9}, {6, 9}, Shape{6});        // 1-D input: [6]
+  s.linear({5, 3}, {7, 3}, Shape{5, 7});  // full-shape bias
+  s.linear({5, 3}, {7, 3}, Shape{5, 1});  // bias broadcast along the features
+  s.matmul({31, 47}, {47, 29});
+  s.matmul({2, 3, 5, 8}, {8, 6});          // shared b: one GEMM with M = 30
+  s.matmul({2, 1, 5, 8}, {3, 8, 6});       // broadcast batch [2, 3]
+  s.matmul({5, 7}, {2, 7, 3});             // a broadcast over b's batch
+  s.matmul({8}, {4, 8, 5});                // 1-D a
+  s.matmul({3, 4, 8}, {8});                // 1-D b
+  s.matmul({8}, {8});                      // dot: rank-0 output
+  s.matmul({1, 6}, {6, 1});
+  s.matmul({4, 16, 16}, {4, 16, 16});
+  s.matmul({3, 5, 7}, {3, 7, 2}, "bmm");
+  s.matmul({1, 1, 9}, {1, 9, 1}, "bmm");
+  s.matmul({2, 16, 1}, {2, 1, 16}, "bmm");  // K = 1
+  s.addmm({6}, {4, 5}, {5, 6}, 1.0, 1.0);
+  s.addmm({4, 1}, {4, 5}, {5, 6}, 0.5, 2.0);
+  s.addmm({1}, {3, 5}, {5, 2}, 0.0, 1.5);
+  s.check("gemm_f32", 1e-4, 1e-5);
+}
+
+TEST_CASE("blas GEMMs in float64") {
+  Suite s(DType::Float64);
+  s.linear({3, 5, 19}, {11, 19}, Shape{11});
+  s.matmul({2, 1, 5, 8}, {3, 8, 6});
+  s.matmul({7}, {7, 3});
+  s.addmm({6}, {4, 5}, {5, 6}, 0.5, 2.0);
+  s.conv({1, 3, 9, 9}, {4, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1);
+  s.conv({1, 4, 7, 7}, {4, 1, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, 4);
+  s.check("gemm_f64", 1e-10, 1e-12);
+}
+
+TEST_CASE("blas conv2d matches the torch executor (float32)") {
+  Suite s;
+  s.conv({1, 3, 9, 11}, {4, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1);
+  s.conv({2, 4, 10, 7}, {6, 2, 3, 2}, false, {2, 1}, {1, 0}, {1, 2}, 2);
+  s.conv({1, 8, 9, 9}, {8, 1, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, 8);     // depthwise, stride 2
+  s.conv({2, 6, 7, 7}, {12, 1, 5, 5}, false, {1, 1}, {2, 2}, {2, 2}, 6);   // depthwise x2, dilated
+  s.conv({1, 4, 5, 5}, {4, 1, 3, 3}, true, {1, 3}, {3, 2}, {1, 1}, 4);     // padding past the kernel
+  s.conv({2, 16, 5, 5}, {32, 16, 1, 1}, true, {1, 1}, {0, 0}, {1, 1}, 1);  // 1x1: plain GEMM
+  s.conv({1, 8, 6, 6}, {4, 2, 1, 1}, false, {1, 1}, {0, 0}, {1, 1}, 4);    // grouped 1x1
+  s.conv({1, 5, 8, 8}, {3, 5, 1, 1}, true, {2, 2}, {0, 0}, {1, 1}, 1);     // 1x1 stride 2: im2col
+  s.conv({3, 7, 7}, {2, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1);        // unbatched
+  s.conv({1, 1, 6, 6}, {3, 1, 3, 3}, true, {1, 1}, {0, 0}, {1, 1}, 1);     // one input channel
+  s.conv({1, 16, 16, 16}, {32, 4, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 4);  // cnn's grouped conv
+  s.conv({1, 2, 1, 1}, {3, 2, 1, 1}, true, {1, 1}, {0, 0}, {1, 1}, 1);     // 1x1 image
+  s.conv({2, 3, 13, 4}, {5, 3, 4, 2}, true, {3, 2}, {2, 1}, {2, 1}, 1);
+  s.check("conv_f32", 1e-4, 1e-5);
+}
+
+TEST_CASE("blas rejects what it does not implement: integer and half dtypes") {
+  Trace t;
+  ValueId a = t.add_input("a", tt({2, 3}, DType::Int64)), b = t.add_input("b", tt({3, 2}, DType::Int64));
+  ValueId y = t.emit1(op("matmul"), {Operand::tensor(a), Operand::tensor(b)}, {});
+  ValueId h = t.add_input("h", tt({2, 3}, DType::Float16)), w = t.add_input("w", tt({4, 3}, DType::Float16));
+  ValueId z = t.emit1(op("linear"), {Operand::tensor(h), Operand::tensor(w), Operand::none()}, {});
+  t.set_outputs({y, z});
+  const Executor* blas = find_executor("blas");
+  CHECK(blas->implemented());
+  for (const BoundSymbol& s : t.symbols()) CHECK_FALSE(blas->can_execute(t, s));
+}
+
+TEST_CASE("a blas-only model .so links OpenBLAS and not LibTorch") {
+  Suite s;
+  s.linear({2, 8}, {4, 8}, Shape{4});
+  s.conv({1, 3, 6, 6}, {4, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1);
+  std::string so = compile(s.t, {"blas"}, "elf_blas_only");
+  std::string needed = run_command("readelf -d '" + so + "' 2>&1");
+  INFO(needed);
+  CHECK(needed.find("(NEEDED)") != std::string::npos);
+  CHECK(needed.find("libopenblas") != std::string::npos);
+  for (const char* lib : {"torch", "c10", "aten_shim", "gomp"}) CHECK(needed.find(lib) == std::string::npos);
+}

@@ -1,0 +1,105 @@
+// Helpers for the blas tests: hand-built traces with seeded random data, compiled with compile_model for
+// a list of executors and run through libthunderc_runtime.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/compile.h"
+#include "core/executors/executor.h"
+#include "core/ir/verifier.h"
+#include "thunderc/runtime.hpp"
+
+namespace blastest {
+
+using namespace thunderc;
+namespace fs = std::filesystem;
+
+inline TensorType tt(Shape s, DType dt = DType::Float32) { return {dt, std::move(s), Device{}}; }
+
+// Deterministic values in [-1, 1).
+struct Rng {
+  std::uint64_t state;
+  explicit Rng(std::uint64_t seed) : state(seed * 6364136223846793005ULL + 1442695040888963407ULL) {}
+  double next() {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53) * 2.0 - 1.0;
+  }
+};
+
+inline std::shared_ptr<ConstantData> random_bytes(const TensorType& t, Rng& rng, double lo = -1, double hi = 1) {
+  auto d = std::make_shared<ConstantData>();
+  d->bytes.resize(t.nbytes());
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    double v = lo + (rng.next() + 1) / 2 * (hi - lo);
+    if (t.dtype == DType::Float64) std::memcpy(d->bytes.data() + 8 * i, &v, 8);
+    else {
+      float f = static_cast<float>(v);
+      std::memcpy(d->bytes.data() + 4 * i, &f, 4);
+    }
+  }
+  return d;
+}
+
+inline ValueId random_constant(Trace& t, const std::string& name, const TensorType& type, Rng& rng, double lo = -1,
+                               double hi = 1) {
+  return t.add_constant(name, type, random_bytes(type, rng, lo, hi));
+}
+
+inline DLDataType dl_dtype(DType dt) { return {kDLFloat, static_cast<std::uint8_t>(dt == DType::Float64 ? 64 : 32), 1}; }
+
+// Claims every symbol with `executors` (+ nothing else), compiles to dir/name.so, returns the path.
+inline std::string compile(Trace trace, const std::vector<std::string>& executors, const std::string& name) {
+  std::vector<const Executor*> exs;
+  for (const auto& e : executors) exs.push_back(find_executor(e));
+  auto unclaimed = claim_executors(trace, exs);
+  if (!unclaimed.empty()) throw std::runtime_error("unclaimed symbol: " + unclaimed[0].op);
+  verify_trace(trace, "test");
+  fs::path dir = fs::path(THUNDERC_TEST_TMP);
+  fs::create_directories(dir);
+  CompileRequest req;
+  req.source = {"test:" + name, "", "test"};
+  req.options.executors = executors;
+  req.options.device = "cpu";
+  for (ValueId v : trace.inputs()) req.input_names.push_back(trace.value(v).name);
+  req.variants = {ModuleVariant{&trace, name}};
+  req.out_so = (dir / (name + ".so")).string();
+  req.out_json = (dir / (name + ".json")).string();
+  compile_model(req, Toolchain::from_build());
+  return req.out_so;
+}
+
+// Random inputs for a trace (seeded), as host tensors.
+inline std::vector<HostTensor> random_inputs(const Trace& trace, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<HostTensor> in;
+  for (ValueId v : trace.inputs()) {
+    const TensorType& t = trace.type(v);
+    HostTensor h(dl_dtype(t.dtype), t.shape);
+    auto bytes = random_bytes(t, rng);
+    if (h.nbytes()) std::memcpy(h.raw(), bytes->bytes.data(), h.nbytes());
+    in.push_back(std::move(h));
+  }
+  return in;
+}
+
+inline double at(const HostTensor& h, std::size_t i) {
+  return h.dtype().bits == 64 ? static_cast<const double*>(h.raw())[i] : static_cast<const float*>(h.raw())[i];
+}
+
+// Worst |got - want| / (atol + rtol * |want|) over all elements (<= 1 passes); NaN counts as a failure.
+inline double worst_ratio(const HostTensor& got, const HostTensor& want, double rtol, double atol) {
+  double worst = 0;
+  for (std::size_t i = 0; i < want.numel(); ++i) {
+    double g = at(got, i), w = at(want, i);
+    double r = std::abs(g - w) / (atol + rtol * std::abs(w));
+    if (!(r <= worst)) worst = std::isnan(r) ? 1e30 : r;
+  }
+  return worst;
+}
+
+}  // namespace blastest
