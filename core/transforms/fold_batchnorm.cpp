@@ -129,10 +129,11 @@ Trace fold_batchnorm(const Trace& trace) {
   return out;
 }
 
-Transform fold_batchnorm_transform() {
-  return {"fold-batchnorm",
-          "batch_norms after a single-use conv2d with constant parameters are folded into its weight and bias",
-          [](const Trace& t, const TransformContext&) { return fold_batchnorm(t); }};
+const Transform& fold_batchnorm_transform() {
+  static const Transform t{"fold-batchnorm",
+                           "batch_norms after a single-use conv2d with constant parameters are folded into its weight and bias",
+                           [](const Trace& t, const TransformContext&) { return fold_batchnorm(t); }};
+  return t;
 }
 
 }  // namespace thunderc

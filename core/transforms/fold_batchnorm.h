@@ -16,6 +16,6 @@
 namespace thunderc {
 
 Trace fold_batchnorm(const Trace& trace);
-Transform fold_batchnorm_transform();
+const Transform& fold_batchnorm_transform();  // a static object, as the other passes
 
 }  // namespace thunderc
