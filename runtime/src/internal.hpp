@@ -74,8 +74,16 @@ struct Variant {
   std::string unavailable_reason;
 };
 
+// thunder.jit's cache option, as the runtime honours it (docs/runtime.md).
+enum class CacheMode {
+  ConstantValues,  // check every guard on every call (the last matching variant is tried first)
+  SameInput,       // check guards on the first call only, then reuse that variant (unsafe by design)
+  NoCaching,       // select afresh on every call, remember nothing
+};
+
 struct Manifest {
   uint32_t abi_version = 0;
+  CacheMode cache = CacheMode::ConstantValues;
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;
   std::vector<Variant> variants;

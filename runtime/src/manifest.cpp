@@ -140,6 +140,15 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
     if (auto dev = opts->find("device"); dev != opts->end() && dev->is_string()) {
       if (!parse_device(dev->get<std::string>(), &default_device)) default_device = DLDevice{kDLCPU, 0};
     }
+    if (auto cache = opts->find("cache"); cache != opts->end()) {
+      const std::string mode = cache->is_string() ? cache->get<std::string>() : cache->dump();
+      if (mode == "constant values") m.cache = CacheMode::ConstantValues;
+      else if (mode == "same input") m.cache = CacheMode::SameInput;
+      else if (mode == "no caching") m.cache = CacheMode::NoCaching;
+      else
+        v.error("options.cache", "'" + mode + "' is not a cache mode this runtime supports (constant values, same "
+                                 "input, no caching)");
+    }
   }
 
   const json& variants = v.array_field(root, "variants", "");

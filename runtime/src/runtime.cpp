@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <atomic>
 #include <mutex>
 #include <new>
 #include <sstream>
@@ -95,6 +96,9 @@ struct thunderc_model {
   void* handle = nullptr;
   Manifest manifest;
   int32_t num_threads = 1;
+  // Cache modes: the variant the last call used (constant values: tried first; same input: reused
+  // without checks once set). -1: none yet.
+  mutable std::atomic<long> memo{-1};
 
   // Workspace pool: free buffers per variant, reused across calls (thread-safe).
   std::mutex pool_mutex;
@@ -367,11 +371,19 @@ size_t select_variant(const thunderc_model* m, const DLTensor* inputs, size_t n)
   }
   for (size_t i = 0; i < n; ++i) check_tensor_struct(inputs[i], "input '" + mf.inputs[i].name + "'");
 
+  auto matches = [&](const Variant& v) {
+    if (!v.available) return false;
+    for (size_t i = 0; i < n; ++i)
+      if (!guard_mismatch(v.guards[i], inputs[i]).empty()) return false;
+    return true;
+  };
+  const long memo = m->memo.load(std::memory_order_relaxed);
+  if (memo >= 0 && mf.cache == CacheMode::SameInput) return static_cast<size_t>(memo);
+  if (memo >= 0 && mf.cache == CacheMode::ConstantValues && matches(mf.variants[memo])) return static_cast<size_t>(memo);
   for (const Variant& v : mf.variants) {
-    if (!v.available) continue;
-    bool ok = true;
-    for (size_t i = 0; i < n && ok; ++i) ok = guard_mismatch(v.guards[i], inputs[i]).empty();
-    if (ok) return v.id;
+    if (!matches(v)) continue;
+    if (mf.cache != CacheMode::NoCaching) m->memo.store(static_cast<long>(v.id), std::memory_order_relaxed);
+    return v.id;
   }
 
   std::string msg = "no variant of " + m->name + " accepts these inputs: ";

@@ -677,3 +677,34 @@ TEST_CASE("a path without a directory opens the file in the current directory, n
   thunderc_model_close(m);
   REQUIRE(chdir(previous) == 0);
 }
+
+// Cache modes (manifest options.cache): which variant a [4, 3] input gets after a first call with [2, 3].
+static size_t variant_after_first_call(const std::string& model) {
+  ModelHandle h(model_path(model));
+  std::vector<float> small(6, 1.0f), large(12, 1.0f);
+  int64_t small_shape[] = {2, 3}, large_shape[] = {4, 3};
+  DLTensor a{small.data(), {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, small_shape, nullptr, 0};
+  DLTensor b{large.data(), {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, large_shape, nullptr, 0};
+  size_t first = 99, second = 99;
+  REQUIRE(thunderc_model_select_variant(h.m, &a, 1, &first) == nullptr);
+  CHECK(first == 0);
+  thunderc_status st = thunderc_model_select_variant(h.m, &b, 1, &second);
+  thunderc_status_free(st);
+  return second;
+}
+
+TEST_CASE("cache modes") {
+  SUBCASE("constant values checks guards on every call") { CHECK(variant_after_first_call("two_variants") == 1); }
+  SUBCASE("no caching selects afresh on every call") { CHECK(variant_after_first_call("cache_no_caching") == 1); }
+  SUBCASE("same input reuses the first call's variant without checking (unsafe by design)") {
+    CHECK(variant_after_first_call("cache_same_input") == 0);
+  }
+  SUBCASE("an unknown cache mode is a manifest error naming the field") {
+    thunderc_model* m = nullptr;
+    thunderc_status st = thunderc_model_open(model_path("cache_bad").c_str(), nullptr, &m);
+    REQUIRE(st != nullptr);
+    CHECK(thunderc_status_code(st) == THUNDERC_STATUS_MANIFEST);
+    CHECK(std::string(thunderc_status_message(st)).find("options.cache") != std::string::npos);
+    thunderc_status_free(st);
+  }
+}
