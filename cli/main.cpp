@@ -44,6 +44,12 @@ struct ModelFlags {
   std::string device = "cpu";
   std::vector<std::string> executors;
   bool standalone = false;
+  std::vector<std::string> transforms;
+  CLI::Option* transforms_option = nullptr;  // count() > 0: --transforms was given (maybe empty)
+  std::vector<std::string> decompose;
+  std::string dump_traces;
+  bool time_passes = false;
+  bool verbose = false;
 
   void add_to(CLI::App& app, bool model_required) {
     auto* m = app.add_option("MODEL", model, "TorchScript model file (.pt)")->type_name("MODEL.pt");
@@ -62,6 +68,24 @@ struct ModelFlags {
         ->delimiter(',')
         ->allow_extra_args(false);
     app.add_flag("--standalone", standalone, "do not fall back on the torch executor (no LibTorch needed)");
+    transforms_option = app.add_option("--transforms", transforms,
+                                       "optional trace transforms to run, in order, comma-separated; replaces the "
+                                       "default list (\"none\": none; executors are always claimed; see "
+                                       "--list-transforms)")
+                            ->type_name("NAME,...")
+                            ->delimiter(',')
+                            ->allow_extra_args(false);
+    app.add_option("--decompose", decompose,
+                   "operators the decompose transform rewrites whatever the executors, comma-separated "
+                   "(e.g. softmax,gelu)")
+        ->type_name("OP,...")
+        ->delimiter(',')
+        ->allow_extra_args(false);
+    app.add_option("--dump-traces", dump_traces,
+                   "write the trace after every pass to DIR/NN-<pass>.txt (DIR/specialization-K/ with several "
+                   "specializations)")
+        ->type_name("DIR");
+    app.add_flag("--time-passes", time_passes, "print the time each pass took (a table on stderr)");
   }
 
   PipelineOptions pipeline_options() const {
@@ -72,6 +96,11 @@ struct ModelFlags {
     for (const std::string& e : executors)
       if (!e.empty()) o.executors.push_back(e);
     o.standalone = standalone;
+    if (transforms_option && transforms_option->count() > 0) o.transforms = transforms;
+    for (const std::string& d : decompose)
+      if (!d.empty()) o.decompose_ops.push_back(d);
+    o.dump_traces_dir = dump_traces;
+    o.verbose = verbose;
     return o;
   }
 };
@@ -189,6 +218,11 @@ int examine(const ModelFlags& flags, bool verbose) {
   std::cout << "Inputs: " << (inputs.empty() ? "(none)" : inputs) << "\n";
   std::cout << "Device: " << options.device.str() << "\n";
   std::cout << "Executors: " << r.executors.names_str() << (options.standalone ? " (standalone)" : "") << "\n";
+  std::string transforms;
+  for (const std::string& n : r.transforms) transforms += (transforms.empty() ? "" : ", ") + n;
+  std::cout << "Transforms: " << (transforms.empty() ? std::string("(none)") : transforms)
+            << (options.transforms ? " (from --transforms)" : " (default)") << "; executors claimed after "
+            << kClaimPassName << "\n";
   for (const std::string& n : r.executors.notes) std::cout << "  note: " << n << "\n";
   std::cout << "Specializations: " << r.specializations.size()
             << (r.shapes_recorded ? " (shapes recorded in the model)" : " (from --shapes)") << "\n";
@@ -207,7 +241,7 @@ int examine(const ModelFlags& flags, bool verbose) {
 
     PrintOptions po;
     po.show_source = verbose;
-    std::cout << "\nTrace:\n" << print_trace(t, po);
+    std::cout << "\nTrace (after every pass):\n" << print_trace(t, po);
 
     std::cout << "\nOperators:\n";
     print_operator_table(t);
@@ -232,6 +266,7 @@ int examine(const ModelFlags& flags, bool verbose) {
   }
   std::cout << "\nOK: every operation is supported and claimed (" << plural(r.specializations.size(), "specialization")
             << ", " << plural(total_ops, "operation") << ").\n";
+  if (flags.time_passes) std::cerr << pass_timing_table(r.timings);
   return 0;
 }
 
@@ -240,6 +275,7 @@ int examine(const ModelFlags& flags, bool verbose) {
 struct CompileFlags {
   std::string output;
   std::string keep_sources;
+  bool disable_torch_autograd = false;
 };
 
 // OUT.so -> OUT.json; any other name gets ".json" appended.
@@ -264,13 +300,23 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.options.executors = r.executors.names();
   request.options.device = options.device.str();
   request.options.standalone = options.standalone;
+  request.options.transforms = r.transforms;
+  request.options.disable_torch_autograd = out.disable_torch_autograd;
   request.input_names = r.model->input_names();
   std::size_t ops = 0;
   for (const SpecializedTrace& s : r.specializations) {
     request.variants.push_back({&s.trace, specialization_label(s)});
     ops += s.trace.symbols().size();
   }
-  CompileSummary summary = compile_model(request, Toolchain::from_build());
+  auto codegen_started = std::chrono::steady_clock::now();
+  CompileSummary summary;
+  {
+    ProgressLine progress(true);
+    progress.show("thunderc: generating and compiling C++ for " + plural(r.specializations.size(), "variant") + " ...");
+    summary = compile_model(request, Toolchain::from_build());
+  }
+  double codegen_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - codegen_started).count();
+  if (flags.time_passes) std::cerr << pass_timing_table(r.timings, {{"codegen + C++ build", codegen_ms, 1, 0}});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::printf("thunderc: compiled %s -> %s + %s\n", flags.model.c_str(), request.out_so.c_str(), request.out_json.c_str());
   std::printf("  %s, %s, executors %s\n", plural(r.specializations.size(), "variant").c_str(),
@@ -287,7 +333,8 @@ int run(int argc, char** argv) {
       "thunderc: an ahead-of-time compiler for TorchScript models\n"
       "  thunderc MODEL.pt -o OUT.so [options]     compile\n"
       "  thunderc examine MODEL.pt [options]       show the traced program and its executors\n"
-      "  thunderc --list-executors                 list the executors",
+      "  thunderc --list-executors                 list the executors\n"
+      "  thunderc --list-transforms                list the trace transforms and their order",
       "thunderc"};
   app.footer(
       "Examples:\n"
@@ -296,6 +343,9 @@ int run(int argc, char** argv) {
       "  thunderc examine samples/cnn.pt                                show the traced program and its executors\n"
       "  thunderc examine samples/gpt_block_scripted.pt --shapes 1x16x64 --verbose\n"
       "  thunderc --list-executors                                      list executors and whether they are usable\n"
+      "  thunderc --list-transforms                                     list the trace transforms and their order\n"
+      "  thunderc samples/cnn.pt -o out/cnn.so --dump-traces out/traces --time-passes\n"
+      "                                                                 keep the trace after every pass, time them\n"
       "\n"
       "Exit codes: 0 ok, 1 user error, 2 not implemented in this build, 3 internal error (a bug).");
 
@@ -309,12 +359,19 @@ int run(int argc, char** argv) {
   app.add_option("-o,--output", out.output, "the shared library to write (OUT.json is written beside it)")
       ->type_name("OUT.so");
   app.add_option("--keep-sources", out.keep_sources, "keep the generated sources in this directory")->type_name("DIR");
+  app.add_flag("--verbose", compile_flags.verbose, "print one line per pass (symbols, constants, time) on stderr");
+  app.add_flag("--disable-torch-autograd", out.disable_torch_autograd,
+               "accepted and recorded in the manifest: thunderc emits forward-only (inference) code today; "
+               "backward variants are planned");
+  bool list_transforms = false;
+  app.add_flag("--list-transforms", list_transforms, "list the trace transforms in pipeline order, and the default list");
 
   CLI::App* examine_cmd = app.add_subcommand("examine", "show a model's traced program, operators and executors");
   ModelFlags examine_flags;
   bool verbose = false;
   examine_flags.add_to(*examine_cmd, true);
-  examine_cmd->add_flag("-v,--verbose", verbose, "also print the TorchScript graph and source locations");
+  examine_cmd->add_flag("-v,--verbose", verbose,
+                        "also print the TorchScript graph and source locations, and one line per pass on stderr");
 
   add_run_command(app);
   add_inspect_command(app);
@@ -332,9 +389,16 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (list) return list_executors();
+  if (list_transforms) {
+    std::cout << list_transforms_text();
+    return 0;
+  }
   // run, inspect and bench do their work in their callbacks, during parse().
   if (app.got_subcommand("run") || app.got_subcommand("inspect") || app.got_subcommand("bench")) return 0;
-  if (examine_cmd->parsed()) return examine(examine_flags, verbose);
+  if (examine_cmd->parsed()) {
+    examine_flags.verbose = verbose;
+    return examine(examine_flags, verbose);
+  }
   if (compile_flags.model.empty()) {
     std::cout << app.help();
     return kExitUserError;

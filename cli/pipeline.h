@@ -1,9 +1,10 @@
 // The front half of every thunderc command that reads a model: load -> specializations -> import -> verify
-// -> claim executors. `thunderc examine` prints the result; `thunderc MODEL -o OUT.so` hands it to the
-// compile step (codegen), which extends this pipeline.
+// -> the transform pipeline (core/transforms/pipeline.h: pre-claim passes, claim executors, post-claim
+// passes). `thunderc examine` prints the result; `thunderc MODEL -o OUT.so` hands it to the compile step.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "core/frontend/shape_spec.h"
 #include "core/frontend/torchscript.h"
 #include "core/ir/trace.h"
+#include "core/transforms/pipeline.h"
 
 namespace thunderc {
 
@@ -20,30 +22,66 @@ struct PipelineOptions {
   Device device = Device::cpu();
   std::vector<std::string> executors;  // requested names in order (empty: the device's defaults)
   bool standalone = false;             // no always-executors (torch) appended
+  std::optional<std::vector<std::string>> transforms;  // --transforms (absent: default_transforms())
+  std::vector<std::string> decompose_ops;              // --decompose: operators to decompose regardless
+  std::string dump_traces_dir;  // --dump-traces: write NN-<pass>.txt after every pass (empty: no dumps)
+  bool verbose = false;         // one line per pass on stderr
+  bool progress = true;         // a progress line on stderr when it is a terminal
 };
 
-// One specialization of the model: its input shapes and the trace imported, verified and claimed for them.
+// One specialization of the model: its input shapes and the trace after every pass.
 struct SpecializedTrace {
   Specialization spec;                  // as given by --shapes or recorded in the model
   std::vector<TensorType> input_types;  // resolved against the model's inputs
-  Trace trace;
+  Trace trace;                          // the final trace (claimed, verified)
+};
+
+// Time spent in one step, summed over the specializations (--time-passes).
+struct PassTiming {
+  std::string pass;
+  double ms = 0;
+  std::size_t runs = 0;
+  std::size_t symbols_after = 0;  // summed over specializations, after the step
 };
 
 struct PipelineResult {
   std::unique_ptr<TorchScriptModel> model;
   bool shapes_recorded = false;  // true: the specializations came from the model, not --shapes
   ExecutorSelection executors;
+  std::vector<std::string> transforms;  // the optional passes that ran, in order (for the manifest)
   std::vector<SpecializedTrace> specializations;
+  std::vector<PassTiming> timings;  // load, import, each pass (in first-run order)
 };
 
 // Runs the pipeline. Every problem with the user's input is a UserError whose message stands on its own
 // (flags are checked before the model is loaded); InternalError means thunderc is wrong.
-// Steps: parse --shapes; resolve executors (resolve_executors); load the model; pick specializations
-// (--shapes, else recorded_shapes(), else UserError listing the input names); per specialization:
-// resolve_shapes -> import -> verify_trace -> claim_executors (UserError listing unclaimed operations).
+// Steps: parse --shapes; resolve executors; resolve --transforms (plan_passes); load the model; pick
+// specializations (--shapes, else recorded_shapes(), else UserError listing the input names); per
+// specialization: resolve_shapes -> import -> verify_trace -> run_passes (claiming included; UserError
+// listing unclaimed operations).
 PipelineResult run_pipeline(const PipelineOptions& options);
 
 // Text of a specialization for messages: "x=1x64:float32".
 std::string specialization_label(const SpecializedTrace& s);
+
+// The --time-passes table (written to stderr by the caller); `extra` rows (e.g. the C++ build) follow.
+std::string pass_timing_table(const std::vector<PassTiming>& timings, const std::vector<PassTiming>& extra = {});
+
+// A one-line progress indicator on stderr, shown only when stderr is a terminal (and `enabled`):
+// "thunderc: [1/2 x=1x64] decompose ..." rewritten in place; cleared by clear() and on destruction.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool enabled);
+  ~ProgressLine();
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  void show(const std::string& text);
+  void clear();
+  bool active() const { return active_; }
+
+ private:
+  bool active_ = false;
+  std::size_t shown_ = 0;  // characters currently on the line
+};
 
 }  // namespace thunderc

@@ -20,7 +20,8 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
   m["thunderc_version"] = THUNDERC_VERSION;
   m["source"] = {{"path", source.path}, {"sha256", source.sha256}, {"frontend", source.frontend}};
   m["options"] = {{"executors", options.executors}, {"device", options.device}, {"cache", options.cache},
-                  {"transforms", options.transforms}, {"standalone", options.standalone}};
+                  {"transforms", options.transforms}, {"standalone", options.standalone},
+                  {"disable_torch_autograd", options.disable_torch_autograd}};
 
   const Trace& first = *variants[0].trace;
   json inputs = json::array();

@@ -18,8 +18,9 @@ struct ManifestOptions {
   std::vector<std::string> executors;  // the resolved claiming order
   std::string device;
   std::string cache = "constant values";
-  std::vector<std::string> transforms;
+  std::vector<std::string> transforms;  // the optional passes that ran, in order (core/transforms/pipeline.h)
   bool standalone = false;
+  bool disable_torch_autograd = false;  // --disable-torch-autograd (forward-only is all thunderc emits today)
 };
 
 // UserError when the variants disagree on their outputs' count or dtypes (one manifest lists them once).

@@ -147,6 +147,13 @@ ValueId Trace::new_intermediate(TensorType type) {
   return new_value(std::move(v));
 }
 
+void Trace::remove_constant(ValueId id) {
+  auto it = std::find(constants_.begin(), constants_.end(), id);
+  THUNDERC_CHECK(it != constants_.end(), "value id ", id, " is not a constant");
+  constants_.erase(it);
+  values_[id].data.reset();
+}
+
 Trace Trace::clone_without_symbols() const {
   Trace t = *this;
   t.symbols_.clear();

@@ -85,6 +85,9 @@ class Trace {
   // builds its result by append()ing kept symbols and emit()ting new ones in order.
   Trace clone_without_symbols() const;
   void append(BoundSymbol sym) { symbols_.push_back(std::move(sym)); }
+  // Removes a constant from constants() and releases its bytes (for dead-code elimination). Its ValueId and
+  // name stay reserved; no symbol or output may use it afterwards (verify_trace checks).
+  void remove_constant(ValueId id);
 
   // A value for a pass to use as a region's output or a new result: same type, fresh "t" name.
   ValueId new_intermediate(TensorType type);

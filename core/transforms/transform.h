@@ -14,7 +14,8 @@ namespace thunderc {
 // What a pass may know besides the trace.
 struct TransformContext {
   Device device;
-  std::vector<const Executor*> executors;  // the claiming order (empty before claiming)
+  std::vector<const Executor*> executors;  // the claiming order (always-executors last), also before claiming
+  std::vector<std::string> decompose_ops;  // operators `decompose` rewrites whatever the executors (--decompose)
 };
 
 struct Transform {

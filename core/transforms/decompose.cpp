@@ -1,0 +1,252 @@
+#include "core/transforms/decompose.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/ir/error.h"
+#include "core/transforms/trace_util.h"
+
+namespace thunderc {
+
+namespace {
+
+Operand T(ValueId v) { return Operand::tensor(v); }
+Operand N(double x) { return Operand::number(x); }
+
+class Decomposer {
+ public:
+  explicit Decomposer(const TransformContext& ctx) {
+    for (const Executor* e : ctx.executors)
+      if (!e->is_always()) natives_.push_back(e);
+    forced_.insert(ctx.decompose_ops.begin(), ctx.decompose_ops.end());
+  }
+
+  bool forced(const BoundSymbol& s) const { return forced_.count(s.op->name) != 0; }
+
+  bool native_can(const Trace& t, const BoundSymbol& s) const {
+    return std::any_of(natives_.begin(), natives_.end(), [&](const Executor* e) { return e->can_execute(t, s); });
+  }
+
+  bool wants(const Trace& t, const BoundSymbol& s) const {
+    if (s.is_region() || s.outputs.size() != 1 || !has_rule(s.op->name) || !dtypes_ok(t, s)) return false;
+    return forced(s) || (!natives_.empty() && !native_can(t, s));
+  }
+
+  // Emits op(inputs, attrs) into t, rewriting it in turn when it wants to be; returns its (single) result.
+  ValueId emit(Trace& t, const std::string& name, std::vector<Operand> inputs, Attrs attrs = {}) {
+    ValueId out = t.emit1(op(name), std::move(inputs), std::move(attrs), source_);
+    BoundSymbol s = t.symbols().back();
+    if (!wants(t, s)) return out;
+    t.mutable_symbols().pop_back();
+    return rewrite(t, s);
+  }
+
+  // Appends symbols computing `s` (which is not in t) to t; returns the value holding the result.
+  ValueId rewrite(Trace& t, const BoundSymbol& s);
+
+  static bool has_rule(const std::string& name) { return rules().count(name) != 0; }
+  static const std::set<std::string>& rules() {
+    static const std::set<std::string> r = {"linear",    "addmm", "softmax", "log_softmax", "layer_norm",
+                                            "batch_norm", "gelu",  "silu",    "hardswish",   "hardsigmoid",
+                                            "scaled_dot_product_attention"};
+    return r;
+  }
+
+ private:
+  static bool dtypes_ok(const Trace& t, const BoundSymbol& s) {
+    auto ok = [&](ValueId v) {
+      DType d = t.type(v).dtype;
+      return !is_floating(d) || d == DType::Float32 || d == DType::Float64;
+    };
+    for (const Operand& in : s.inputs)
+      if (in.is_tensor() && !ok(in.value)) return false;
+    return std::all_of(s.outputs.begin(), s.outputs.end(), ok);
+  }
+
+  std::vector<const Executor*> natives_;
+  std::set<std::string> forced_;
+  std::string source_;  // of the symbol being rewritten, given to the new ones
+};
+
+ValueId Decomposer::rewrite(Trace& t, const BoundSymbol& s) {
+  const std::string saved_source = source_;
+  source_ = s.source;
+  const std::string& name = s.op->name;
+  const Attrs& at = s.attrs;
+  auto in = [&](std::size_t i) { return s.inputs.at(i); };
+  auto has = [&](std::size_t i) { return s.inputs.at(i).kind != OperandKind::None; };
+  auto type = [&](std::size_t i) -> const TensorType& { return t.type(s.inputs.at(i).value); };
+  ValueId r = 0;
+
+  if (name == "linear") {
+    ValueId w = in(1).value;
+    ValueId mm = type(1).rank() == 2 ? emit(t, "matmul", {in(0), T(emit(t, "permute", {in(1)}, {{"dims", IntList{1, 0}}}))})
+                                     : emit(t, "matmul", {in(0), T(w)});
+    r = has(2) ? emit(t, "add", {T(mm), in(2)}) : mm;
+  } else if (name == "addmm") {
+    double beta = at.get_float("beta"), alpha = at.get_float("alpha");
+    ValueId mm = emit(t, "matmul", {in(1), in(2)});
+    if (alpha != 1.0) mm = emit(t, "mul", {T(mm), N(alpha)});
+    if (beta == 0.0) {  // ATen ignores the bias entirely (NaN and inf included) when beta is 0
+      r = mm;
+    } else {
+      Operand c = beta == 1.0 ? in(0) : T(emit(t, "mul", {in(0), N(beta)}));
+      r = emit(t, "add", {c, T(mm)});
+    }
+  } else if (name == "softmax" || name == "log_softmax") {
+    Operand x = in(0);
+    if (!at.is_none("dtype")) x = T(emit(t, "to_dtype", {x}, {{"dtype", at.get_dtype("dtype")}}));
+    Attrs red = {{"dims", IntList{at.get_int("dim")}}, {"keepdim", true}};
+    ValueId m = emit(t, "amax", {x}, red);
+    ValueId d = emit(t, "sub", {x, T(m)});
+    ValueId e = emit(t, "exp", {T(d)});
+    ValueId sum = emit(t, "sum", {T(e)}, red);
+    r = name == "softmax" ? emit(t, "div", {T(e), T(sum)}) : emit(t, "sub", {T(d), T(emit(t, "log", {T(sum)}))});
+  } else if (name == "layer_norm") {
+    std::int64_t rank = static_cast<std::int64_t>(type(0).rank());
+    std::int64_t k = static_cast<std::int64_t>(at.get_ints("normalized_shape").size());
+    IntList dims;
+    for (std::int64_t d = rank - k; d < rank; ++d) dims.push_back(d);
+    Attrs red = {{"dims", dims}, {"keepdim", true}};
+    ValueId mu = emit(t, "mean", {in(0)}, red);
+    ValueId d = emit(t, "sub", {in(0), T(mu)});
+    ValueId var = emit(t, "mean", {T(emit(t, "mul", {T(d), T(d)}))}, red);
+    ValueId inv = emit(t, "rsqrt", {T(emit(t, "add", {T(var), N(at.get_float("eps"))}))});
+    r = emit(t, "mul", {T(d), T(inv)});
+    if (has(1)) r = emit(t, "mul", {T(r), in(1)});
+    if (has(2)) r = emit(t, "add", {T(r), in(2)});
+  } else if (name == "batch_norm") {
+    const TensorType& a = type(0);
+    IntList pshape(a.rank() - 1, 1);
+    pshape[0] = a.shape[1];
+    auto param = [&](Operand p) { return T(emit(t, "reshape", {p}, {{"shape", pshape}})); };
+    ValueId scale = emit(t, "rsqrt", {T(emit(t, "add", {in(4), N(at.get_float("eps"))}))});
+    if (has(1)) scale = emit(t, "mul", {T(scale), in(1)});
+    r = emit(t, "mul", {T(emit(t, "sub", {in(0), param(in(3))})), param(T(scale))});
+    if (has(2)) r = emit(t, "add", {T(r), param(in(2))});
+  } else if (name == "gelu") {
+    Operand x = in(0);
+    ValueId inner;
+    if (at.get_string("approximate") == "tanh") {
+      ValueId cube = emit(t, "mul", {T(emit(t, "mul", {x, x})), x});
+      ValueId sum = emit(t, "add", {x, T(emit(t, "mul", {T(cube), N(0.044715)}))});
+      inner = emit(t, "tanh", {T(emit(t, "mul", {T(sum), N(std::sqrt(2.0 / M_PI))}))});
+    } else {
+      inner = emit(t, "erf", {T(emit(t, "mul", {x, N(M_SQRT1_2)}))});
+    }
+    r = emit(t, "mul", {T(emit(t, "mul", {x, N(0.5)})), T(emit(t, "add", {T(inner), N(1.0)}))});
+  } else if (name == "silu") {
+    r = emit(t, "mul", {in(0), T(emit(t, "sigmoid", {in(0)}))});
+  } else if (name == "hardswish" || name == "hardsigmoid") {
+    ValueId relu6 = emit(t, "hardtanh", {T(emit(t, "add", {in(0), N(3.0)}))}, {{"min_val", 0.0}, {"max_val", 6.0}});
+    r = name == "hardsigmoid" ? emit(t, "div", {T(relu6), N(6.0)})
+                              : emit(t, "div", {T(emit(t, "mul", {in(0), T(relu6)})), N(6.0)});
+  } else if (name == "scaled_dot_product_attention") {
+    const TensorType& q = type(0);
+    const TensorType& k = type(1);
+    std::size_t n = q.rank();
+    double scale = at.is_none("scale") ? 1.0 / std::sqrt(static_cast<double>(q.shape[n - 1])) : at.get_float("scale");
+    IntList perm;
+    for (std::size_t i = 0; i + 2 < n; ++i) perm.push_back(static_cast<std::int64_t>(i));
+    perm.push_back(static_cast<std::int64_t>(n - 1));
+    perm.push_back(static_cast<std::int64_t>(n - 2));
+    ValueId kt = emit(t, "permute", {in(1)}, {{"dims", perm}});
+    ValueId sc = emit(t, "mul", {T(emit(t, "matmul", {in(0), T(kt)})), N(scale)});
+    const double neg_inf = -INFINITY;
+    if (at.get_bool("is_causal")) {
+      std::int64_t L = q.shape[n - 2], S = k.shape[n - 2];
+      auto data = std::make_shared<ConstantData>();
+      data->bytes.resize(static_cast<std::size_t>(L * S));
+      for (std::int64_t i = 0; i < L; ++i)
+        for (std::int64_t j = 0; j < S; ++j) data->bytes[static_cast<std::size_t>(i * S + j)] = j > i;
+      ValueId mask = t.add_constant("causal_mask", TensorType{DType::Bool, {L, S}, q.device}, std::move(data));
+      sc = emit(t, "masked_fill", {T(sc), T(mask), N(neg_inf)});
+    }
+    if (has(3)) {
+      if (is_bool(type(3).dtype))
+        sc = emit(t, "masked_fill", {T(sc), T(emit(t, "logical_not", {in(3)})), N(neg_inf)});
+      else
+        sc = emit(t, "add", {T(sc), in(3)});
+    }
+    ValueId p = emit(t, "softmax", {T(sc)}, {{"dim", std::int64_t{-1}}});
+    r = emit(t, "matmul", {T(p), in(2)});
+  } else {
+    internal_error("decompose: no rule for ", name);
+  }
+  source_ = saved_source;
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::string> decomposable_ops() {
+  const auto& r = Decomposer::rules();
+  return {r.begin(), r.end()};
+}
+
+Trace decompose(const Trace& trace, const TransformContext& context) {
+  for (const std::string& name : context.decompose_ops)
+    if (!Decomposer::has_rule(name)) {
+      std::string known;
+      for (const std::string& k : decomposable_ops()) known += (known.empty() ? "" : ", ") + k;
+      user_error("cannot decompose '", name, "': decompose has rules for ", known);
+    }
+  Decomposer dec(context);
+  Trace result = trace.clone_without_symbols();
+  ValueMap replaced;  // only when a rewrite's result could not take over the original output value
+  for (const BoundSymbol& original : trace.symbols()) {
+    BoundSymbol sym = original;
+    substitute_operands(sym, replaced);
+    if (dec.wants(result, sym)) {
+      Trace scratch = result;
+      std::size_t first = scratch.symbols().size();
+      ValueId final_value = 0;
+      bool ok = true;
+      try {
+        final_value = dec.rewrite(scratch, sym);
+      } catch (const UserError&) {
+        ok = false;  // a rule that does not fit this use (e.g. a mask broadcasting beyond the scores)
+      }
+      auto& added = scratch.mutable_symbols();
+      ok = ok && scratch.type(final_value) == result.type(sym.outputs[0]);
+      if (ok && !dec.forced(sym))
+        for (std::size_t i = first; ok && i < added.size(); ++i) ok = dec.native_can(scratch, added[i]);
+      if (ok) {
+        // Let the symbol computing the result define the original output value, so readers stay as they are.
+        BoundSymbol* def = nullptr;
+        bool read_again = false;
+        for (std::size_t i = first; i < added.size(); ++i) {
+          for (ValueId v : tensor_operands(added[i])) read_again = read_again || v == final_value;
+          if (added[i].outputs.size() == 1 && added[i].outputs[0] == final_value) def = &added[i];
+        }
+        if (def && !read_again)
+          def->outputs[0] = sym.outputs[0];
+        else
+          replaced[sym.outputs[0]] = final_value;
+        result = std::move(scratch);
+        continue;
+      }
+    }
+    result.append(std::move(sym));
+  }
+  if (!replaced.empty()) {
+    std::vector<ValueId> outs;
+    for (ValueId v : trace.outputs()) outs.push_back(resolve_value(replaced, v));
+    result.set_outputs(outs);
+  }
+  result.constructed_by = "decompose";
+  return result;
+}
+
+const Transform& decompose_transform() {
+  static const Transform t{
+      "decompose",
+      "composite operators (linear, softmax, layer_norm, gelu, sdpa, ...) that no executor but torch runs "
+      "become simpler ones",
+      [](const Trace& trace, const TransformContext& ctx) { return decompose(trace, ctx); }};
+  return t;
+}
+
+}  // namespace thunderc

@@ -1,0 +1,45 @@
+// `decompose`: rewrites composite operators into simpler catalog operators, for executors that lack them.
+//
+// Rules (each result computes the same function up to floating-point rounding):
+//   linear(a, w, b)        -> matmul(a, permute(w, [1, 0])) + b          (1-D w: matmul(a, w) + b)
+//   addmm(c, a, b)         -> beta * c + alpha * matmul(a, b)             (scalings only when != 1)
+//   softmax(a, dim)        -> e = exp(a - amax(a, dim, keepdim)); e / sum(e, dim, keepdim)
+//   log_softmax(a, dim)    -> (a - m) - log(sum(exp(a - m), dim, keepdim)), m = amax(a, dim, keepdim)
+//   layer_norm(a, w, b)    -> d = a - mean(a); d * rsqrt(mean(d * d) + eps) * w + b  (over the normalized dims)
+//   batch_norm(a, ...)     -> (a - mean) * rsqrt(var + eps) * w + b   (statistics reshaped to [C, 1, ...])
+//   gelu(a)                -> 0.5 * a * (1 + erf(a / sqrt(2)))   or the tanh approximation
+//   silu, hardswish, hardsigmoid -> sigmoid / hardtanh(a + 3, 0, 6) forms
+//   scaled_dot_product_attention(q, k, v, mask) -> softmax(q @ k^T * scale (+ mask)) @ v
+//       (a bool mask or is_causal becomes masked_fill(..., -inf); the causal mask is a bool constant)
+// A softmax produced by a rule is itself decomposed when the same conditions hold for it.
+//
+// When: a symbol is rewritten when its operator is in context.decompose_ops (explicitly requested), or when
+//  (1) the executor list has at least one executor besides the always-executors (torch), and
+//  (2) none of those implements this symbol (Executor::can_execute), and
+//  (3) every symbol of the rewrite can be run by one of those executors (after rewriting recursively).
+// Condition (3) keeps torch from running five small operators instead of one fused ATen call.
+// Floating tensors must be float32 or float64: rewriting float16/bfloat16 math would change its rounding
+// (ATen computes those in float32 internally), so such symbols are never rewritten.
+//
+// After decompose(t, ctx): no symbol outside regions satisfies the conditions above; a rewritten symbol's
+// output keeps its value (name and id), so readers and the trace's outputs are unchanged; new values get
+// fresh "t" names; other symbols are unchanged and in order. Runs before claiming (new symbols are unclaimed).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/ir/trace.h"
+#include "core/transforms/transform.h"
+
+namespace thunderc {
+
+Trace decompose(const Trace& trace, const TransformContext& context);
+
+// Operators decompose has a rule for (for --decompose and its error message), sorted.
+std::vector<std::string> decomposable_ops();
+
+// name "decompose"; runs decompose with the context's executors and decompose_ops.
+const Transform& decompose_transform();
+
+}  // namespace thunderc

@@ -1,0 +1,27 @@
+// Small helpers shared by the transforms in this folder (not a transform itself).
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/ir/trace.h"
+
+namespace thunderc {
+
+// Old value -> the value that replaces it.
+using ValueMap = std::unordered_map<ValueId, ValueId>;
+
+// Follows `map` from `v` until a value that is not replaced.
+ValueId resolve_value(const ValueMap& map, ValueId v);
+
+// Replaces every tensor operand of `sym` (and of its subsymbols, for a region) found in `map`.
+void substitute_operands(BoundSymbol& sym, const ValueMap& map);
+
+// The tensor values `sym` reads from its scope (a region's inputs cover what its subsymbols read).
+std::vector<ValueId> tensor_operands(const BoundSymbol& sym);
+
+// True when `v` is one of the trace's outputs.
+bool is_trace_output(const Trace& trace, ValueId v);
+
+}  // namespace thunderc
