@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "codegen/blas/blas_backend.h"
+#include "codegen/cpp/cpp_backend.h"
 #include "core/ir/error.h"
 
 extern char** environ;
@@ -37,6 +38,7 @@ Toolchain Toolchain::from_build() {
 BackendSet make_backends(const Toolchain& toolchain) {
   BackendSet set;
   set["torch"] = std::make_unique<TorchBackend>(toolchain.aten_shim);
+  set["cpp"] = std::make_unique<CppBackend>();
   set["blas"] = std::make_unique<BlasBackend>();
   return set;
 }

@@ -3,6 +3,7 @@
 #include <memory>
 #include <mutex>
 
+#include "core/executors/cpp_support.h"
 #include "core/executors/executor.h"
 #include "core/executors/probe.h"
 
@@ -112,8 +113,11 @@ std::vector<std::unique_ptr<Executor>> make_executors() {
   cpp.name = "cpp";
   cpp.description = "fused C++ loops for elementwise, reduction and normalization regions";
   cpp.devices = {DeviceKind::CPU};
-  cpp.categories = {C::Elementwise, C::Reduction, C::Normalization, C::Shape};
-  out.push_back(std::make_unique<Executor>(std::move(cpp)));
+  cpp.categories = {C::Elementwise, C::Reduction, C::Normalization, C::Shape, C::Pooling};
+  cpp.implemented = true;
+  auto c = std::make_unique<Executor>(std::move(cpp));
+  register_cpp_impls(*c);
+  out.push_back(std::move(c));
 
   Executor::Info blas;
   blas.name = "blas";

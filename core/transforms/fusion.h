@@ -1,0 +1,32 @@
+// The `fusion` transform: groups the symbols claimed by the `cpp` executor into regions (bound symbols of
+// op "fusion", executor "cpp", attribute name="cpp_fusion<N>") that codegen/cpp/ turns into fused loops.
+//
+// After fuse_cpp_regions(t):
+//  * every symbol claimed by cpp is inside exactly one region, except reshapes whose region would hold
+//    nothing else: those stay top-level symbols, so the memory plan can alias them (no copy);
+//  * a region's subsymbols are in their original relative order; its inputs are the tensors its
+//    subsymbols read that it does not compute (first-use order); its outputs are the values it computes
+//    that a symbol outside it reads or the trace returns (in the order they are computed);
+//  * symbols may be reordered, but only as dataflow allows: the trace is a topological order of the
+//    condensed graph (regions as nodes), there are no cycles between a region and the rest of the trace,
+//    and regions are numbered 0, 1, ... in trace order; the result passes verify_trace.
+//
+// Fusion rules (grouping by dataflow, not only adjacency): symbols are visited in trace order; a cpp
+// symbol joins the region of one of its cpp producers (the most recent one first) when that creates no
+// cycle, and the regions of its other cpp producers are merged into that region when that creates no
+// cycle either; otherwise it starts a new region. Every cpp operator may be combined with any other (the
+// cpp codegen materializes what it has to: reduction and normalization statistics, values read more than
+// once, inputs of pooling), so no pair of ops is illegal; siblings that only share an input are not merged.
+#pragma once
+
+#include "core/ir/trace.h"
+#include "core/transforms/transform.h"
+
+namespace thunderc {
+
+Trace fuse_cpp_regions(const Trace& trace);
+
+// name "fusion"; runs fuse_cpp_regions (the context is not needed).
+const Transform& fusion_transform();
+
+}  // namespace thunderc

@@ -1,0 +1,304 @@
+// Conformance: every operator the cpp executor claims, against the torch executor, on shapes with
+// broadcasting, size-1 and odd extents, views (permute/slice/expand/select) feeding elementwise ops, and
+// empty tensors. Several ops share one trace (one output each) so that each case compiles two .so files.
+// Tolerances: see cpptest::Tol (float32 rtol 1e-5, atol 1e-5; float64 1e-10).
+#include <doctest/doctest.h>
+
+#include "cpp_test_util.h"
+
+using namespace cpptest;
+
+namespace {
+
+const Tol kF64{1e-10, 1e-10};
+
+// All unary ops on one input of `shape`.
+Trace unary_trace(const TensorType& type, bool positive_only_ops) {
+  Trace t;
+  ValueId x = t.add_input("x", type);
+  std::vector<ValueId> outs;
+  if (positive_only_ops) {
+    for (const char* name : {"log", "sqrt", "rsqrt", "reciprocal"}) outs.push_back(t.emit1(op(name), {T(x)}, {}));
+    outs.push_back(t.emit1(op("pow"), {T(x), N(0.7)}, {}));
+    outs.push_back(t.emit1(op("pow"), {T(x), N(0.5)}, {}));
+  } else {
+    for (const char* name : {"relu", "neg", "abs", "exp", "sin", "cos", "erf", "sigmoid", "tanh", "silu", "hardswish",
+                             "hardsigmoid"})
+      outs.push_back(t.emit1(op(name), {T(x)}, {}));
+    outs.push_back(t.emit1(op("gelu"), {T(x)}, {}));
+    outs.push_back(t.emit1(op("gelu"), {T(x)}, {{"approximate", std::string("tanh")}}));
+    outs.push_back(t.emit1(op("hardtanh"), {T(x)}, {{"min_val", -0.5}, {"max_val", 0.7}}));
+    outs.push_back(t.emit1(op("hardtanh"), {T(x)}, {{"min_val", 0.0}, {"max_val", 6.0}}));
+    outs.push_back(t.emit1(op("leaky_relu"), {T(x)}, {{"negative_slope", 0.2}}));
+    outs.push_back(t.emit1(op("clamp"), {T(x)}, {{"min", -0.3}}));
+    outs.push_back(t.emit1(op("clamp"), {T(x)}, {{"max", 0.4}}));
+    outs.push_back(t.emit1(op("clamp"), {T(x)}, {{"min", -0.3}, {"max", 0.4}}));
+    outs.push_back(t.emit1(op("pow"), {T(x), N(2.0)}, {}));
+    outs.push_back(t.emit1(op("pow"), {T(x), N(3.0)}, {}));
+    outs.push_back(t.emit1(op("pow"), {T(x), Operand::number(Scalar(std::int64_t{1}))}, {}));
+    DType other = type.dtype == DType::Float32 ? DType::Float64 : DType::Float32;
+    outs.push_back(t.emit1(op("to_dtype"), {T(x)}, {{"dtype", other}}));
+    outs.push_back(t.emit1(op("to_dtype"), {T(x)}, {{"dtype", DType::Bool}}));
+    outs.push_back(t.emit1(op("logical_not"), {T(x)}, {}));
+  }
+  t.set_outputs(outs);
+  return t;
+}
+
+Trace binary_trace(const TensorType& a_type, const TensorType& b_type) {
+  Trace t;
+  ValueId a = t.add_input("a", a_type), b = t.add_input("b", b_type);
+  std::vector<ValueId> outs;
+  for (const char* name : {"add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"})
+    outs.push_back(t.emit1(op(name), {T(a), T(b)}, {}));
+  // number operands on either side
+  outs.push_back(t.emit1(op("add"), {T(a), N(2.5)}, {}));
+  outs.push_back(t.emit1(op("sub"), {N(2.5), T(b)}, {}));
+  outs.push_back(t.emit1(op("mul"), {T(a), Operand::number(Scalar(std::int64_t{3}))}, {}));
+  outs.push_back(t.emit1(op("div"), {T(a), N(0.3)}, {}));
+  outs.push_back(t.emit1(op("div"), {N(1.5), T(b)}, {}));
+  outs.push_back(t.emit1(op("gt"), {T(a), N(0.1)}, {}));
+  outs.push_back(t.emit1(op("maximum"), {T(a), T(b)}, {}));
+  t.set_outputs(outs);
+  return t;
+}
+
+void unary_case(Shape s, DType d = DType::Float32) {
+  TensorType type{d, s, Device::cpu()};
+  std::string tag = std::to_string(s.size()) + "_" + (s.empty() ? std::string("s") : std::to_string(s.back())) + dtype_short_name(d);
+  Tol tol = d == DType::Float64 ? kF64 : Tol{};
+  check_against_torch(unary_trace(type, false), "unary_" + tag, false, tol);
+  check_against_torch(unary_trace(type, true), "unary_pos_" + tag, true, tol);
+}
+
+}  // namespace
+
+TEST_CASE("unary elementwise ops: scalar, size-1, odd, large, empty shapes; float32 and float64") {
+  SUBCASE("[]") { unary_case({}); }
+  SUBCASE("[1]") { unary_case({1}); }
+  SUBCASE("[7]") { unary_case({7}); }
+  SUBCASE("[3, 1, 33]") { unary_case({3, 1, 33}); }
+  SUBCASE("[64, 1031] (parallel)") { unary_case({64, 1031}); }
+  SUBCASE("[0, 4]") { unary_case({0, 4}); }
+  SUBCASE("float64 [5, 9]") { unary_case({5, 9}, DType::Float64); }
+}
+
+TEST_CASE("binary elementwise ops with broadcasting and numbers") {
+  struct C {
+    Shape a, b;
+  };
+  int i = 0;
+  for (C c : {C{{3, 5}, {3, 5}}, C{{3, 1}, {1, 5}}, C{{5}, {2, 3, 5}}, C{{}, {4, 3}}, C{{1, 1}, {17, 1}},
+              C{{0, 3}, {1, 3}}, C{{2, 1, 257}, {2, 129, 1}}}) {
+    CAPTURE(i);
+    check_against_torch(binary_trace(f32(c.a), f32(c.b)), "binary_" + std::to_string(i++));
+  }
+  SUBCASE("float64") { check_against_torch(binary_trace(f64({4, 1}), f64({4, 6})), "binary_f64", false, kF64); }
+  SUBCASE("float32 with float64 promotes") { check_against_torch(binary_trace(f32({4, 6}), f64({6})), "binary_mixed", false, kF64); }
+  SUBCASE("pow of two tensors") {
+    Trace t;
+    ValueId a = t.add_input("a", f32({3, 4})), b = t.add_input("b", f32({4}));
+    t.set_outputs({t.emit1(op("pow"), {T(a), T(b)}, {})});
+    check_against_torch(t, "pow_tensors", true);
+  }
+}
+
+TEST_CASE("where, masked_fill and logical ops") {
+  Trace t;
+  ValueId c = t.add_input("c", b8({3, 1})), a = t.add_input("a", f32({2, 3, 5})), b = t.add_input("b", f32({5}));
+  ValueId m = t.add_input("m", b8({3, 5})), z = t.add_input("z", f32({}));
+  std::vector<ValueId> outs;
+  outs.push_back(t.emit1(op("where"), {T(c), T(a), T(b)}, {}));
+  outs.push_back(t.emit1(op("where"), {T(c), T(a), N(0.5)}, {}));
+  outs.push_back(t.emit1(op("where"), {T(m), N(-1.0), T(b)}, {}));
+  outs.push_back(t.emit1(op("masked_fill"), {T(a), T(m), N(-1e9)}, {}));
+  outs.push_back(t.emit1(op("masked_fill"), {T(a), T(m), N(-INFINITY)}, {}));
+  outs.push_back(t.emit1(op("masked_fill"), {T(a), T(c), T(z)}, {}));
+  outs.push_back(t.emit1(op("logical_and"), {T(c), T(m)}, {}));
+  outs.push_back(t.emit1(op("logical_or"), {T(c), T(m)}, {}));
+  outs.push_back(t.emit1(op("logical_not"), {T(m)}, {}));
+  outs.push_back(t.emit1(op("to_dtype"), {T(m)}, {{"dtype", DType::Float32}}));
+  t.set_outputs(outs);
+  check_against_torch(t, "where_mask");
+}
+
+TEST_CASE("reductions: sum, mean, amax over dims, keepdim, all dims, empty dims") {
+  int i = 0;
+  struct C {
+    Shape s;
+    IntList dims;
+    bool keepdim;
+  };
+  for (C c : {C{{4, 5, 6}, {}, false}, C{{4, 5, 6}, {0}, false}, C{{4, 5, 6}, {1}, true}, C{{4, 5, 6}, {-1}, false},
+              C{{4, 5, 6}, {0, 2}, true}, C{{1, 7}, {1}, false}, C{{2, 33, 65}, {2}, false}, C{{2, 33, 65}, {1}, true},
+              C{{300, 300}, {1}, false}, C{{300, 300}, {0}, false}, C{{}, {}, false}}) {
+    CAPTURE(i);
+    Trace t;
+    ValueId x = t.add_input("x", f32(c.s));
+    std::vector<ValueId> outs;
+    for (const char* name : {"sum", "mean", "amax"})
+      outs.push_back(t.emit1(op(name), {T(x)}, {{"dims", c.dims}, {"keepdim", c.keepdim}}));
+    outs.push_back(t.emit1(op("sum"), {T(x)}, {{"dims", c.dims}, {"keepdim", c.keepdim}, {"dtype", DType::Float64}}));
+    t.set_outputs(outs);
+    check_against_torch(t, "reduce_" + std::to_string(i++), false, Tol{1e-5, 1e-4});
+  }
+  SUBCASE("sum and mean of an empty dim") {
+    Trace t;
+    ValueId x = t.add_input("x", f32({3, 0, 2}));
+    t.set_outputs({t.emit1(op("sum"), {T(x)}, {{"dims", IntList{1}}}), t.emit1(op("mean"), {T(x)}, {{"dims", IntList{1}}})});
+    check_against_torch(t, "reduce_empty");
+  }
+  SUBCASE("reduction of an elementwise chain over a permuted input") {
+    Trace t;
+    ValueId x = t.add_input("x", f32({6, 4, 5}));
+    ValueId p = t.emit1(op("permute"), {T(x)}, {{"dims", IntList{2, 0, 1}}});
+    ValueId e = t.emit1(op("exp"), {T(p)}, {});
+    t.set_outputs({t.emit1(op("sum"), {T(e)}, {{"dims", IntList{1}}}), t.emit1(op("amax"), {T(e)}, {{"dims", IntList{2}}, {"keepdim", true}})});
+    check_against_torch(t, "reduce_chain", false, Tol{1e-5, 1e-4});
+  }
+}
+
+TEST_CASE("softmax and log_softmax along any dim") {
+  int i = 0;
+  struct C {
+    Shape s;
+    std::int64_t dim;
+  };
+  for (C c : {C{{3, 4, 5}, 0}, C{{3, 4, 5}, 1}, C{{3, 4, 5}, -1}, C{{2, 129}, 1}, C{{7}, 0}, C{{1, 1}, 1}, C{{0, 5}, 1},
+              C{{64, 1000}, -1}}) {
+    CAPTURE(i);
+    Trace t;
+    ValueId x = t.add_input("x", f32(c.s));
+    ValueId y = t.emit1(op("mul"), {T(x), N(3.0)}, {});
+    t.set_outputs({t.emit1(op("softmax"), {T(y)}, {{"dim", c.dim}}), t.emit1(op("log_softmax"), {T(y)}, {{"dim", c.dim}}),
+                   t.emit1(op("softmax"), {T(x)}, {{"dim", c.dim}, {"dtype", DType::Float64}})});
+    check_against_torch(t, "softmax_" + std::to_string(i++));
+  }
+  SUBCASE("masked attention-style softmax with -inf") {
+    Trace t;
+    ValueId x = t.add_input("x", f32({2, 4, 8, 8})), m = t.add_input("m", b8({8, 8}));
+    ValueId s = t.emit1(op("mul"), {T(x), N(0.125)}, {});
+    ValueId f = t.emit1(op("masked_fill"), {T(s), T(m), N(-INFINITY)}, {});
+    t.set_outputs({t.emit1(op("softmax"), {T(f)}, {{"dim", std::int64_t{-1}}})});
+    check_against_torch(t, "softmax_masked");
+  }
+}
+
+TEST_CASE("layer_norm and batch_norm") {
+  SUBCASE("layer_norm over the last dim and the last two, with and without weight and bias") {
+    Trace t;
+    ValueId x = t.add_input("x", f32({2, 3, 8})), w = t.add_input("w", f32({8})), b = t.add_input("b", f32({8}));
+    ValueId w2 = t.add_input("w2", f32({3, 8}));
+    std::vector<ValueId> outs;
+    outs.push_back(t.emit1(op("layer_norm"), {T(x), T(w), T(b)}, {{"normalized_shape", IntList{8}}}));
+    outs.push_back(t.emit1(op("layer_norm"), {T(x), Operand::none(), Operand::none()}, {{"normalized_shape", IntList{8}}, {"eps", 1e-3}}));
+    outs.push_back(t.emit1(op("layer_norm"), {T(x), T(w2), Operand::none()}, {{"normalized_shape", IntList{3, 8}}}));
+    t.set_outputs(outs);
+    check_against_torch(t, "layer_norm");
+  }
+  SUBCASE("layer_norm of a wide row feeding gelu") {
+    Trace t;
+    ValueId x = t.add_input("x", f32({33, 768})), w = t.add_input("w", f32({768})), b = t.add_input("b", f32({768}));
+    ValueId y = t.emit1(op("layer_norm"), {T(x), T(w), T(b)}, {{"normalized_shape", IntList{768}}});
+    t.set_outputs({t.emit1(op("gelu"), {T(y)}, {})});
+    check_against_torch(t, "layer_norm_gelu", false, Tol{1e-4, 1e-5});
+  }
+  SUBCASE("batch_norm (inference) on 4-D and 2-D inputs, with and without affine") {
+    Trace t;
+    ValueId x = t.add_input("x", f32({2, 3, 4, 5})), x2 = t.add_input("x2", f32({4, 3}));
+    ValueId w = t.add_input("w", f32({3})), b = t.add_input("b", f32({3})), m = t.add_input("m", f32({3}));
+    ValueId v0 = t.add_input("v0", f32({3}));
+    ValueId v = t.emit1(op("abs"), {T(v0)}, {});
+    std::vector<ValueId> outs;
+    outs.push_back(t.emit1(op("batch_norm"), {T(x), T(w), T(b), T(m), T(v)}, {}));
+    outs.push_back(t.emit1(op("batch_norm"), {T(x2), T(w), T(b), T(m), T(v)}, {{"eps", 1e-3}}));
+    ValueId bn = t.emit1(op("batch_norm"), {T(x), Operand::none(), Operand::none(), T(m), T(v)}, {});
+    outs.push_back(t.emit1(op("relu"), {T(bn)}, {}));
+    t.set_outputs(outs);
+    check_against_torch(t, "batch_norm", false, Tol{1e-5, 1e-4});
+  }
+}
+
+TEST_CASE("data movement: views feeding elementwise ops, reshape, cat, lone copies") {
+  Trace t;
+  ValueId x = t.add_input("x", f32({2, 3, 4})), y = t.add_input("y", f32({3, 1}));
+  std::vector<ValueId> outs;
+  ValueId p = t.emit1(op("permute"), {T(x)}, {{"dims", IntList{2, 0, 1}}});
+  outs.push_back(t.emit1(op("add"), {T(p), N(1.0)}, {}));
+  ValueId s = t.emit1(op("slice"), {T(x)}, {{"dim", std::int64_t{2}}, {"start", std::int64_t{1}}, {"end", std::int64_t{4}}, {"step", std::int64_t{2}}});
+  outs.push_back(t.emit1(op("mul"), {T(s), T(s)}, {}));
+  ValueId sel = t.emit1(op("select"), {T(x)}, {{"dim", std::int64_t{1}}, {"index", std::int64_t{2}}});
+  outs.push_back(t.emit1(op("sigmoid"), {T(sel)}, {}));
+  ValueId e = t.emit1(op("expand"), {T(y)}, {{"shape", IntList{2, 3, 5}}});
+  outs.push_back(t.emit1(op("sub"), {T(e), N(0.5)}, {}));
+  ValueId r1 = t.emit1(op("reshape"), {T(p)}, {{"shape", IntList{4, 6}}});  // not a view of the permute: copied
+  outs.push_back(t.emit1(op("tanh"), {T(r1)}, {}));
+  ValueId r2 = t.emit1(op("reshape"), {T(x)}, {{"shape", IntList{6, -1}}});
+  outs.push_back(t.emit1(op("exp"), {T(r2)}, {}));
+  ValueId r3 = t.emit1(op("reshape"), {T(s)}, {{"shape", IntList{12}}});  // slice then flatten: not a view
+  outs.push_back(t.emit1(op("neg"), {T(r3)}, {}));
+  outs.push_back(t.emit1(op("cat"), {T(x), T(x)}, {{"dim", std::int64_t{1}}}));
+  ValueId pe = t.emit1(op("exp"), {T(p)}, {});
+  outs.push_back(t.emit1(op("cat"), {T(pe), T(p)}, {{"dim", std::int64_t{0}}}));
+  outs.push_back(t.emit1(op("permute"), {T(x)}, {{"dims", IntList{1, 2, 0}}}));  // a lone copy
+  outs.push_back(t.emit1(op("expand"), {T(y)}, {{"shape", IntList{3, 4}}}));
+  ValueId empty = t.emit1(op("slice"), {T(x)}, {{"dim", std::int64_t{1}}, {"start", std::int64_t{1}}, {"end", std::int64_t{1}}});
+  outs.push_back(t.emit1(op("relu"), {T(empty)}, {}));
+  t.set_outputs(outs);
+  check_against_torch(t, "movement");
+}
+
+TEST_CASE("pooling: max, average, adaptive average") {
+  Trace t;
+  ValueId x = t.add_input("x", f32({2, 3, 9, 11})), x3 = t.add_input("x3", f32({3, 7, 7}));
+  std::vector<ValueId> outs;
+  auto k = [](IntList v) { return AttrValue(v); };
+  outs.push_back(t.emit1(op("max_pool2d"), {T(x)}, {{"kernel_size", k({3, 3})}, {"stride", k({2, 2})}, {"padding", k({1, 1})}}));
+  outs.push_back(t.emit1(op("max_pool2d"), {T(x)}, {{"kernel_size", k({2})}}));
+  outs.push_back(t.emit1(op("max_pool2d"), {T(x)}, {{"kernel_size", k({3, 2})}, {"stride", k({2, 3})}, {"dilation", k({2, 1})}, {"ceil_mode", true}}));
+  outs.push_back(t.emit1(op("avg_pool2d"), {T(x)}, {{"kernel_size", k({3, 3})}, {"stride", k({2, 2})}, {"padding", k({1, 1})}}));
+  outs.push_back(t.emit1(op("avg_pool2d"), {T(x)}, {{"kernel_size", k({3, 3})}, {"stride", k({2, 2})}, {"padding", k({1, 1})}, {"count_include_pad", false}}));
+  outs.push_back(t.emit1(op("avg_pool2d"), {T(x)}, {{"kernel_size", k({2, 2})}, {"ceil_mode", true}}));
+  outs.push_back(t.emit1(op("avg_pool2d"), {T(x)}, {{"kernel_size", k({3, 3})}, {"padding", k({1, 1})}, {"divisor_override", std::int64_t{5}}}));
+  outs.push_back(t.emit1(op("adaptive_avg_pool2d"), {T(x)}, {{"output_size", k({1, 1})}}));
+  outs.push_back(t.emit1(op("adaptive_avg_pool2d"), {T(x)}, {{"output_size", k({4, 5})}}));
+  outs.push_back(t.emit1(op("max_pool2d"), {T(x3)}, {{"kernel_size", k({2, 2})}}));
+  ValueId r = t.emit1(op("relu"), {T(x)}, {});  // pooling of an elementwise producer
+  outs.push_back(t.emit1(op("max_pool2d"), {T(r)}, {{"kernel_size", k({2, 2})}}));
+  t.set_outputs(outs);
+  check_against_torch(t, "pooling");
+}
+
+TEST_CASE("fused chains: gpt-style block pieces") {
+  Trace t;
+  ValueId x = t.add_input("x", f32({2, 16, 64})), res = t.add_input("res", f32({2, 16, 64}));
+  ValueId w = t.add_input("w", f32({64})), b = t.add_input("b", f32({64}));
+  ValueId h = t.emit1(op("add"), {T(x), T(res)}, {});
+  ValueId ln = t.emit1(op("layer_norm"), {T(h), T(w), T(b)}, {{"normalized_shape", IntList{64}}});
+  ValueId r = t.emit1(op("reshape"), {T(ln)}, {{"shape", IntList{2, 16, 4, 16}}});
+  ValueId p = t.emit1(op("permute"), {T(r)}, {{"dims", IntList{0, 2, 1, 3}}});
+  ValueId sc = t.emit1(op("mul"), {T(p), N(0.25)}, {});
+  ValueId sm = t.emit1(op("softmax"), {T(sc)}, {{"dim", std::int64_t{-1}}});
+  ValueId g = t.emit1(op("gelu"), {T(h)}, {{"approximate", std::string("tanh")}});
+  ValueId out = t.emit1(op("add"), {T(g), T(h)}, {});
+  t.set_outputs({sm, out, h});
+  check_against_torch(t, "chain", false, Tol{1e-5, 1e-5});
+}
+
+TEST_CASE("checkers leave unsupported uses to torch") {
+  Trace t;
+  ValueId x = t.add_input("x", TensorType{DType::Int64, {3}, Device::cpu()});
+  ValueId h = t.add_input("h", TensorType{DType::Float16, {3}, Device::cpu()});
+  ValueId f = t.add_input("f", f32({3}));
+  t.emit1(op("add"), {T(x), N(1.0)}, {});
+  t.emit1(op("relu"), {T(h)}, {});
+  t.emit1(op("div"), {T(f), N(2.0)}, {{"rounding_mode", std::string("floor")}});
+  t.emit1(op("relu"), {T(f)}, {});
+  t.set_outputs({t.symbols().back().outputs[0]});
+  std::vector<const Executor*> exs = {find_executor("cpp"), find_executor("torch")};
+  claim_executors(t, exs);
+  CHECK(t.symbols()[0].executor == "torch");
+  CHECK(t.symbols()[1].executor == "torch");
+  CHECK(t.symbols()[2].executor == "torch");
+  CHECK(t.symbols()[3].executor == "cpp");
+}

@@ -1,0 +1,145 @@
+// Helpers for the cpp executor tests: hand-built traces, compiled once with the torch executor (the
+// reference: ATen through the shim) and once with cpp (+ torch for anything cpp rejects), both with
+// compile_model, run through libthunderc_runtime on the same seeded inputs and compared.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/compile.h"
+#include "core/executors/executor.h"
+#include "core/ir/printer.h"
+#include "core/ir/verifier.h"
+#include "core/transforms/fusion.h"
+#include "thunderc/runtime.hpp"
+
+namespace cpptest {
+
+using namespace thunderc;
+namespace fs = std::filesystem;
+
+inline TensorType f32(Shape s) { return {DType::Float32, std::move(s), Device::cpu()}; }
+inline TensorType f64(Shape s) { return {DType::Float64, std::move(s), Device::cpu()}; }
+inline TensorType b8(Shape s) { return {DType::Bool, std::move(s), Device::cpu()}; }
+inline Operand T(ValueId v) { return Operand::tensor(v); }
+inline Operand N(double d) { return Operand::number(Scalar(d)); }
+
+// Claims with `executors` in order; with cpp among them, runs the fusion pass as the compiler does.
+inline Trace claimed(Trace trace, const std::vector<std::string>& executors) {
+  std::vector<const Executor*> exs;
+  for (const auto& e : executors) exs.push_back(find_executor(e));
+  auto unclaimed = claim_executors(trace, exs);
+  if (!unclaimed.empty()) throw std::runtime_error("unclaimed symbol: " + unclaimed[0].op);
+  if (std::find(executors.begin(), executors.end(), "cpp") != executors.end()) trace = fuse_cpp_regions(trace);
+  verify_trace(trace, "test");
+  return trace;
+}
+
+inline std::string compile(const Trace& trace, const std::vector<std::string>& executors, const std::string& name,
+                           const std::optional<std::string>& keep = std::nullopt) {
+  fs::path dir = fs::path(THUNDERC_TEST_TMP);
+  fs::create_directories(dir);
+  CompileRequest req;
+  req.source = {"test:" + name, "", "test"};
+  req.options.executors = executors;
+  req.options.device = "cpu";
+  for (ValueId v : trace.inputs()) req.input_names.push_back(trace.value(v).name);
+  req.variants = {ModuleVariant{&trace, name}};
+  req.out_so = (dir / (name + ".so")).string();
+  req.out_json = (dir / (name + ".json")).string();
+  req.keep_sources = keep;
+  compile_model(req, Toolchain::from_build());
+  return req.out_so;
+}
+
+inline DLDataType dl(DType d) {
+  if (d == DType::Bool) return dtype_of<bool>();
+  return {kDLFloat, static_cast<std::uint8_t>(d == DType::Float64 ? 64 : 32), 1};
+}
+
+// Seeded inputs: normal floats (|x| + 0.1 when `positive`), bools with p = 0.5.
+inline std::vector<HostTensor> random_inputs(const Trace& trace, unsigned seed, bool positive) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<double> normal;
+  std::vector<HostTensor> in;
+  for (ValueId v : trace.inputs()) {
+    const TensorType& t = trace.type(v);
+    HostTensor h(dl(t.dtype), t.shape);
+    for (std::int64_t i = 0; i < t.numel(); ++i) {
+      double x = normal(gen);
+      if (positive) x = std::abs(x) + 0.1;
+      if (t.dtype == DType::Float32) static_cast<float*>(h.raw())[i] = static_cast<float>(x);
+      else if (t.dtype == DType::Float64) static_cast<double*>(h.raw())[i] = x;
+      else static_cast<bool*>(h.raw())[i] = x > 0;
+    }
+    in.push_back(std::move(h));
+  }
+  return in;
+}
+
+inline double element(const HostTensor& h, std::size_t i) {
+  if (h.dtype().code == kDLFloat) return h.dtype().bits == 64 ? static_cast<const double*>(h.raw())[i]
+                                                             : static_cast<const float*>(h.raw())[i];
+  return static_cast<const bool*>(h.raw())[i] ? 1 : 0;
+}
+
+struct Mismatch {
+  std::size_t output = 0, index = 0;
+  double got = 0, want = 0;
+  bool any = false;
+};
+
+// First element where |got - want| > atol + rtol * |want| (NaN must match NaN, inf must match exactly).
+inline Mismatch compare(const std::vector<HostTensor>& got, const std::vector<HostTensor>& want, double rtol, double atol) {
+  Mismatch m;
+  for (std::size_t o = 0; o < want.size() && !m.any; ++o) {
+    if (got[o].shape() != want[o].shape() || !dtype_equal(got[o].dtype(), want[o].dtype())) {
+      m = {o, 0, 0, 0, true};
+      break;
+    }
+    for (std::size_t i = 0; i < want[o].numel(); ++i) {
+      double g = element(got[o], i), w = element(want[o], i);
+      bool ok = (std::isnan(g) && std::isnan(w)) || g == w || std::abs(g - w) <= atol + rtol * std::abs(w);
+      if (!ok) {
+        m = {o, i, g, w, true};
+        break;
+      }
+    }
+  }
+  return m;
+}
+
+// Tolerances: float32 results agree to rtol 1e-5 / atol 1e-5 (reductions sum in another order than ATen,
+// transcendental functions come from glibc instead of SLEEF); float64 to 1e-10.
+struct Tol {
+  double rtol = 1e-5, atol = 1e-5;
+};
+
+// Compiles `trace` with torch and with cpp, checks cpp claimed at least `min_cpp` top-level symbols, runs
+// both on the same inputs and compares every output.
+inline void check_against_torch(const Trace& trace, const std::string& name, bool positive = false, Tol tol = {},
+                                std::size_t min_cpp = 1) {
+  verify_trace(trace, "test");
+  Trace ref = claimed(trace, {"torch"});
+  Trace fast = claimed(trace, {"cpp", "torch"});
+  std::size_t cpp = 0;
+  for (const BoundSymbol& s : fast.symbols()) cpp += s.executor == "cpp";
+  INFO(print_trace(fast));
+  CHECK(cpp >= min_cpp);
+  thunderc::Model mref(compile(ref, {"torch"}, name + "_torch"));
+  thunderc::Model mcpp(compile(fast, {"cpp", "torch"}, name + "_cpp"));
+  for (unsigned seed : {1u, 2u}) {
+    auto in = random_inputs(trace, seed, positive);
+    auto want = mref.run(in);
+    auto got = mcpp.run(in);
+    Mismatch m = compare(got, want, tol.rtol, tol.atol);
+    INFO(name << ": output " << m.output << " element " << m.index << ": cpp " << m.got << ", torch " << m.want);
+    CHECK_FALSE(m.any);
+  }
+}
+
+}  // namespace cpptest
