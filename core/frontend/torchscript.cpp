@@ -92,6 +92,10 @@ void Importer::fail(const Node* n, const std::string& why) const {
   user_error(model_path_, ": ", n->kind().toQualString(), loc.empty() ? "" : " at " + loc, ": ", why);
 }
 
+void Importer::sharp_edge(const Node* n, const std::string& kind, const std::string& message) {
+  edges_.push_back({kind, message, n ? location(n) : ""});
+}
+
 void Importer::read(const JitValue* v) const {
   auto it = stale_.find(v);
   if (it != stale_.end())
@@ -241,15 +245,24 @@ void Importer::bind(const JitValue* v, JVal j) { env_[v] = std::move(j); }
 void Importer::bind_inplace_result(const Node* n, ValueId result) {
   const JitValue* self = n->input(0);
   const JVal& before = in(n, 0);
-  if (before.kind != JVal::Kind::Tensor) fail(n, "modifies a weight or constant in place, which a compiled model cannot do");
+  if (before.kind != JVal::Kind::Tensor) {
+    sharp_edge(n, "inplace-weight",
+               "modifies a weight or constant in place; the compiled model keeps its weights constant, so every call "
+               "starts from the original values");
+    bind(self, JVal::of_tensor(result));
+    bind(n->output(0), JVal::of_tensor(result));
+    return;
+  }
   auto root_of = [&](const JitValue* v) {
     for (auto it = alias_root_.find(v); it != alias_root_.end(); it = alias_root_.find(v)) v = it->second;
     return v;
   };
   const JitValue* root = root_of(self);
   if (graph_inputs_.count(root))
-    fail(n, "modifies the model input '" + root->debugName() +
-                "' in place; a compiled model does not write to its inputs (make the update out of place)");
+    sharp_edge(n, "inplace-input",
+               "modifies the model input '" + trace_.value(env_.at(root).tensor).name +
+                   "' in place; the compiled model computes with the updated value but leaves the caller's tensor "
+                   "unchanged");
   ValueId old = before.tensor;
   std::string loc = std::string(n->kind().toQualString()) + (location(n).empty() ? "" : " at " + location(n));
   // Every alias that is the very same tensor value gets the result; true views of it become stale.
@@ -279,7 +292,14 @@ void Importer::note_unsupported(const Node* n, const std::string& why) {
 void Importer::evaluate_known(Node* n) {
   std::string kind = n->kind().toQualString();
   if (n->isNondeterministic())
-    fail(n, "is a random operator; a compiled model would freeze one sample of it (remove it or pass the values in)");
+    sharp_edge(n, "random",
+               "is a random operator; it is sampled once at compile time and every call of the compiled model sees "
+               "the same values");
+  static const std::unordered_set<std::string> global_state = {
+      "aten::is_grad_enabled", "aten::is_autocast_enabled", "aten::is_autocast_cpu_enabled", "aten::get_num_threads",
+      "aten::is_inference_mode_enabled"};
+  if (global_state.count(kind))
+    sharp_edge(n, "global-state", "reads global state (" + kind + "); its value at compile time is frozen into the model");
   if (kind == "prim::RaiseException") {
     std::string msg = n->inputs().empty() ? "" : in(n, 0).known.isString() ? in(n, 0).known.toStringRef() : "";
     fail(n, "the model raises an exception for these input shapes: " + msg);
@@ -297,6 +317,11 @@ void Importer::evaluate_known(Node* n) {
   THUNDERC_CHECK(stack.size() == n->outputs().size(), kind, " left ", stack.size(), " values for ", n->outputs().size(),
                  " outputs");
   for (std::size_t i = 0; i < stack.size(); ++i) bind(n->output(i), JVal::of_known(std::move(stack[i])));
+  for (const JitValue* input : n->inputs())
+    if (shape_derived_.count(input)) {
+      for (const JitValue* out : n->outputs()) shape_derived_.insert(out);
+      break;
+    }
 }
 
 // Control flow and bookkeeping nodes that touch trace tensors without computing on their data.
@@ -311,6 +336,11 @@ bool Importer::import_structural(Node* n) {
   if (kind == "prim::If") {
     const JVal& cond = in(n, 0);
     if (cond.kind != JVal::Kind::Known) fail(n, "branches on tensor data (data-dependent control flow)");
+    if (shape_derived_.count(n->input(0)))
+      sharp_edge(n, "shape-dependent-control-flow",
+                 std::string("branches on the input shapes; the compiled variant keeps the ") +
+                     (cond.known.toBool() ? "then" : "else") + "-branch taken for these shapes (other shapes get their "
+                     "own --shapes specialization)");
     torch::jit::Block* taken = n->blocks()[cond.known.toBool() ? 0 : 1];
     import_block(taken);
     for (std::size_t i = 0; i < n->outputs().size(); ++i) bind(n->output(i), env_.at(taken->outputs()[i]));
@@ -320,6 +350,9 @@ bool Importer::import_structural(Node* n) {
     // Unrolled: the trip count and the loop condition must be known at compile time.
     std::int64_t trips = int_arg(n, 0);
     bool go = bool_arg(n, 1);
+    if (shape_derived_.count(n->input(0)) || shape_derived_.count(n->input(1)))
+      sharp_edge(n, "shape-dependent-control-flow",
+                 "loops a number of times that depends on the input shapes; the loop is unrolled for these shapes");
     torch::jit::Block* body = n->blocks()[0];
     std::vector<JVal> carried;
     for (std::size_t i = 2; i < n->inputs().size(); ++i) carried.push_back(in(n, i));
@@ -394,7 +427,10 @@ bool Importer::import_structural(Node* n) {
   }
   if (!n->inputs().empty() && tensor_in(0)) {
     const TensorType& t = type(in(n, 0).tensor);
-    auto known = [&](c10::IValue v) { bind(n->output(0), JVal::of_known(std::move(v))); };
+    auto known = [&](c10::IValue v) {
+      bind(n->output(0), JVal::of_known(std::move(v)));
+      shape_derived_.insert(n->output(0));
+    };
     if (kind == "aten::size" && n->inputs().size() == 1) return known(c10::IValue(std::vector<std::int64_t>(t.shape))), true;
     if (kind == "prim::shape") return known(c10::IValue(std::vector<std::int64_t>(t.shape))), true;
     if (kind == "aten::size") {
@@ -426,12 +462,23 @@ void Importer::import_node(Node* n) {
   for (std::size_t i = 0; i < n->inputs().size(); ++i) {
     read(n->input(i));
     if (in(n, i).kind == JVal::Kind::Poison) {
+      // Downstream of an unsupported operator: still report this node if thunderc cannot import it either,
+      // so one run lists every unsupported operator.
+      if (kind.rfind("aten::", 0) == 0 && !op_handlers().count(kind)) note_unsupported(n, "");
       for (const JitValue* out : n->outputs()) bind(out, JVal{});
       return;
     }
   }
   if (kind == "prim::Constant") {
-    bind(n->output(0), JVal::of_known(torch::jit::toIValue(n->output(0)).value()));
+    c10::IValue v = torch::jit::toIValue(n->output(0)).value();
+    const std::string& name = n->output(0)->debugName();
+    if (name.rfind("self.", 0) == 0 && !v.isTensor() && !v.isNone() && !n->output(0)->uses().empty()) {
+      std::ostringstream text;
+      text << v;
+      sharp_edge(n, "frozen-attribute", "module attribute " + name + " = " + text.str().substr(0, 60) +
+                                            " is frozen into the compiled model; changing it later has no effect");
+    }
+    bind(n->output(0), JVal::of_known(std::move(v)));
     return;
   }
   if (is_ignorable_effect(kind)) return;
@@ -521,6 +568,22 @@ void Importer::import_graph(torch::jit::Graph& graph, const std::vector<TensorTy
   for (const JitValue* v : graph.outputs()) {
     read(v);
     flatten_outputs(env_.at(v), outs);
+  }
+  // An output that is an input, or a view of one, aliases it in PyTorch; the compiled model returns a copy.
+  std::unordered_map<ValueId, const BoundSymbol*> producer;
+  for (const BoundSymbol& s : trace_.symbols())
+    for (ValueId o : s.outputs) producer[o] = &s;
+  for (ValueId out : outs) {
+    ValueId v = out;
+    for (auto p = producer.find(v); p != producer.end() && p->second->op->category == OpCategory::Shape &&
+                                    p->second->op->name != "cat";
+         p = producer.find(v))
+      v = p->second->inputs[0].value;
+    if (trace_.value(v).origin == ValueOrigin::Input)
+      sharp_edge(nullptr, "output-aliases-input",
+                 "forward() returns " + std::string(v == out ? "its input '" : "a view of its input '") +
+                     trace_.value(v).name + "'; the compiled model returns a copy, so writes to the output do not "
+                     "reach the input");
   }
   if (outs.empty()) user_error(model_path_, ": forward() returns no tensors");
   trace_.set_outputs(outs);
@@ -642,7 +705,7 @@ std::vector<TensorType> TorchScriptModel::resolve_shapes(const Specialization& s
   return types;
 }
 
-Trace TorchScriptModel::import(const std::vector<TensorType>& input_types) const {
+Trace TorchScriptModel::import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges) const {
   THUNDERC_CHECK(input_types.size() == impl_->input_names.size(), "import with ", input_types.size(),
                  " input types for ", impl_->input_names.size(), " inputs");
   Trace trace;
@@ -654,6 +717,7 @@ Trace TorchScriptModel::import(const std::vector<TensorType>& input_types) const
   } catch (const c10::Error& e) {
     user_error(impl_->path, ": LibTorch failed while importing: ", e.what_without_backtrace());
   }
+  if (sharp_edges) sharp_edges->insert(sharp_edges->end(), importer.sharp_edges().begin(), importer.sharp_edges().end());
   return trace;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/frontend/shape_spec.h"
+#include "core/frontend/sharp_edges.h"
 #include "core/ir/trace.h"
 
 namespace thunderc {
@@ -32,8 +33,9 @@ class TorchScriptModel {
   std::vector<TensorType> resolve_shapes(const Specialization& spec, Device device) const;
 
   // Imports forward() for these input types into a trace stamped "torchscript-import". UserError listing
-  // every unsupported operator (with its count and source location) or data-dependent construct.
-  Trace import(const std::vector<TensorType>& input_types) const;
+  // every unsupported operator (with its count and source location) or data-dependent construct. Sharp
+  // edges met on the way (see sharp_edges.h) are appended to `sharp_edges` when given.
+  Trace import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges = nullptr) const;
 
   // The text of the frozen, inlined TorchScript graph, for --verbose and bug reports.
   std::string graph_str() const;

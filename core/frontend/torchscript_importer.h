@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/frontend/sharp_edges.h"
 #include "core/ir/trace.h"
 
 namespace thunderc::ts {
@@ -62,6 +63,8 @@ class Importer {
   // For in-place aten ops (relu_, add_): the result replaces the mutated input from here on.
   void bind_inplace_result(const torch::jit::Node* n, ValueId result);
   [[noreturn]] void fail(const torch::jit::Node* n, const std::string& why) const;
+  void sharp_edge(const torch::jit::Node* n, const std::string& kind, const std::string& message);
+  const std::vector<SharpEdge>& sharp_edges() const { return edges_; }
   std::string location(const torch::jit::Node* n) const;
 
   Trace& trace() { return trace_; }
@@ -88,6 +91,9 @@ class Importer {
   std::unordered_map<const torch::jit::Value*, std::string> stale_;
   std::unordered_set<const torch::jit::Value*> graph_inputs_;
   const torch::jit::Node* current_ = nullptr;  // the node being imported, for source locations
+  std::vector<SharpEdge> edges_;
+  // Known values computed from input shapes (size(), dim(), ...): branching on them specializes the model.
+  std::unordered_set<const torch::jit::Value*> shape_derived_;
   struct Unsupported {
     int count = 0;
     std::vector<std::string> where;

@@ -502,8 +502,12 @@ void shape_ops(Table& t) {
   }, false);
   // Tensors that depend only on another tensor's shape and dtype are constants for fixed shapes.
   for (const char* name : {"aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::new_zeros", "aten::new_ones",
-                           "aten::new_full"}) {
+                           "aten::new_full", "aten::rand_like", "aten::randn_like"}) {
     t.raw(name, [](Importer& m, const Node* n) {
+      if (n->isNondeterministic())
+        m.sharp_edge(n, "random",
+                     "is a random operator; it is sampled once at compile time and every call of the compiled model "
+                     "sees the same values");
       const TensorType& like = m.type(m.in(n, 0).tensor);
       torch::jit::Stack stack;
       stack.push_back(at::zeros(like.shape, at::TensorOptions().dtype(dtype_to_torch(like.dtype))));

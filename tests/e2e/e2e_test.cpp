@@ -2,8 +2,7 @@
 // Tolerances: the torch executor calls the same ATen kernels as the TorchScript interpreter, on the same
 // thread count, so float32 results agree to rtol 1e-5, atol 1e-6 (summation order can differ slightly).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest/doctest.h>
-#include <torch/script.h>
+#include "doctest_with_torch.h"
 
 #include <array>
 #include <cstdio>
@@ -80,8 +79,8 @@ void check_close(const std::vector<at::Tensor>& got, const std::vector<at::Tenso
   REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
     INFO("output " << i);
-    CHECK(got[i].sizes() == want[i].sizes());
-    CHECK(got[i].scalar_type() == want[i].scalar_type());
+    CHECK(got[i].sizes().vec() == want[i].sizes().vec());
+    CHECK(std::string(c10::toString(got[i].scalar_type())) == c10::toString(want[i].scalar_type()));
     double diff = (got[i].to(at::kDouble) - want[i].to(at::kDouble)).abs().max().item<double>();
     INFO("max abs diff " << diff);
     CHECK(at::allclose(got[i], want[i], rtol, atol));
