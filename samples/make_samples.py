@@ -22,6 +22,8 @@ Options:
     --ops   also print the set of op kinds in each sample's frozen graph
 """
 import json
+
+import numpy
 import math
 import os
 import sys
@@ -213,6 +215,11 @@ def save(module, name, shapes, eager):
             got = loaded(x)
             if got.shape != want.shape or not torch.allclose(got, want, rtol=1e-5, atol=1e-5):
                 sys.exit(f"make_samples.py: {name}: loaded module disagrees with eager for input {list(shape)}")
+    # An example input and LibTorch's output for it, so `thunderc run --expect` can check a compiled model.
+    stem = os.path.join(HERE, name[:-3])
+    x = example(shapes[0])
+    numpy.save(stem + ".input.npy", x.numpy())
+    numpy.save(stem + ".expected.npy", loaded(x).numpy())
     print(f"{name:<24} {os.path.getsize(path):>8} bytes  inputs {[list(s) for s in shapes]}")
     return path
 

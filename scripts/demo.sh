@@ -8,8 +8,6 @@
 #
 # THUNDERC=/path/to/thunderc overrides the binary (default: build/bin/thunderc).
 #
-# Each step runs only when the built thunderc offers it (checked in --help), so
-# this script keeps working while the compiler grows new subcommands.
 set -euo pipefail
 model=${1:+$(realpath -m -- "$1")}   # resolve a user-given path before leaving their cwd
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,24 +22,22 @@ bash scripts/build.sh
 
 [[ -x "$thunderc" ]] || { echo "demo.sh: error: $thunderc was not built" >&2; exit 1; }
 
-help=$("$thunderc" --help 2>&1 || true)
-# The "Subcommands:" section of the help text (all of it if there is no such section).
-subcommands=$(awk 'tolower($0) ~ /^subcommands:/ {s = 1; next} s && /^[^[:space:]]/ {s = 0} s' <<<"$help")
-[[ -n "$subcommands" ]] || subcommands=$help
-# True when `thunderc --help` lists SUBCOMMAND among its subcommands.
-has_subcommand() { grep -Eq "^[[:space:]]+$1([[:space:]]|$)" <<<"$subcommands"; }
-
 step() { echo; echo "+ $*"; "$@"; }
 
-# 1. Show what the frontend sees in the model.
-step "$thunderc" examine "$model"
+# 1. What the frontend sees in the model, and which executor claims each operation.
+step "$thunderc" examine "$model" "${compile_opts[@]}"
 
-# 2. Compile to a self-contained shared library + manifest, then run it.
-if has_subcommand run; then
-  mkdir -p out
-  step "$thunderc" "$model" -o "out/$name.so" "${compile_opts[@]}"
-  step "$thunderc" run "out/$name.so"
-else
-  echo
-  echo "demo.sh: this thunderc has no 'run' subcommand yet; skipping compile + run."
+# 2. Compile to a self-contained shared library + manifest.
+mkdir -p out
+step "$thunderc" "$model" -o "out/$name.so" "${compile_opts[@]}"
+step "$thunderc" inspect "out/$name.so"
+
+# 3. Run it through the runtime on the sample's example input and check LibTorch's output for it
+#    (samples/NAME.input.npy and NAME.expected.npy come from samples/make_samples.py).
+stem=${model%.pt}
+if [[ -f "$stem.input.npy" && -f "$stem.expected.npy" ]]; then
+  step "$thunderc" run "out/$name.so" "$stem.input.npy" --expect "$stem.expected.npy" --output-dir "out/$name"
 fi
+
+# 4. Speed and parity against TorchScript (frozen, through LibTorch) on the same random inputs and threads.
+step "$thunderc" bench "out/$name.so" --compare "$model" --warmup 5 --iterations 50

@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -85,7 +87,71 @@ struct RunFlags {
   std::vector<std::string> positional;  // FILE.npy ...
   std::string output_dir;
   int threads = 0;
+  std::vector<std::string> expect;  // --expect FILE.npy, one per output in order
+  double rtol = 1e-4, atol = 1e-5;
 };
+
+// Element i of a host tensor as a double (floating and integer dtypes; float16/bfloat16 decoded).
+double element(const HostTensor& t, size_t i) {
+  const unsigned char* p = static_cast<const unsigned char*>(t.raw()) + i * t.itemsize();
+  const DLDataType d = t.dtype();
+  auto load = [&](auto v) {
+    std::memcpy(&v, p, sizeof v);
+    return static_cast<double>(v);
+  };
+  if (d.code == kDLFloat && d.bits == 32) return load(float{});
+  if (d.code == kDLFloat && d.bits == 64) return load(double{});
+  if (d.code == kDLInt && d.bits == 64) return load(int64_t{});
+  if (d.code == kDLInt && d.bits == 32) return load(int32_t{});
+  if (d.code == kDLInt && d.bits == 16) return load(int16_t{});
+  if (d.code == kDLInt && d.bits == 8) return load(int8_t{});
+  if (d.bits == 8) return load(uint8_t{});  // uint8 and bool
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  if (d.code == kDLBfloat) {
+    uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  // IEEE half.
+  int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v = exp == 0 ? std::ldexp(mant, -24) : exp == 31 ? (mant ? NAN : INFINITY) : std::ldexp(mant + 1024, exp - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+// Compares each output with its expected .npy: same dtype and shape, |got - want| <= atol + rtol * |want|.
+void check_expected(const RunFlags& f, const std::vector<HostTensor>& outputs) {
+  if (f.expect.size() > outputs.size())
+    user_error(f.expect.size(), " --expect files for ", outputs.size(), " output", outputs.size() == 1 ? "" : "s");
+  for (size_t o = 0; o < f.expect.size(); ++o) {
+    HostTensor want;
+    try {
+      want = npy::load(f.expect[o]);
+    } catch (const npy::Error& e) {
+      user_error("--expect for output", o, ": ", e.what());
+    }
+    const HostTensor& got = outputs[o];
+    const std::string label = "output" + std::to_string(o);
+    if (dtype_string(want.dtype()) != dtype_string(got.dtype()) || want.shape() != got.shape())
+      user_error(label, " is ", commands::tensor_text(got.dtype(), got.shape()), " but ", f.expect[o], " holds ",
+                 commands::tensor_text(want.dtype(), want.shape()));
+    double worst = 0;
+    size_t worst_at = 0, bad = 0;
+    for (size_t i = 0; i < got.numel(); ++i) {
+      double a = element(got, i), b = element(want, i);
+      double diff = std::isnan(a) && std::isnan(b) ? 0.0 : std::fabs(a - b);
+      if (std::isnan(diff) || diff > f.atol + f.rtol * std::fabs(b)) ++bad;
+      if (std::isnan(diff) || diff > worst) worst = std::isnan(diff) ? INFINITY : diff, worst_at = i;
+    }
+    if (bad > 0)
+      user_error(label, " differs from ", f.expect[o], " in ", bad, " of ", got.numel(), " elements (rtol ", f.rtol,
+                 ", atol ", f.atol, "); largest difference ", worst, " at element ", worst_at, ": got ",
+                 element(got, worst_at), ", expected ", element(want, worst_at));
+    std::cout << label << ": matches " << f.expect[o] << " (max abs diff " << worst << ", rtol " << f.rtol << ", atol "
+              << f.atol << ")\n";
+  }
+}
 
 std::string takes_text(const Model& model, const std::string& so_path) {
   return so_path + " takes " + std::to_string(model.num_inputs()) + " input" + (model.num_inputs() == 1 ? "" : "s") +
@@ -166,6 +232,7 @@ void run_command(const RunFlags& f) {
     std::cout << label << ": " << commands::tensor_text(outputs[i].dtype(), outputs[i].shape()) << " -> " << path
               << "\n";
   }
+  check_expected(f, outputs);
   std::cout.flush();
 }
 
@@ -189,10 +256,17 @@ void add_run_command(CLI::App& app) {
                   "threads the model may use (default 0: $THUNDERC_NUM_THREADS, else all cores)")
       ->type_name("N")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--expect", flags->expect,
+                  "expected output .npy files, in output order: fail unless each output matches within the tolerances")
+      ->type_name("FILE.npy")
+      ->allow_extra_args(false);
+  cmd->add_option("--rtol", flags->rtol, "relative tolerance for --expect (default 1e-4)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--atol", flags->atol, "absolute tolerance for --expect (default 1e-5)")->check(CLI::NonNegativeNumber);
   cmd->footer(
       "Example:\n"
       "  thunderc run mlp.so --input x=x.npy --output-dir out     writes out/output0.npy\n"
-      "  thunderc run mlp.so x.npy                                 inputs positionally, in input order\n");
+      "  thunderc run mlp.so x.npy                                 inputs positionally, in input order\n"
+      "  thunderc run mlp.so x.npy --expect want.npy               check the output against a reference\n");
   cmd->callback([flags]() { run_command(*flags); });
 }
 

@@ -243,3 +243,26 @@ TEST_CASE("errors") {
     CHECK_OUTPUT(r, "--no-such-flag");
   }
 }
+
+// thunderc run on every sample's example input reproduces LibTorch's output for it (samples/*.expected.npy,
+// written by make_samples.py), within run's default tolerances (rtol 1e-4, atol 1e-5).
+TEST_CASE("every sample compiles and thunderc run reproduces LibTorch's output") {
+  std::string dir = std::string(THUNDERC_TEST_TMP) + "/run_expect";
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"mlp", "mlp_scripted", "cnn", "gpt_block", "gpt_block_scripted"}) {
+    CAPTURE(name);
+    std::string so = dir + "/" + name + ".so";
+    Result c = thunderc({sample(std::string(name) + ".pt"), "-o", so});
+    CHECK_MESSAGE(c.code == 0, c.out);
+    Result r = thunderc({"run", so, sample(std::string(name) + ".input.npy"), "--expect",
+                         sample(std::string(name) + ".expected.npy"), "--output-dir", dir + "/" + name});
+    CHECK_MESSAGE(r.code == 0, r.out);
+    CHECK_OUTPUT(r, "matches");
+  }
+  SUBCASE("a mismatch fails and says where") {
+    Result r = thunderc({"run", dir + "/mlp.so", sample("mlp.input.npy"), "--expect", sample("mlp.input.npy"),
+                         "--output-dir", dir + "/mismatch"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "output0 is float32[1, 10] but");
+  }
+}
