@@ -206,6 +206,32 @@ inline void conv2d_depthwise(const Conv2d& g, const T* x, const T* wt, const T* 
       const T* k = wt + oc * g.kh * g.kw;
       T* out = y + (n * g.oc + oc) * plane;
       std::fill(out, out + plane, bias ? bias[oc] : T(0));
+      if (g.kw == 3) {  // the common case: the three taps of a kernel row in one pass over the output row
+        int64_t lo[3], hi[3];
+        for (int64_t kj = 0; kj < 3; ++kj) valid_range(g.ow, g.sw, kj * g.dw - g.pw, g.w, lo[kj], hi[kj]);
+        const int64_t lo3 = std::max(lo[0], std::max(lo[1], lo[2])), hi3 = std::max(lo3, std::min(hi[0], std::min(hi[1], hi[2])));
+        for (int64_t o = 0; o < g.oh; ++o) {
+          T* row = out + o * g.ow;
+          for (int64_t ki = 0; ki < g.kh; ++ki) {
+            const int64_t ih = o * g.sh - g.ph + ki * g.dh;
+            if (ih < 0 || ih >= g.h) continue;
+            const T* kr = k + ki * 3;
+            const T k0 = kr[0], k1 = kr[1], k2 = kr[2];
+            const T* s0 = xin + ih * g.w - g.pw;
+            const T *s1 = s0 + g.dw, *s2 = s0 + 2 * g.dw;
+            if (g.sw == 1)
+              for (int64_t j = lo3; j < hi3; ++j) row[j] += k0 * s0[j] + k1 * s1[j] + k2 * s2[j];
+            else
+              for (int64_t j = lo3; j < hi3; ++j) row[j] += k0 * s0[j * g.sw] + k1 * s1[j * g.sw] + k2 * s2[j * g.sw];
+            for (int64_t kj = 0; kj < 3; ++kj) {  // the border columns where some taps fall outside
+              const T* src = s0 + kj * g.dw;
+              for (int64_t j = lo[kj]; j < std::min(hi[kj], lo3); ++j) row[j] += kr[kj] * src[j * g.sw];
+              for (int64_t j = std::max(lo[kj], hi3); j < hi[kj]; ++j) row[j] += kr[kj] * src[j * g.sw];
+            }
+          }
+        }
+        continue;
+      }
       for (int64_t kj = 0; kj < g.kw; ++kj) {
         const int64_t off_w = kj * g.dw - g.pw;
         int64_t lo, hi;
