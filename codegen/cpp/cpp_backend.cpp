@@ -190,7 +190,11 @@ std::string term(const std::string& base, const std::string& var, std::int64_t s
   return base == "0" ? t : base + " + " + t;
 }
 
-constexpr double kParallelWork = 32768;  // elements x cost below which a loop nest stays serial
+// A loop nest runs in parallel only with at least this much work (elements x per-element cost, where
+// cheap ops cost 1 and transcendental ones 8) and kParallelMinElements elements: waking a thread team
+// costs microseconds, more than small loops take (ATen's grain size is 32768 elements).
+constexpr double kParallelWork = 262144;
+constexpr std::int64_t kParallelMinElements = 16384;
 
 // Emits the loops of one region (or lone symbol).
 class RegionEmitter {
@@ -306,6 +310,7 @@ class RegionEmitter {
       std::string var = "i" + std::to_string(l);
       bool last = l + 1 == dims.size();
       bool par = l == 0 && dims[0].n > 1 && static_cast<double>(numel(shape)) * cost >= kParallelWork &&
+                 numel(shape) >= kParallelMinElements &&
                  (serial_if_zero < 0 || dims[0].s[serial_if_zero] != 0);
       const std::string par_pragma = "#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(static)";
       if (par && !last) L(par_pragma);
@@ -750,7 +755,7 @@ class RegionEmitter {
     if (ot.numel() == 0) return {ot.shape, make_load(dest, d, 0, contiguous(ot.shape))};
     L("{");
     indent_ += 2;
-    if (static_cast<double>(ot.numel()) * 9 >= kParallelWork && planes > 1)
+    if (static_cast<double>(numel(x.shape)) * 2 >= kParallelWork && numel(x.shape) >= kParallelMinElements && planes > 1)
       L("#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(static)");
     L("for (int64_t p = 0; p < " + std::to_string(planes) + "; ++p) {");
     L("  const " + T + "* __restrict in = " + X + " + " + std::to_string(x.e->offset) + " + p * " + std::to_string(H * W) + ";");
