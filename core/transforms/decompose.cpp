@@ -77,7 +77,7 @@ ValueId Decomposer::rewrite(Trace& t, const BoundSymbol& s) {
   const Attrs& at = s.attrs;
   auto in = [&](std::size_t i) { return s.inputs.at(i); };
   auto has = [&](std::size_t i) { return s.inputs.at(i).kind != OperandKind::None; };
-  auto type = [&](std::size_t i) -> const TensorType& { return t.type(s.inputs.at(i).value); };
+  auto type = [&](std::size_t i) -> TensorType { return t.type(s.inputs.at(i).value); };  // a copy: emit grows t
   ValueId r = 0;
 
   if (name == "linear") {
@@ -118,7 +118,7 @@ ValueId Decomposer::rewrite(Trace& t, const BoundSymbol& s) {
     if (has(1)) r = emit(t, "mul", {T(r), in(1)});
     if (has(2)) r = emit(t, "add", {T(r), in(2)});
   } else if (name == "batch_norm") {
-    const TensorType& a = type(0);
+    const TensorType a = type(0);
     IntList pshape(a.rank() - 1, 1);
     pshape[0] = a.shape[1];
     auto param = [&](Operand p) { return T(emit(t, "reshape", {p}, {{"shape", pshape}})); };
@@ -144,8 +144,7 @@ ValueId Decomposer::rewrite(Trace& t, const BoundSymbol& s) {
     r = name == "hardsigmoid" ? emit(t, "div", {T(relu6), N(6.0)})
                               : emit(t, "div", {T(emit(t, "mul", {in(0), T(relu6)})), N(6.0)});
   } else if (name == "scaled_dot_product_attention") {
-    const TensorType& q = type(0);
-    const TensorType& k = type(1);
+    const TensorType q = type(0), k = type(1);
     std::size_t n = q.rank();
     double scale = at.is_none("scale") ? 1.0 / std::sqrt(static_cast<double>(q.shape[n - 1])) : at.get_float("scale");
     IntList perm;
