@@ -316,7 +316,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
     summary = compile_model(request, Toolchain::from_build());
   }
   double codegen_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - codegen_started).count();
-  if (flags.time_passes) std::cerr << pass_timing_table(r.timings, {{"codegen + C++ build", codegen_ms, 1, 0}});
+  if (flags.time_passes) std::cerr << pass_timing_table(r.timings, {{"codegen + C++ build", codegen_ms, 1, PassTiming::kNoSymbols}});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::printf("thunderc: compiled %s -> %s + %s\n", flags.model.c_str(), request.out_so.c_str(), request.out_json.c_str());
   std::printf("  %s, %s, executors %s\n", plural(r.specializations.size(), "variant").c_str(),

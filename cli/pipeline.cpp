@@ -39,7 +39,7 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 void add_timing(std::vector<PassTiming>& timings, const std::string& pass, double ms, std::size_t symbols) {
   for (PassTiming& t : timings)
     if (t.pass == pass) {
-      t.ms += ms, t.runs += 1, t.symbols_after += symbols;
+      t.ms += ms, t.runs += 1, t.symbols_after = symbols;
       return;
     }
   timings.push_back({pass, ms, 1, symbols});
@@ -140,10 +140,10 @@ std::string pass_timing_table(const std::vector<PassTiming>& timings, const std:
   std::string out = "thunderc: time per step (summed over specializations):\n";
   char buf[256];
   std::snprintf(buf, sizeof buf, "  %-*s  %10s  %6s  %5s  %s\n", static_cast<int>(width), "STEP", "TIME (ms)", "%",
-                "RUNS", "SYMBOLS AFTER");
+                "RUNS", "SYMBOLS AFTER (LAST RUN)");
   out += buf;
   for (const PassTiming& t : rows) {
-    std::string symbols = t.symbols_after == 0 && t.runs == 0 ? "-" : std::to_string(t.symbols_after);
+    std::string symbols = t.symbols_after == PassTiming::kNoSymbols ? "-" : std::to_string(t.symbols_after);
     std::snprintf(buf, sizeof buf, "  %-*s  %10.2f  %5.1f%%  %5zu  %s\n", static_cast<int>(width), t.pass.c_str(), t.ms,
                   total > 0 ? 100.0 * t.ms / total : 0.0, t.runs, symbols.c_str());
     out += buf;
@@ -182,7 +182,7 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
   progress.show("thunderc: loading " + options.model_path + " ...");
   auto start = std::chrono::steady_clock::now();
   result.model = std::make_unique<TorchScriptModel>(TorchScriptModel::load(options.model_path));
-  add_timing(result.timings, "load", ms_since(start), 0);
+  add_timing(result.timings, "load", ms_since(start), PassTiming::kNoSymbols);
   const TorchScriptModel& model = *result.model;
 
   if (specs.empty()) {

@@ -41,7 +41,8 @@ struct PassTiming {
   std::string pass;
   double ms = 0;
   std::size_t runs = 0;
-  std::size_t symbols_after = 0;  // summed over specializations, after the step
+  std::size_t symbols_after = kNoSymbols;  // after its last run (kNoSymbols: not a trace step)
+  static constexpr std::size_t kNoSymbols = static_cast<std::size_t>(-1);
 };
 
 struct PipelineResult {
