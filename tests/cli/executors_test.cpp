@@ -64,7 +64,19 @@ TEST_CASE("registry lists the six executors in order") {
   // torch implements every operator of the catalog.
   for (const OpDef* def : op_registry().all()) CHECK_MESSAGE(torch->implements(def->name), def->name);
 
-  for (const char* name : {"cpp", "blas", "nvfuser", "cublas", "cudnn"}) {
+  // The native CPU executors are implemented; the CUDA ones are declared but claim nothing yet.
+  for (const char* name : {"cpp", "blas"}) {
+    const Executor* e = find_executor(name);
+    REQUIRE(e);
+    CHECK(e->implemented());
+    CHECK_FALSE(e->is_always());
+    CHECK(e->num_impls() > 0);
+    CHECK_FALSE(e->categories().empty());
+  }
+  CHECK(find_executor("blas")->implements("linear"));
+  CHECK(find_executor("cpp")->implements("softmax"));
+  CHECK_FALSE(find_executor("cpp")->implements("conv2d"));
+  for (const char* name : {"nvfuser", "cublas", "cudnn"}) {
     const Executor* e = find_executor(name);
     REQUIRE(e);
     CHECK_FALSE(e->implemented());
@@ -108,33 +120,32 @@ TEST_CASE("torch on CUDA follows what the frontend reports") {
   set_torch_cuda_support(false, "LibTorch was built without CUDA");
 }
 
-TEST_CASE("default executors: cpp and blas on cpu, not implemented yet") {
+TEST_CASE("default executors: cpp and blas on cpu; the CUDA defaults are not implemented yet") {
   CHECK(default_executor_names(DeviceKind::CPU) == std::vector<std::string>{"cpp", "blas"});
   CHECK(default_executor_names(DeviceKind::CUDA) == std::vector<std::string>{"nvfuser", "cublas", "cudnn"});
   ExecutorSelection cpu = default_executors(DeviceKind::CPU);
-  CHECK(cpu.executors.empty());
-  REQUIRE(cpu.notes.size() == 2);
-  CHECK(contains(cpu.notes[0], "cpp: not implemented yet"));
-  CHECK(contains(cpu.notes[1], "blas: not implemented yet"));
+  CHECK(cpu.names() == std::vector<std::string>{"cpp", "blas"});
+  CHECK(cpu.notes.empty());
+  ExecutorSelection cuda = default_executors(DeviceKind::CUDA);
+  CHECK(cuda.executors.empty());
+  CHECK(cuda.notes.size() == 3);
 }
 
 TEST_CASE("resolve_executors") {
   SUBCASE("defaults plus the always-executor") {
     ExecutorSelection s = resolve_executors({}, DeviceKind::CPU, false);
-    CHECK(s.names() == std::vector<std::string>{"torch"});
-    CHECK(s.notes.size() == 2);
+    CHECK(s.names() == std::vector<std::string>{"cpp", "blas", "torch"});
+    CHECK(s.notes.empty());
   }
   SUBCASE("requested order is kept, torch appended once") {
-    ExecutorSelection s = resolve_executors({"cpp", "torch", "cpp"}, DeviceKind::CPU, false);
-    CHECK(s.names() == std::vector<std::string>{"cpp", "torch"});
-    CHECK(contains(s.names_str(), "cpp, torch"));
-    REQUIRE(s.notes.size() == 1);
-    CHECK(contains(s.notes[0], "cpp: not implemented yet"));
+    ExecutorSelection s = resolve_executors({"blas", "torch", "cpp", "blas"}, DeviceKind::CPU, false);
+    CHECK(s.names() == std::vector<std::string>{"blas", "torch", "cpp"});
+    CHECK(contains(s.names_str(), "blas, torch, cpp"));
   }
   SUBCASE("standalone appends nothing") {
     ExecutorSelection s = resolve_executors({"cpp"}, DeviceKind::CPU, true);
     CHECK(s.names() == std::vector<std::string>{"cpp"});
-    CHECK(resolve_executors({}, DeviceKind::CPU, true).executors.empty());
+    CHECK(resolve_executors({}, DeviceKind::CPU, true).names() == std::vector<std::string>{"cpp", "blas"});
   }
   SUBCASE("unknown name lists the known ones") {
     std::string msg = error_of([] { resolve_executors({"cpp", "tensorrt"}, DeviceKind::CPU, false); });
@@ -232,14 +243,14 @@ TEST_CASE("claim_executors: the first executor whose checker accepts wins") {
     CHECK(contains(msg, "executors asked: pointwise"));
     CHECK(contains(msg, "hint: without --standalone, torch"));
   }
-  SUBCASE("the not-implemented executors claim nothing") {
-    auto unclaimed = claim_executors(t, {find_executor("cpp"), find_executor("blas")});
-    CHECK(unclaimed.size() == 3);
+  SUBCASE("cpp alone cannot run linear; the message says who was asked") {
+    auto unclaimed = claim_executors(t, {find_executor("cpp")});
+    REQUIRE(unclaimed.size() == 1);
+    CHECK(unclaimed[0].op == "linear");
     ExecutorSelection sel = resolve_executors({"cpp"}, DeviceKind::CPU, true);
     std::string msg = unclaimed_message(t, unclaimed, sel);
-    CHECK(contains(msg, "no executor can run 3 of 3 operations"));
-    CHECK(contains(msg, "relu"));
-    CHECK(contains(msg, "note: cpp: not implemented yet"));
+    CHECK(contains(msg, "no executor can run 1 of 3 operations"));
+    CHECK(contains(msg, "executors asked: cpp"));
   }
   SUBCASE("unclaimed list is capped") {
     auto unclaimed = claim_executors(t, {});
