@@ -50,6 +50,7 @@ struct ModelFlags {
   std::string dump_traces;
   bool time_passes = false;
   bool verbose = false;
+  std::string sharp_edges = "allow";
 
   void add_to(CLI::App& app, bool model_required) {
     auto* m = app.add_option("MODEL", model, "TorchScript model file (.pt)")->type_name("MODEL.pt");
@@ -86,6 +87,11 @@ struct ModelFlags {
                    "specializations)")
         ->type_name("DIR");
     app.add_flag("--time-passes", time_passes, "print the time each pass took (a table on stderr)");
+    app.add_option("--sharp-edges", sharp_edges,
+                   "what to do with constructs that are likely wrong or surprising once compiled ahead of time "
+                   "(shape-dependent branches, random ops, in-place updates of inputs or weights, outputs that "
+                   "alias inputs, global state, frozen attributes): allow (default), warn, or error")
+        ->type_name("allow|warn|error");
   }
 
   PipelineOptions pipeline_options() const {
@@ -101,6 +107,9 @@ struct ModelFlags {
       if (!d.empty()) o.decompose_ops.push_back(d);
     o.dump_traces_dir = dump_traces;
     o.verbose = verbose;
+    auto mode = parse_sharp_edge_mode(sharp_edges);
+    if (!mode) user_error("--sharp-edges must be allow, warn or error, got '", sharp_edges, "'");
+    o.sharp_edges = *mode;
     return o;
   }
 };
@@ -276,7 +285,18 @@ struct CompileFlags {
   std::string output;
   std::string keep_sources;
   bool disable_torch_autograd = false;
+  std::string cache = "constant values";
 };
+
+// thunder.jit's cache values ("constant values", ...); hyphens are accepted for spaces.
+std::string cache_mode(std::string text) {
+  std::replace(text.begin(), text.end(), '-', ' ');
+  if (text == "constant values" || text == "same input" || text == "no caching") return text;
+  if (text == "symbolic values")
+    user_error("--cache \"symbolic values\" (kernels that take sizes at run time) is not implemented yet; use "
+               "\"constant values\" with one --shapes per shape you need");
+  user_error("--cache must be \"constant values\", \"same input\" or \"no caching\", got '", text, "'");
+}
 
 // OUT.so -> OUT.json; any other name gets ".json" appended.
 std::string manifest_path_for(const std::string& so) {
@@ -287,6 +307,7 @@ std::string manifest_path_for(const std::string& so) {
 
 // Compiles the traces to OUT.so + OUT.json (-o defaults to the model's stem in the current directory).
 int compile(const ModelFlags& flags, const CompileFlags& out) {
+  const std::string cache = cache_mode(out.cache);  // checked before the model is loaded
   PipelineOptions options = flags.pipeline_options();
   report_torch_cuda_support();
   auto started = std::chrono::steady_clock::now();
@@ -302,6 +323,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.options.standalone = options.standalone;
   request.options.transforms = r.transforms;
   request.options.disable_torch_autograd = out.disable_torch_autograd;
+  request.options.cache = cache;
   request.input_names = r.model->input_names();
   std::size_t ops = 0;
   for (const SpecializedTrace& s : r.specializations) {
@@ -360,6 +382,11 @@ int run(int argc, char** argv) {
       ->type_name("OUT.so");
   app.add_option("--keep-sources", out.keep_sources, "keep the generated sources in this directory")->type_name("DIR");
   app.add_flag("--verbose", compile_flags.verbose, "print one line per pass (symbols, constants, time) on stderr");
+  app.add_option("--cache", out.cache,
+                 "how the runtime picks a variant: \"constant values\" (default: guards checked on every call), "
+                 "\"same input\" (checked on the first call only, then reused: unsafe if shapes change), "
+                 "\"no caching\" (selected afresh on every call, nothing remembered)")
+      ->type_name("MODE");
   app.add_flag("--disable-torch-autograd", out.disable_torch_autograd,
                "accepted and recorded in the manifest: thunderc emits forward-only (inference) code today; "
                "backward variants are planned");

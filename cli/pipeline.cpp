@@ -217,10 +217,13 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     progress.show("thunderc: " + where + "importing ...");
     start = std::chrono::steady_clock::now();
     try {
-      s.trace = model.import(s.input_types);
+      s.trace = model.import(s.input_types, &s.sharp_edges);
     } catch (const UserError& e) {
       throw UserError(prefix + e.what() + "\nexecutors asked: " + result.executors.names_str());
     }
+    progress.clear();
+    apply_sharp_edge_mode(s.sharp_edges, options.sharp_edges,
+                          options.model_path + (specs.size() > 1 ? " (" + specialization_label(s) + ")" : ""), std::cerr);
     double import_ms = ms_since(start);
     const std::string importer = s.trace.constructed_by.empty() ? "torchscript-import" : s.trace.constructed_by;
     verify_trace(s.trace, importer);

@@ -27,6 +27,7 @@ struct PipelineOptions {
   std::string dump_traces_dir;  // --dump-traces: write NN-<pass>.txt after every pass (empty: no dumps)
   bool verbose = false;         // one line per pass on stderr
   bool progress = true;         // a progress line on stderr when it is a terminal
+  SharpEdgeMode sharp_edges = SharpEdgeMode::Allow;  // --sharp-edges: allow, warn (stderr) or error
 };
 
 // One specialization of the model: its input shapes and the trace after every pass.
@@ -34,6 +35,7 @@ struct SpecializedTrace {
   Specialization spec;                  // as given by --shapes or recorded in the model
   std::vector<TensorType> input_types;  // resolved against the model's inputs
   Trace trace;                          // the final trace (claimed, verified)
+  std::vector<SharpEdge> sharp_edges;   // what the frontend found surprising (see core/frontend/sharp_edges.h)
 };
 
 // Time spent in one step, summed over the specializations (--time-passes).

@@ -138,6 +138,7 @@ void build_shared_object(const GeneratedModule& module, const Toolchain& toolcha
   auto install = [](const fs::path& from, const std::string& to) {
     fs::path tmp = to + ".tmp";
     std::error_code ec;
+    if (fs::path parent = fs::path(to).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
     fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
     if (!ec) fs::rename(tmp, to, ec);
     if (ec) user_error(to, ": cannot write the output (", ec.message(), ")");

@@ -152,15 +152,17 @@ TEST_CASE("examine scripted samples with --shapes") {
   }
 }
 
-TEST_CASE("compile writes OUT.so and OUT.json and reports what it did") {
-  std::string so = std::string(THUNDERC_TEST_TMP) + "/mlp.so";
+TEST_CASE("compile writes OUT.so and OUT.json (creating the directory) and reports what it did") {
+  std::string dir = std::string(THUNDERC_TEST_TMP) + "/compile_output/new_dir";
+  std::filesystem::remove_all(dir);
+  std::string so = dir + "/mlp.so";
   std::remove(so.c_str());
   Result r = thunderc({sample("mlp.pt"), "-o", so});
   CHECK(r.code == 0);
   CHECK_OUTPUT(r, "compiled");
   CHECK_OUTPUT(r, "mlp.json");
   CHECK(std::ifstream(so).good());
-  CHECK(std::ifstream(std::string(THUNDERC_TEST_TMP) + "/mlp.json").good());
+  CHECK(std::ifstream(dir + "/mlp.json").good());
 }
 
 TEST_CASE("errors") {
@@ -264,4 +266,40 @@ TEST_CASE("every sample compiles and thunderc run reproduces LibTorch's output")
     CHECK(r.code == 1);
     CHECK_OUTPUT(r, "output0 is float32[1, 10] but");
   }
+}
+
+TEST_CASE("--sharp-edges: allow compiles silently, warn prints each, error fails listing all") {
+  // gpt_block_scripted branches on x.dim() and reads frozen module attributes (n_head, scale, ...).
+  Result allow = thunderc({"examine", sample("gpt_block_scripted.pt")});
+  CHECK(allow.code == 0);
+  CHECK(allow.out.find("sharp edge") == std::string::npos);
+  Result warn = thunderc({"examine", sample("gpt_block_scripted.pt"), "--sharp-edges", "warn"});
+  CHECK(warn.code == 0);
+  CHECK_OUTPUT(warn, "warning: sharp edge");
+  CHECK_OUTPUT(warn, "[shape-dependent-control-flow]");
+  CHECK_OUTPUT(warn, "[frozen-attribute]");
+  Result error = thunderc({"examine", sample("gpt_block_scripted.pt"), "--sharp-edges", "error"});
+  CHECK(error.code == 1);
+  CHECK_OUTPUT(error, "sharp edges (--sharp-edges error)");
+  CHECK_OUTPUT(error, "[shape-dependent-control-flow]");
+  // A model without sharp edges passes under error.
+  CHECK(thunderc({"examine", sample("mlp.pt"), "--sharp-edges", "error"}).code == 0);
+  Result bad = thunderc({"examine", sample("mlp.pt"), "--sharp-edges", "loud"});
+  CHECK(bad.code == 1);
+  CHECK_OUTPUT(bad, "--sharp-edges must be allow, warn or error");
+}
+
+TEST_CASE("--cache is recorded in the manifest; unsupported modes are refused before loading") {
+  std::string so = std::string(THUNDERC_TEST_TMP) + "/cache_same_input.so";
+  Result r = thunderc({sample("mlp.pt"), "-o", so, "--cache", "same input"});
+  CHECK_MESSAGE(r.code == 0, r.out);
+  std::ifstream json(std::string(THUNDERC_TEST_TMP) + "/cache_same_input.json");
+  std::string text((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+  CHECK(text.find("\"cache\": \"same input\"") != std::string::npos);
+  Result bad = thunderc({sample("mlp.pt"), "-o", so, "--cache", "sometimes"});
+  CHECK(bad.code == 1);
+  CHECK_OUTPUT(bad, "--cache must be");
+  Result symbolic = thunderc({sample("mlp.pt"), "-o", so, "--cache", "symbolic-values"});
+  CHECK(symbolic.code == 1);
+  CHECK_OUTPUT(symbolic, "not implemented yet");
 }
