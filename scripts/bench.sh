@@ -42,7 +42,7 @@ for entry in "${samples[@]}"; do
       row=$(python3 -c '
 import json, sys
 j = json.loads(sys.argv[1])
-print(f"{j[\"median_ms\"]:.3f} {j[\"torchscript_median_ms\"]:.3f} {j[\"speedup\"]:.2f} {j[\"max_abs_diff\"]:.1e}")' "$json")
+print("%.3f %.3f %.2f %.1e" % (j["median_ms"], j["torchscript_median_ms"], j["speedup"], j["max_abs_diff"]))' "$json")
       read -r ms ts speedup diff <<<"$row"
       ratios+=("$speedup")
       echo "| $name | ${shape#x=} | $threads | $ms | $ts | ${speedup}x | $diff |"

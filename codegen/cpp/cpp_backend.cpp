@@ -420,15 +420,20 @@ class RegionEmitter {
     if (op == "relu") return "(" + x + " < " + k(0) + " ? " + k(0) + " : " + x + ")";
     if (op == "neg") return "-" + x;
     if (op == "abs") return "std::abs(" + x + ")";
+    // float32 exp/tanh/erf use the inline, vectorizable versions in thunderc/cpp_math.h.
+    auto fn = [&](const std::string& name) {
+      return C == DType::Float32 && (name == "exp" || name == "tanh" || name == "erf") ? "thunderc_" + name + "f"
+                                                                                       : "std::" + name;
+    };
     if (op == "exp" || op == "log" || op == "sqrt" || op == "sin" || op == "cos" || op == "erf" || op == "tanh")
-      return "std::" + op + "(" + x + ")";
+      return fn(op) + "(" + x + ")";
     if (op == "rsqrt") return k(1) + " / std::sqrt(" + x + ")";
     if (op == "reciprocal") return k(1) + " / " + x;
-    if (op == "sigmoid") return k(1) + " / (" + k(1) + " + std::exp(-" + x + "))";
-    if (op == "silu") return x + " / (" + k(1) + " + std::exp(-" + x + "))";
-    if (op == "gelu") return x + " * " + k(0.5) + " * (" + k(1) + " + std::erf(" + x + " * " + k(M_SQRT1_2) + "))";
+    if (op == "sigmoid") return k(1) + " / (" + k(1) + " + " + fn("exp") + "(-" + x + "))";
+    if (op == "silu") return x + " / (" + k(1) + " + " + fn("exp") + "(-" + x + "))";
+    if (op == "gelu") return x + " * " + k(0.5) + " * (" + k(1) + " + " + fn("erf") + "(" + x + " * " + k(M_SQRT1_2) + "))";
     if (op == "gelu_tanh")
-      return k(0.5) + " * " + x + " * (" + k(1) + " + std::tanh(" + k(M_SQRT2 * M_2_SQRTPI * 0.5) + " * (" + x + " + " +
+      return k(0.5) + " * " + x + " * (" + k(1) + " + " + fn("tanh") + "(" + k(M_SQRT2 * M_2_SQRTPI * 0.5) + " * (" + x + " + " +
              k(0.044715) + " * (" + x + " * " + x + " * " + x + "))))";
     if (op == "hardswish") return x + " * std::min(std::max(" + x + " + " + k(3) + ", " + k(0) + "), " + k(6) + ") / " + k(6);
     if (op == "hardsigmoid") return "std::min(std::max(" + x + " + " + k(3) + ", " + k(0) + "), " + k(6) + ") / " + k(6);
@@ -853,8 +858,11 @@ bool host_has_avx2_fma() {
 
 LinkInputs CppBackend::link_inputs() const {
   LinkInputs in;
-  in.includes = {"algorithm", "cmath", "omp.h"};
-  in.compile_flags = {"-O3", "-fopenmp", "-fno-math-errno"};
+  in.includes = {"algorithm", "cmath", "omp.h", "thunderc/cpp_math.h"};
+  in.include_dirs = {THUNDERC_CPP_INCLUDE_DIR};
+  // -fno-trapping-math lets GCC if-convert comparisons (relu, clamp, the math helpers) so loops vectorize;
+  // it changes no result, it only assumes no floating-point trap handler is watching.
+  in.compile_flags = {"-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math"};
   if (host_has_avx2_fma()) {
     in.compile_flags.push_back("-mavx2");
     in.compile_flags.push_back("-mfma");
