@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(build-essential cmake libtorch-dev libcli11-dev nlohmann-json3-dev
-          doctest-dev libdlpack-dev libopenblas-dev)
+          doctest-dev libdlpack-dev libopenblas-dev libopenblas0-openmp)
 
 for arg in "$@"; do
   case "$arg" in
@@ -49,15 +49,18 @@ if ((${#missing[@]})); then
   done
 fi
 
-# Make OpenBLAS the selected libblas.so.3 / liblapack.so.3 alternative. LibTorch
-# (and our benchmarks' LibTorch baseline) pick up whatever libblas.so.3 points
-# to; with the reference BLAS selected LibTorch would be several times slower
-# than it normally is, which would make any comparison against it unfair.
-for lib in libblas.so.3 liblapack.so.3; do
+# Select OpenBLAS, built for OpenMP, as libopenblas.so.0, libblas.so.3 and liblapack.so.3.
+# - LibTorch (and so the benchmarks' LibTorch baseline) uses whatever libblas.so.3 points to; with the
+#   reference BLAS it would be several times slower than usual, an unfair comparison.
+# - thunderc's generated kernels use OpenMP; OpenBLAS's OpenMP build shares that thread pool, where the
+#   pthread build's workers and OpenMP's spinning workers compete for the cores (measured on 2 cores:
+#   cnn at batch 16, 2 threads, 1.46 ms with the pthread build, 0.95 ms with the OpenMP build).
+for lib in libopenblas.so.0 libblas.so.3 liblapack.so.3; do
   for alt in /var/lib/dpkg/alternatives/"$lib"-*; do
     [[ -e "$alt" ]] || continue
     name=$(basename "$alt")
-    want=$(update-alternatives --list "$name" 2>/dev/null | grep '/openblas' | head -n1 || true)
+    want=$(update-alternatives --list "$name" 2>/dev/null | grep '/openblas-openmp/' | head -n1 || true)
+    [[ -n "$want" ]] || want=$(update-alternatives --list "$name" 2>/dev/null | grep '/openblas' | head -n1 || true)
     [[ -n "$want" ]] || continue
     current=$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Value: //p')
     if [[ "$current" != "$want" ]]; then
