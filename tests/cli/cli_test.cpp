@@ -289,7 +289,7 @@ TEST_CASE("--sharp-edges: allow compiles silently, warn prints each, error fails
   CHECK_OUTPUT(bad, "--sharp-edges must be allow, warn or error");
 }
 
-TEST_CASE("--cache is recorded in the manifest; unsupported modes are refused before loading") {
+TEST_CASE("--cache is recorded in the manifest, and unsupported modes are refused before loading") {
   std::string so = std::string(THUNDERC_TEST_TMP) + "/cache_same_input.so";
   Result r = thunderc({sample("mlp.pt"), "-o", so, "--cache", "same input"});
   CHECK_MESSAGE(r.code == 0, r.out);

@@ -120,7 +120,7 @@ TEST_CASE("torch on CUDA follows what the frontend reports") {
   set_torch_cuda_support(false, "LibTorch was built without CUDA");
 }
 
-TEST_CASE("default executors: cpp and blas on cpu; the CUDA defaults are not implemented yet") {
+TEST_CASE("default executors: cpp and blas on cpu, the CUDA defaults are not implemented yet") {
   CHECK(default_executor_names(DeviceKind::CPU) == std::vector<std::string>{"cpp", "blas"});
   CHECK(default_executor_names(DeviceKind::CUDA) == std::vector<std::string>{"nvfuser", "cublas", "cudnn"});
   ExecutorSelection cpu = default_executors(DeviceKind::CPU);

@@ -129,7 +129,7 @@ TEST_CASE("examine shows the transforms and the final trace") {
   CHECK_FALSE(contains(r.out, "torch.softmax("));
 }
 
-TEST_CASE("--dump-traces writes one stamped file per pass; the manifest records the transforms") {
+TEST_CASE("--dump-traces writes one stamped file per pass, the manifest records the transforms") {
   std::string dir = tmp("dump_mlp"), so = tmp("mlp_dump.so");
   Result r = thunderc({sample("mlp.pt"), "-o", so, "--dump-traces", dir, "--time-passes", "--verbose",
                        "--disable-torch-autograd"});

@@ -54,7 +54,7 @@ TEST_CASE("pipeline: the default order") {
   }
 }
 
-TEST_CASE("pipeline: --transforms replaces the optional passes; claiming goes before the first after-claim pass") {
+TEST_CASE("pipeline: --transforms replaces the optional passes, claiming goes before the first after-claim pass") {
   PassPlan p = plan_passes({"cse", "remat", "dce"});
   CHECK(names_of(p.before_claim) == std::vector<std::string>{"cse"});
   CHECK(names_of(p.after_claim) == std::vector<std::string>{"remat", "dce"});

@@ -47,7 +47,7 @@ TransformContext context_with(std::vector<const Executor*> executors, std::vecto
 
 }  // namespace
 
-TEST_CASE("dce: unused symbols and constants are removed; inputs, outputs and order stay") {
+TEST_CASE("dce: unused symbols and constants are removed, inputs, outputs and order stay") {
   Trace t;
   ValueId x = t.add_input("x", f32({2, 3}));
   ValueId unused_in = t.add_input("unused", f32({2}));
@@ -91,7 +91,7 @@ TEST_CASE("dce: a region is kept whole when one of its outputs is used") {
   CHECK(after.symbols()[0].subsymbols.size() == 2);
 }
 
-TEST_CASE("cse: identical symbols are computed once; returned duplicates and regions are kept") {
+TEST_CASE("cse: identical symbols are computed once, returned duplicates and regions are kept") {
   Trace t;
   ValueId x = t.add_input("x", f32({2, 3}));
   ValueId t0 = t.emit1(op("add"), {T(x), N(1.0)}, {});

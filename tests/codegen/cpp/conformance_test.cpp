@@ -73,7 +73,7 @@ void unary_case(Shape s, DType d = DType::Float32) {
 
 }  // namespace
 
-TEST_CASE("unary elementwise ops: scalar, size-1, odd, large, empty shapes; float32 and float64") {
+TEST_CASE("unary elementwise ops: scalar, size-1, odd, large, empty shapes, float32 and float64") {
   SUBCASE("[]") { unary_case({}); }
   SUBCASE("[1]") { unary_case({1}); }
   SUBCASE("[7]") { unary_case({7}); }
