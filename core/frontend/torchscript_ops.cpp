@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "core/frontend/torchscript_importer.h"
@@ -593,6 +594,90 @@ void nn_ops(Table& t) {
   }, false);
 }
 
+
+// Multi-head self- or cross-attention as PyTorch's fused kernels compute it (batch-first [B, L, E]):
+// in-projection with one packed [3E, E] weight, heads of size E/H, softmax(q k^T / sqrt(E/H)) v, output
+// projection. Returns the output and, when `weights` is set, the attention weights averaged over heads.
+ValueId multi_head_attention(Importer& m, const Node* n, ValueId query, ValueId key, ValueId value, std::int64_t embed,
+                             std::int64_t heads, ValueId qkv_w, Operand qkv_b, ValueId proj_w, Operand proj_b,
+                             ValueId* weights = nullptr) {
+  const Shape qs = m.type(query).shape, ks = m.type(key).shape;
+  if (qs.size() != 3 || ks.size() != 3 || qs[2] != embed || heads <= 0 || embed % heads != 0)
+    m.fail(n, "fused attention is supported for batch-first [B, L, E] inputs with E divisible by the head count");
+  const std::int64_t b = qs[0], l = qs[1], s_len = ks[1], d = embed / heads;
+  auto part = [&](ValueId w, std::int64_t i) { return slice(m, w, 0, i * embed, (i + 1) * embed, 1); };
+  auto part_bias = [&](std::int64_t i) {
+    return qkv_b.is_tensor() ? Operand::tensor(slice(m, qkv_b.value, 0, i * embed, (i + 1) * embed, 1)) : Operand::none();
+  };
+  ValueId q, k, v;
+  if (query == key && key == value) {
+    ValueId qkv = m.emit("linear", {Operand::tensor(query), Operand::tensor(qkv_w), qkv_b});
+    q = slice(m, qkv, 2, 0, embed, 1), k = slice(m, qkv, 2, embed, 2 * embed, 1), v = slice(m, qkv, 2, 2 * embed, 3 * embed, 1);
+  } else {
+    q = m.emit("linear", {Operand::tensor(query), Operand::tensor(part(qkv_w, 0)), part_bias(0)});
+    k = m.emit("linear", {Operand::tensor(key), Operand::tensor(part(qkv_w, 1)), part_bias(1)});
+    v = m.emit("linear", {Operand::tensor(value), Operand::tensor(part(qkv_w, 2)), part_bias(2)});
+  }
+  auto split_heads = [&](ValueId x, std::int64_t len) { return permute(m, reshape(m, x, {b, len, heads, d}), {0, 2, 1, 3}); };
+  q = split_heads(q, l), k = split_heads(k, s_len), v = split_heads(v, s_len);
+  ValueId scores = m.emit("matmul", {Operand::tensor(q), Operand::tensor(permute(m, k, {0, 1, 3, 2}))});
+  scores = m.emit("mul", {Operand::tensor(scores), Operand::number(1.0 / std::sqrt(static_cast<double>(d)))});
+  ValueId attn = m.emit("softmax", {Operand::tensor(scores)}, {{"dim", std::int64_t{-1}}, {"dtype", None{}}});
+  if (weights)
+    *weights = m.emit("mean", {Operand::tensor(attn)}, {{"dims", IntList{1}}, {"keepdim", false}, {"dtype", None{}}});
+  ValueId ctx = m.emit("matmul", {Operand::tensor(attn), Operand::tensor(v)});
+  ctx = reshape(m, permute(m, ctx, {0, 2, 1, 3}), {b, l, embed});
+  return m.emit("linear", {Operand::tensor(ctx), Operand::tensor(proj_w), proj_b});
+}
+
+// PyTorch's fused attention and encoder-layer kernels (traced under no_grad), decomposed into catalog ops.
+void fused_transformer_ops(Table& t) {
+  t.raw("aten::_native_multi_head_attention", [](Importer& m, const Node* n) {
+    if (!m.is_none(n, 9)) m.fail(n, "fused attention with a mask is not supported yet (trace with autograd enabled)");
+    bool need_weights = m.bool_arg(n, 10), average = m.bool_arg(n, 11);
+    if (need_weights && !average) m.fail(n, "per-head attention weights (average_attn_weights=False) are not supported");
+    ValueId weights = 0;
+    ValueId out = multi_head_attention(m, n, m.tensor(n, 0), m.tensor(n, 1), m.tensor(n, 2), m.int_arg(n, 3),
+                                       m.int_arg(n, 4), m.tensor(n, 5), m.operand(n, 6), m.tensor(n, 7), m.operand(n, 8),
+                                       need_weights ? &weights : nullptr);
+    m.bind_tensor(n, 0, out);
+    // Without need_weights PyTorch returns an empty tensor in its place.
+    if (need_weights) m.bind_tensor(n, 1, weights);
+    else m.bind(n->output(1), JVal::of_known(at::empty({0})));
+  });
+  t.raw("aten::_transformer_encoder_layer_fwd", [](Importer& m, const Node* n) {
+    if (n->inputs().size() > 18 && !m.is_none(n, 18))
+      m.fail(n, "the fused encoder layer with a mask is not supported yet (trace with autograd enabled)");
+    ValueId x = m.tensor(n, 0);
+    const std::int64_t embed = m.int_arg(n, 1), heads = m.int_arg(n, 2);
+    const bool use_gelu = m.bool_arg(n, 7), norm_first = m.bool_arg(n, 8);
+    const double eps = m.float_arg(n, 9);
+    auto norm = [&](ValueId y, std::size_t w) {
+      return m.emit("layer_norm", {Operand::tensor(y), m.operand(n, w), m.operand(n, w + 1)},
+                    {{"normalized_shape", IntList{embed}}, {"eps", eps}});
+    };
+    auto attention = [&](ValueId y) {
+      return multi_head_attention(m, n, y, y, y, embed, heads, m.tensor(n, 3), m.operand(n, 4), m.tensor(n, 5),
+                                  m.operand(n, 6));
+    };
+    auto feed_forward = [&](ValueId y) {
+      ValueId h = m.emit("linear", {Operand::tensor(y), Operand::tensor(m.tensor(n, 14)), m.operand(n, 15)});
+      h = use_gelu ? m.emit("gelu", {Operand::tensor(h)}, {{"approximate", std::string("none")}})
+                   : m.emit("relu", {Operand::tensor(h)});
+      return m.emit("linear", {Operand::tensor(h), Operand::tensor(m.tensor(n, 16)), m.operand(n, 17)});
+    };
+    auto add = [&](ValueId a, ValueId c) { return m.emit("add", {Operand::tensor(a), Operand::tensor(c)}); };
+    if (norm_first) {
+      x = add(x, attention(norm(x, 10)));
+      x = add(x, feed_forward(norm(x, 12)));
+    } else {
+      x = norm(add(x, attention(x)), 10);
+      x = norm(add(x, feed_forward(x)), 12);
+    }
+    m.bind_tensor(n, 0, x);
+  });
+}
+
 }  // namespace
 
 const std::map<std::string, Handler>& op_handlers() {
@@ -604,6 +689,7 @@ const std::map<std::string, Handler>& op_handlers() {
     reduction_norm_ops(t);
     shape_ops(t);
     nn_ops(t);
+    fused_transformer_ops(t);
     return t.handlers;
   }();
   return handlers;

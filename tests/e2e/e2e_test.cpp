@@ -181,3 +181,62 @@ TEST_CASE("8 threads calling one model get the same results as serial calls") {
   for (auto& th : threads) th.join();
   for (int t = 0; t < 8; ++t) CHECK(mismatches[t] == 0);
 }
+
+// PyTorch's fused attention kernels (what nn.MultiheadAttention / nn.TransformerEncoderLayer record when
+// traced under no_grad) are decomposed by the frontend; the compiled model matches LibTorch running them.
+TEST_CASE("fused attention and encoder-layer kernels are decomposed and match LibTorch") {
+  fs::path dir = tmp_dir("fused_attention");
+  const int64_t e = 16, ff = 32;
+  auto param = [](torch::jit::Module& m, const std::string& name, std::vector<int64_t> shape) {
+    m.register_parameter(name, at::randn(shape) * 0.3, false);
+  };
+  at::manual_seed(3);
+  torch::jit::Module mha("__torch__.FusedMHA");
+  param(mha, "w", {3 * e, e});
+  param(mha, "b", {3 * e});
+  param(mha, "pw", {e, e});
+  param(mha, "pb", {e});
+  mha.define(R"(
+def forward(self, x):
+    out, weights = torch._native_multi_head_attention(x, x, x, 16, 2, self.w, self.b, self.pw, self.pb, None, True, True, None)
+    return out, weights
+)");
+  torch::jit::Module layer("__torch__.FusedEncoderLayer");
+  param(layer, "w", {3 * e, e});
+  param(layer, "b", {3 * e});
+  param(layer, "pw", {e, e});
+  param(layer, "pb", {e});
+  param(layer, "n1w", {e});
+  param(layer, "n1b", {e});
+  param(layer, "n2w", {e});
+  param(layer, "n2b", {e});
+  param(layer, "f1w", {ff, e});
+  param(layer, "f1b", {ff});
+  param(layer, "f2w", {e, ff});
+  param(layer, "f2b", {e});
+  layer.define(R"(
+def forward(self, x):
+    a = torch._transformer_encoder_layer_fwd(x, 16, 4, self.w, self.b, self.pw, self.pb, True, False, 1e-5, self.n1w, self.n1b, self.n2w, self.n2b, self.f1w, self.f1b, self.f2w, self.f2b, None, None)
+    return torch._transformer_encoder_layer_fwd(a, 16, 4, self.w, self.b, self.pw, self.pb, False, True, 1e-5, self.n1w, self.n1b, self.n2w, self.n2b, self.f1w, self.f1b, self.f2w, self.f2b, None, None)
+)");
+  for (auto* m : {&mha, &layer}) {
+    std::string name = m == &mha ? "mha" : "layer";
+    CAPTURE(name);
+    std::string pt = (dir / (name + ".pt")).string();
+    m->save(pt);
+    fs::path so = dir / (name + ".so");
+    Result r = run_thunderc(pt + " -o " + so.string() + " --shapes x=2x5x16");
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    thunderc::Model compiled(so.string());
+    at::Tensor x = at::randn({2, 5, 16});
+    torch::jit::Module ref = torch::jit::load(pt);
+    c10::InferenceMode guard;
+    c10::IValue out = ref.forward({x});
+    std::vector<at::Tensor> want;
+    if (out.isTensor()) want.push_back(out.toTensor());
+    else
+      for (const auto& t : out.toTupleRef().elements()) want.push_back(t.toTensor());
+    check_close(thunderc::aten::run(compiled, {x}), want, 1e-4, 1e-5);
+  }
+}
