@@ -3,6 +3,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "common/run_process.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -17,30 +19,13 @@
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using Result = thunderc_test::ProcessResult;
+using thunderc_test::shell_quote;
 
 // Runs thunderc with `args`, in directory `cwd` when given.
 Result thunderc(const std::vector<std::string>& args, const std::string& cwd = "") {
-  std::string cmd = (cwd.empty() ? "" : "cd " + quote(cwd) + " && ") + quote(THUNDERC_BIN);
-  for (const std::string& a : args) cmd += " " + quote(a);
-  cmd += " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  Result r = thunderc_test::run_program(THUNDERC_BIN, args, cwd);
+  REQUIRE(r.code >= 0);
   return r;
 }
 
@@ -63,10 +48,10 @@ int shell(const std::string& cmd) {
 std::string without_recorded_shapes(const std::string& name) {
   std::string dir = std::string(THUNDERC_TEST_TMP) + "/noshapes_" + name;
   std::string out = dir + "/" + name + "_noshapes.pt";
-  std::string cmake = quote(THUNDERC_CMAKE);
-  std::string cmd = "rm -rf " + quote(dir) + " && mkdir -p " + quote(dir) + " && cd " + quote(dir) + " && " + cmake +
-                    " -E tar xf " + quote(sample(name + ".pt")) + " && rm -rf " + quote(name + "/extra") + " && " +
-                    cmake + " -E tar cf " + quote(out) + " --format=zip " + quote(name);
+  std::string cmake = shell_quote(THUNDERC_CMAKE);
+  std::string cmd = "rm -rf " + shell_quote(dir) + " && mkdir -p " + shell_quote(dir) + " && cd " + shell_quote(dir) + " && " + cmake +
+                    " -E tar xf " + shell_quote(sample(name + ".pt")) + " && rm -rf " + shell_quote(name + "/extra") + " && " +
+                    cmake + " -E tar cf " + shell_quote(out) + " --format=zip " + shell_quote(name);
   REQUIRE_MESSAGE(shell(cmd) == 0, cmd);
   return out;
 }

@@ -3,6 +3,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "common/run_process.h"
+
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -17,29 +19,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using Result = thunderc_test::ProcessResult;
 
 Result thunderc(const std::vector<std::string>& args) {
-  std::string cmd = quote(THUNDERC_BIN);
-  for (const std::string& a : args) cmd += " " + quote(a);
-  cmd += " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  Result r = thunderc_test::run_program(THUNDERC_BIN, args);
+  REQUIRE(r.code >= 0);
   return r;
 }
 
@@ -141,7 +125,7 @@ TEST_CASE("--dump-traces writes one stamped file per pass, the manifest records 
   CHECK(files.back().substr(3) == "dce.txt");
   bool claim = false;
   for (std::size_t i = 0; i < files.size(); ++i) {
-    char num[8];
+    char num[32];
     std::snprintf(num, sizeof num, "%02zu-", i);
     CHECK(files[i].rfind(num, 0) == 0);  // numbered without gaps
     std::string pass = files[i].substr(3, files[i].size() - 7);

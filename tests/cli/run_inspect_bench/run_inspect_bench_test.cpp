@@ -5,6 +5,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "common/run_process.h"
+
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -27,50 +29,22 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using thunderc::HostTensor;
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-  std::string cmd;
-};
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using Result = thunderc_test::ProcessResult;
+using thunderc_test::command_line;
+using thunderc_test::shell_quote;
 
 Result shell(const std::string& cmd) {
-  Result r;
-  r.cmd = cmd;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  Result r = thunderc_test::run_shell(cmd);
+  REQUIRE(r.code >= 0);
   return r;
-}
-
-std::string command_line(const std::string& bin, const std::vector<std::string>& args) {
-  std::string cmd = quote(bin);
-  for (const std::string& a : args) cmd += " " + quote(a);
-  return cmd;
 }
 
 Result run_cli(const std::vector<std::string>& args) { return shell(command_line(THUNDERC_CMDS_BIN, args)); }
 
 // Only stdout (for JSON): stderr goes to the test log.
 Result run_cli_stdout(const std::vector<std::string>& args) {
-  Result r;
-  r.cmd = command_line(THUNDERC_CMDS_BIN, args);
-  FILE* p = popen(r.cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  Result r = thunderc_test::run_shell(command_line(THUNDERC_CMDS_BIN, args), false);
+  REQUIRE(r.code >= 0);
   return r;
 }
 
@@ -155,7 +129,7 @@ TEST_CASE("run: default output directory is the current directory") {
   const std::vector<float> x = iota(6, 0.25f);
   const std::string in = save_input("x23_cwd.npy", HostTensor::from_vector<float>({2, 3}, x));
   const std::string dir = fresh_dir("out_cwd");
-  Result r = shell("cd " + quote(dir) + " && " + command_line(THUNDERC_CMDS_BIN, {"run", kModel, "-i", "x=" + in}));
+  Result r = shell("cd " + shell_quote(dir) + " && " + command_line(THUNDERC_CMDS_BIN, {"run", kModel, "-i", "x=" + in}));
   REQUIRE_MESSAGE(r.code == 0, r.out);
   CHECK_OUTPUT(r, "output0: float32[2, 3] -> output0.npy");
   check_outputs(dir, 2, x);
@@ -303,7 +277,7 @@ TEST_CASE("inspect: a model for a device this machine may lack") {
   for (json& v : m["variants"])
     for (json& g : v["guards"]) g["device"] = "cuda:0";
   std::ofstream(manifest_path) << m.dump();
-  const std::string env = "THUNDERC_TEST_MANIFEST=" + quote(manifest_path) + " ";
+  const std::string env = "THUNDERC_TEST_MANIFEST=" + shell_quote(manifest_path) + " ";
 
   Result r = shell(env + command_line(THUNDERC_CMDS_BIN, {"inspect", so}));
   REQUIRE_MESSAGE(r.code == 0, r.out);

@@ -4,6 +4,8 @@
 // kernels); float64 rtol 1e-10, atol 1e-12.
 #include <doctest/doctest.h>
 
+#include "common/run_process.h"
+
 #include <array>
 #include <cstdio>
 #include <optional>
@@ -73,15 +75,7 @@ struct Suite {
   }
 };
 
-std::string run_command(const std::string& cmd) {
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  pclose(p);
-  return out;
-}
+std::string run_command(const std::string& cmd) { return thunderc_test::run_shell(cmd).out; }
 
 }  // namespace
 
@@ -159,7 +153,7 @@ TEST_CASE("a blas-only model .so links OpenBLAS and not LibTorch") {
   s.linear({2, 8}, {4, 8}, Shape{4});
   s.conv({1, 3, 6, 6}, {4, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1);
   std::string so = compile(s.t, {"blas"}, "elf_blas_only");
-  std::string needed = run_command("readelf -d '" + so + "' 2>&1");
+  std::string needed = run_command("readelf -d " + thunderc_test::shell_quote(so));
   INFO(needed);
   CHECK(needed.find("(NEEDED)") != std::string::npos);
   CHECK(needed.find("libopenblas") != std::string::npos);
