@@ -51,6 +51,7 @@ struct ModelFlags {
   bool time_passes = false;
   bool verbose = false;
   std::string sharp_edges = "allow";
+  bool skip_inplace_alias_updates = false;
 
   void add_to(CLI::App& app, bool model_required) {
     auto* m = app.add_option("MODEL", model, "TorchScript model file (.pt)")->type_name("MODEL.pt");
@@ -92,6 +93,9 @@ struct ModelFlags {
                    "(shape-dependent branches, random ops, in-place updates of inputs or weights, outputs that "
                    "alias inputs, global state, frozen attributes): allow (default), warn, or error")
         ->type_name("allow|warn|error");
+    app.add_flag("--skip-inplace-alias-updates", skip_inplace_alias_updates,
+                 "after an in-place update through a view, do not update the base and its other views (fewer "
+                 "operations; wrong results if the model reads them afterwards, as PyTorch would show the update)");
   }
 
   PipelineOptions pipeline_options() const {
@@ -110,6 +114,7 @@ struct ModelFlags {
     auto mode = parse_sharp_edge_mode(sharp_edges);
     if (!mode) user_error("--sharp-edges must be allow, warn or error, got '", sharp_edges, "'");
     o.sharp_edges = *mode;
+    o.inplace_alias_updates = !skip_inplace_alias_updates;
     return o;
   }
 };
@@ -324,6 +329,8 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.options.transforms = r.transforms;
   request.options.disable_torch_autograd = out.disable_torch_autograd;
   request.options.cache = cache;
+  request.options.sharp_edges = sharp_edge_mode_name(options.sharp_edges);
+  request.options.skip_inplace_alias_updates = !options.inplace_alias_updates;
   request.input_names = r.model->input_names();
   std::size_t ops = 0;
   for (const SpecializedTrace& s : r.specializations) {

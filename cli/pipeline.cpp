@@ -217,7 +217,7 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     progress.show("thunderc: " + where + "importing ...");
     start = std::chrono::steady_clock::now();
     try {
-      s.trace = model.import(s.input_types, &s.sharp_edges);
+      s.trace = model.import(s.input_types, &s.sharp_edges, options.inplace_alias_updates);
     } catch (const UserError& e) {
       throw UserError(prefix + e.what() + "\nexecutors asked: " + result.executors.names_str());
     }

@@ -28,6 +28,7 @@ struct PipelineOptions {
   bool verbose = false;         // one line per pass on stderr
   bool progress = true;         // a progress line on stderr when it is a terminal
   SharpEdgeMode sharp_edges = SharpEdgeMode::Allow;  // --sharp-edges: allow, warn (stderr) or error
+  bool inplace_alias_updates = true;                 // false: --skip-inplace-alias-updates
 };
 
 // One specialization of the model: its input shapes and the trace after every pass.

@@ -20,7 +20,9 @@ struct ManifestOptions {
   std::string cache = "constant values";
   std::vector<std::string> transforms;  // the optional passes that ran, in order (core/transforms/pipeline.h)
   bool standalone = false;
-  bool disable_torch_autograd = false;  // --disable-torch-autograd (forward-only is all thunderc emits today)
+  bool disable_torch_autograd = false;
+  std::string sharp_edges = "allow";          // --sharp-edges
+  bool skip_inplace_alias_updates = false;    // --skip-inplace-alias-updates  // --disable-torch-autograd (forward-only is all thunderc emits today)
 };
 
 // UserError when the variants disagree on their outputs' count or dtypes (one manifest lists them once).

@@ -96,13 +96,6 @@ void Importer::sharp_edge(const Node* n, const std::string& kind, const std::str
   edges_.push_back({kind, message, n ? location(n) : ""});
 }
 
-void Importer::read(const JitValue* v) const {
-  auto it = stale_.find(v);
-  if (it != stale_.end())
-    user_error(model_path_, ": a tensor is read after it was modified in place through another view of it (",
-               it->second, "); thunderc cannot import in-place updates of aliased tensors yet — make the update "
-               "out of place (e.g. x = x + y instead of x += y)");
-}
 
 const JVal& Importer::in(const Node* n, std::size_t i) const {
   auto it = env_.find(n->input(i));
@@ -117,7 +110,7 @@ bool Importer::is_none(const Node* n, std::size_t i) const {
 
 ValueId Importer::materialize(const JitValue* v, const at::Tensor& t) {
   auto it = constants_.find(t.unsafeGetTensorImpl());
-  if (it != constants_.end()) return it->second;
+  if (it != constants_.end()) return it->second.second;
   std::string name = v && v->hasDebugName() ? v->debugName() : "";
   std::string context = "constant " + name;
   TensorType type;
@@ -131,7 +124,7 @@ ValueId Importer::materialize(const JitValue* v, const at::Tensor& t) {
   if (name.rfind("self.", 0) == 0) name = name.substr(5);
   if (!name.empty() && std::isdigit(static_cast<unsigned char>(name[0]))) name.clear();  // "%12": no real name
   ValueId id = trace_.add_constant(name.empty() ? "c" + std::to_string(constants_.size()) : name, type, data);
-  constants_.emplace(t.unsafeGetTensorImpl(), id);
+  constants_.emplace(t.unsafeGetTensorImpl(), std::make_pair(t, id));
   return id;
 }
 
@@ -237,7 +230,58 @@ std::vector<ValueId> Importer::tensors_arg(const Node* n, std::size_t i) {
 }
 
 ValueId Importer::emit(const std::string& op_name, std::vector<Operand> inputs, Attrs attrs) {
-  return trace_.emit1(op(op_name), std::move(inputs), std::move(attrs), current_ ? location(current_) : "");
+  ValueId out = trace_.emit1(op(op_name), std::move(inputs), std::move(attrs), current_ ? location(current_) : "");
+  record_view(trace_.symbols().back());
+  return out;
+}
+
+void Importer::record_view(const BoundSymbol& sym) {
+  const std::string& name = sym.op->name;
+  if (name != "reshape" && name != "permute" && name != "slice" && name != "select" && name != "expand") return;
+  if (!sym.inputs[0].is_tensor()) return;
+  const ValueId in = sym.inputs[0].value, out = sym.outputs[0];
+  const Shape& shape = trace_.type(in).shape;
+  const bool in_dense = !non_contiguous_.count(in);
+  // Does the result keep dense row-major strides? (slice/select do when every dim before theirs is 1.)
+  auto leading_ones = [&](std::int64_t dim) {
+    for (std::int64_t d = 0; d < dim; ++d)
+      if (shape[d] != 1) return false;
+    return true;
+  };
+  bool dense = in_dense;
+  if (name == "permute" || name == "expand") dense = false;
+  if (name == "slice") dense = in_dense && leading_ones(sym.attrs.get_int("dim")) && sym.attrs.get_int("step") == 1;
+  if (name == "select") dense = in_dense && leading_ones(sym.attrs.get_int("dim"));
+  if (name == "reshape") {
+    dense = true;
+    if (!in_dense) return;  // PyTorch copies a non-contiguous tensor it reshapes: no alias
+  }
+  if (!dense) non_contiguous_.insert(out);
+  // Only ops of aten view kinds alias (aten::reshape's copies were excluded above).
+  if (!current_ || !is_view_kind(current_->kind().toQualString())) return;
+  view_of_[out] = views_.size();
+  views_.push_back({out, in, sym});
+}
+
+// The base `parent` with the region that `view` shows replaced by `new_child`.
+ValueId Importer::write_back(const ViewRecord& view, ValueId parent, ValueId new_child, const Node* n) {
+  const std::string& name = view.sym.op->name;
+  const Attrs& a = view.sym.attrs;
+  if (name == "reshape") return emit("reshape", {Operand::tensor(new_child)}, {{"shape", trace_.type(parent).shape}});
+  if (name == "permute") {
+    const IntList& dims = a.get_ints("dims");
+    IntList inverse(dims.size());
+    for (std::size_t i = 0; i < dims.size(); ++i) inverse[dims[i]] = static_cast<std::int64_t>(i);
+    return emit("permute", {Operand::tensor(new_child)}, {{"dims", inverse}});
+  }
+  if (name == "slice")
+    return emit("slice_scatter", {Operand::tensor(parent), Operand::tensor(new_child)},
+                {{"dim", a.get_int("dim")}, {"start", a.get_int("start")}, {"end", a.get_int("end")}, {"step", a.get_int("step")}});
+  if (name == "select")
+    return emit("select_scatter", {Operand::tensor(parent), Operand::tensor(new_child)},
+                {{"dim", a.get_int("dim")}, {"index", a.get_int("index")}});
+  fail(n, "writes in place into an expanded tensor, where several elements share one memory location (PyTorch "
+          "rejects this too)");
 }
 
 void Importer::bind(const JitValue* v, JVal j) { env_[v] = std::move(j); }
@@ -258,23 +302,42 @@ void Importer::bind_inplace_result(const Node* n, ValueId result) {
     return v;
   };
   const JitValue* root = root_of(self);
+  if (root->node()->kind() == c10::prim::Constant)
+    sharp_edge(n, "inplace-weight",
+               "modifies the module's weight or buffer '" + root->debugName() +
+                   "' in place; the compiled model keeps its weights constant, so every call starts from the "
+                   "original values");
   if (graph_inputs_.count(root))
     sharp_edge(n, "inplace-input",
                "modifies the model input '" + trace_.value(env_.at(root).tensor).name +
                    "' in place; the compiled model computes with the updated value but leaves the caller's tensor "
                    "unchanged");
   ValueId old = before.tensor;
-  std::string loc = std::string(n->kind().toQualString()) + (location(n).empty() ? "" : " at " + location(n));
-  // Every alias that is the very same tensor value gets the result; true views of it become stale.
-  std::vector<const JitValue*> aliases = {root};
-  for (const auto& [v, parent] : alias_root_)
-    if (root_of(v) == root) aliases.push_back(v);
-  for (const JitValue* v : aliases) {
-    auto it = env_.find(v);
-    if (it == env_.end() || it->second.kind != JVal::Kind::Tensor) continue;
-    if (it->second.tensor == old) it->second = JVal::of_tensor(result);
-    else stale_.emplace(v, loc);
+  // New values: the mutated tensor, then (with alias updates) every base it views and every other view of
+  // those bases, recomputed in the order the model made them.
+  std::unordered_map<ValueId, ValueId> updated = {{old, result}};
+  if (alias_updates_) {
+    ValueId cur = old, now = result;
+    for (auto v = view_of_.find(cur); v != view_of_.end(); v = view_of_.find(cur)) {
+      const ViewRecord& view = views_[v->second];
+      now = write_back(view, view.parent, now, n);
+      cur = view.parent;
+      updated[cur] = now;
+    }
+    const std::size_t known = views_.size();
+    for (std::size_t i = 0; i < known; ++i) {
+      const ViewRecord view = views_[i];  // copied: emit() appends to views_
+      auto p = updated.find(view.parent);
+      if (p == updated.end() || updated.count(view.child)) continue;
+      BoundSymbol again = view.sym;
+      again.inputs[0] = Operand::tensor(p->second);
+      updated[view.child] = emit(again.op->name, again.inputs, again.attrs);
+    }
   }
+  // Every TorchScript value that held an updated tensor now holds its new value.
+  for (auto& [v, j] : env_)
+    if (j.kind == JVal::Kind::Tensor)
+      if (auto u = updated.find(j.tensor); u != updated.end()) j = JVal::of_tensor(u->second);
   bind(self, JVal::of_tensor(result));
   bind(n->output(0), JVal::of_tensor(result));
   alias_root_[n->output(0)] = self;
@@ -460,7 +523,6 @@ bool Importer::import_structural(Node* n) {
 void Importer::import_node(Node* n) {
   std::string kind = n->kind().toQualString();
   for (std::size_t i = 0; i < n->inputs().size(); ++i) {
-    read(n->input(i));
     if (in(n, i).kind == JVal::Kind::Poison) {
       // Downstream of an unsupported operator: still report this node if thunderc cannot import it either,
       // so one run lists every unsupported operator.
@@ -504,6 +566,32 @@ void Importer::import_node(Node* n) {
   }
   if (is_view_kind(kind))
     for (const JitValue* out : n->outputs()) alias_root_[out] = n->input(0);
+  // A tensor known at compile time that the model later updates in place (through itself or a view)
+  // becomes a trace constant now, so its views are trace values and the update can reach them.
+  for (const JitValue* out : n->outputs()) {
+    auto it = env_.find(out);
+    if (mutated_.count(out) && it != env_.end() && it->second.kind == JVal::Kind::Known && it->second.known.isTensor())
+      it->second = JVal::of_tensor(materialize(out, it->second.known.toTensor()));
+  }
+}
+
+namespace {
+// In-place aten ops end in one underscore ("add_"), dunders ("__and__") do not count.
+bool is_inplace_kind(const std::string& kind) {
+  return kind.rfind("aten::", 0) == 0 && kind.size() > 7 && kind.back() == '_' && kind[kind.size() - 2] != '_';
+}
+}  // namespace
+
+void Importer::find_mutated(torch::jit::Block* block) {
+  for (Node* n : block->nodes()) {
+    for (torch::jit::Block* b : n->blocks()) find_mutated(b);
+    if (!is_inplace_kind(n->kind().toQualString()) || n->inputs().empty()) continue;
+    // The mutated tensor and every tensor it is a view of.
+    for (const JitValue* v = n->input(0); v && mutated_.insert(v).second;) {
+      const Node* producer = v->node();
+      v = is_view_kind(producer->kind().toQualString()) && !producer->inputs().empty() ? producer->input(0) : nullptr;
+    }
+  }
 }
 
 void Importer::import_block(torch::jit::Block* block) {
@@ -547,6 +635,7 @@ void Importer::import_graph(torch::jit::Graph& graph, const std::vector<TensorTy
     bind(v, JVal::of_tensor(trace_.add_input(name, input_types[i])));
     graph_inputs_.insert(v);
   }
+  find_mutated(graph.block());
   import_block(graph.block());
   if (!unsupported_.empty()) {
     std::ostringstream os;
@@ -566,7 +655,6 @@ void Importer::import_graph(torch::jit::Graph& graph, const std::vector<TensorTy
   }
   std::vector<ValueId> outs;
   for (const JitValue* v : graph.outputs()) {
-    read(v);
     flatten_outputs(env_.at(v), outs);
   }
   // An output that is an input, or a view of one, aliases it in PyTorch; the compiled model returns a copy.
@@ -705,13 +793,14 @@ std::vector<TensorType> TorchScriptModel::resolve_shapes(const Specialization& s
   return types;
 }
 
-Trace TorchScriptModel::import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges) const {
+Trace TorchScriptModel::import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges,
+                               bool alias_updates) const {
   THUNDERC_CHECK(input_types.size() == impl_->input_names.size(), "import with ", input_types.size(),
                  " input types for ", impl_->input_names.size(), " inputs");
   Trace trace;
   trace.constructed_by = "torchscript-import";
   Device device = input_types.empty() ? Device::cpu() : input_types[0].device;
-  ts::Importer importer(trace, device, impl_->path);
+  ts::Importer importer(trace, device, impl_->path, alias_updates);
   try {
     importer.import_graph(*impl_->graph, input_types);
   } catch (const c10::Error& e) {

@@ -34,8 +34,12 @@ class TorchScriptModel {
 
   // Imports forward() for these input types into a trace stamped "torchscript-import". UserError listing
   // every unsupported operator (with its count and source location) or data-dependent construct. Sharp
-  // edges met on the way (see sharp_edges.h) are appended to `sharp_edges` when given.
-  Trace import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges = nullptr) const;
+  // edges met on the way (see sharp_edges.h) are appended to `sharp_edges` when given. In-place updates are
+  // functionalized; with `alias_updates` (the default) an update through a view also updates its base and
+  // every other view of it, as in PyTorch — without, other views keep their old values (faster, and wrong
+  // for models that read them: --skip-inplace-alias-updates).
+  Trace import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges = nullptr,
+               bool alias_updates = true) const;
 
   // The text of the frozen, inlined TorchScript graph, for --verbose and bug reports.
   std::string graph_str() const;

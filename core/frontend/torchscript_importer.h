@@ -37,8 +37,8 @@ const std::map<std::string, Handler>& op_handlers();
 
 class Importer {
  public:
-  Importer(Trace& trace, Device device, std::string model_path)
-      : trace_(trace), device_(device), model_path_(std::move(model_path)) {}
+  Importer(Trace& trace, Device device, std::string model_path, bool alias_updates = true)
+      : trace_(trace), device_(device), model_path_(std::move(model_path)), alias_updates_(alias_updates) {}
 
   void import_graph(torch::jit::Graph& graph, const std::vector<TensorType>& input_types);
 
@@ -56,6 +56,8 @@ class Importer {
   std::optional<DType> opt_dtype_arg(const torch::jit::Node* n, std::size_t i) const;
   std::vector<ValueId> tensors_arg(const torch::jit::Node* n, std::size_t i);  // Tensor[] (cat, stack)
   const TensorType& type(ValueId v) const { return trace_.type(v); }
+  // A constant tensor known at compile time, as a trace constant.
+  ValueId constant(const at::Tensor& t) { return materialize(nullptr, t); }
 
   ValueId emit(const std::string& op, std::vector<Operand> inputs, Attrs attrs = {});
   void bind(const torch::jit::Value* v, JVal j);
@@ -79,19 +81,35 @@ class Importer {
   void note_unsupported(const torch::jit::Node* n, const std::string& why);
   JVal to_output(const JVal& j, const torch::jit::Value* v);
   void flatten_outputs(const JVal& j, std::vector<ValueId>& out);
-  void read(const torch::jit::Value* v) const;
 
   Trace& trace_;
   Device device_;
   std::string model_path_;
   std::unordered_map<const torch::jit::Value*, JVal> env_;
-  std::unordered_map<const c10::TensorImpl*, ValueId> constants_;
-  // Alias tracking for in-place ops: the root each value views, and values made stale by a mutation.
+  // Keyed by the tensor's storage object; the tensor is kept alive so that address is never reused.
+  std::unordered_map<const c10::TensorImpl*, std::pair<at::Tensor, ValueId>> constants_;
+  // The TorchScript value each view was made from (to find a mutated tensor's base: model inputs).
   std::unordered_map<const torch::jit::Value*, const torch::jit::Value*> alias_root_;
-  std::unordered_map<const torch::jit::Value*, std::string> stale_;
   std::unordered_set<const torch::jit::Value*> graph_inputs_;
   const torch::jit::Node* current_ = nullptr;  // the node being imported, for source locations
   std::vector<SharpEdge> edges_;
+  // In-place updates through views (PyTorch aliasing), at the level of trace values: each view the model
+  // made (reshape of a contiguous tensor, permute, slice, select, expand) with the symbol that made it, in
+  // creation order. An in-place update of a view writes back into its bases (inverse view or *_scatter)
+  // and recomputes every other view of them; --skip-inplace-alias-updates turns this off.
+  struct ViewRecord {
+    ValueId child, parent;
+    BoundSymbol sym;
+  };
+  std::vector<ViewRecord> views_;
+  std::unordered_map<ValueId, std::size_t> view_of_;    // child -> index in views_
+  std::unordered_set<ValueId> non_contiguous_;          // values PyTorch would hold with non-dense strides
+  bool alias_updates_ = true;
+  void record_view(const BoundSymbol& sym);
+  // Values updated in place (directly or through a view) are kept as trace values, not compile-time ones.
+  std::unordered_set<const torch::jit::Value*> mutated_;
+  void find_mutated(torch::jit::Block* block);
+  ValueId write_back(const ViewRecord& view, ValueId parent, ValueId new_child, const torch::jit::Node* n);
   // Known values computed from input shapes (size(), dim(), ...): branching on them specializes the model.
   std::unordered_set<const torch::jit::Value*> shape_derived_;
   struct Unsupported {

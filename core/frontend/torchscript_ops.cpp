@@ -304,6 +304,28 @@ void identity_ops(Table& t) {
   }
 }
 
+// copy_/fill_/zero_ overwrite a tensor: the new value is the source (or the number) cast and broadcast to it.
+void overwrite_ops(Table& t) {
+  auto fill = [](Importer& m, const Node* n, ValueId src) {
+    const TensorType& self = m.type(m.tensor(n, 0));
+    if (m.type(src).dtype != self.dtype) src = m.emit("to_dtype", {Operand::tensor(src)}, {{"dtype", self.dtype}});
+    if (m.type(src).shape != self.shape) src = m.emit("expand", {Operand::tensor(src)}, {{"shape", self.shape}});
+    m.bind_inplace_result(n, src);
+  };
+  t.raw("aten::copy_", [fill](Importer& m, const Node* n) { fill(m, n, m.tensor(n, 1)); });
+  // fill_(value) / zero_(): a 0-dim constant of self's dtype, broadcast.
+  auto fill_value = [fill](Importer& m, const Node* n, const at::Scalar& value) {
+    const TensorType& self = m.type(m.tensor(n, 0));
+    fill(m, n, m.constant(at::scalar_tensor(value, at::TensorOptions().dtype(dtype_to_torch(self.dtype)))));
+  };
+  t.raw("aten::fill_", [fill, fill_value](Importer& m, const Node* n) {
+    if (m.in(n, 1).kind == JVal::Kind::Tensor) return fill(m, n, m.tensor(n, 1));
+    const c10::IValue& v = m.in(n, 1).known;
+    fill_value(m, n, v.isTensor() ? v.toTensor().item() : v.toScalar());
+  });
+  t.raw("aten::zero_", [fill_value](Importer& m, const Node* n) { fill_value(m, n, at::Scalar(0)); });
+}
+
 void reduction_norm_ops(Table& t) {
   t.def("sum", [](Importer& m, const Node* n) { return m.emit("sum", {m.operand(n, 0)}, sum_like_attrs(m, n, true)); }, false);
   t.def("mean", [](Importer& m, const Node* n) { return m.emit("mean", {m.operand(n, 0)}, sum_like_attrs(m, n, true)); }, false);
@@ -690,6 +712,7 @@ const std::map<std::string, Handler>& op_handlers() {
     shape_ops(t);
     nn_ops(t);
     fused_transformer_ops(t);
+    overwrite_ops(t);
     return t.handlers;
   }();
   return handlers;

@@ -104,6 +104,37 @@ void register_shape_ops(OpRegistry& r) {
            return {out};
          },
          "a[..., index, ...] along dim, which is removed"});
+  // The functional form of an in-place update through a slice or select view: `a` with that region
+  // replaced by `src` (which has the region's shape and is cast to a's dtype).
+  r.add({"slice_scatter", OpCategory::Shape, {{"a"}, {"src"}},
+         {{"dim", AttrType::Int}, {"start", AttrType::Int}, {"end", AttrType::Int}, {"step", AttrType::Int, false, std::int64_t{1}}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType& a = m.tensor(0);
+           auto dim = m.attrs.get_int("dim"), start = m.attrs.get_int("start"), end = m.attrs.get_int("end"),
+                step = m.attrs.get_int("step");
+           if (dim < 0 || dim >= static_cast<std::int64_t>(a.rank()) || step < 1 || start < 0 || start > end ||
+               end > a.shape[dim])
+             internal_error("slice_scatter: bounds not normalized for shape ", shape_str(a.shape));
+           Shape region = a.shape;
+           region[dim] = (end - start + step - 1) / step;
+           if (m.tensor(1).shape != region)
+             user_error("slice_scatter: src has shape ", shape_str(m.tensor(1).shape), ", the region is ", shape_str(region));
+           return {TensorType{a.dtype, a.shape, common_device(m)}};
+         },
+         "a with a[..., start:end:step, ...] along dim replaced by src"});
+  r.add({"select_scatter", OpCategory::Shape, {{"a"}, {"src"}}, {{"dim", AttrType::Int}, {"index", AttrType::Int}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType& a = m.tensor(0);
+           auto dim = m.attrs.get_int("dim"), index = m.attrs.get_int("index");
+           if (dim < 0 || dim >= static_cast<std::int64_t>(a.rank()) || index < 0 || index >= a.shape[dim])
+             internal_error("select_scatter: dim ", dim, " index ", index, " not normalized for ", shape_str(a.shape));
+           Shape region = a.shape;
+           region.erase(region.begin() + dim);
+           if (m.tensor(1).shape != region)
+             user_error("select_scatter: src has shape ", shape_str(m.tensor(1).shape), ", the region is ", shape_str(region));
+           return {TensorType{a.dtype, a.shape, common_device(m)}};
+         },
+         "a with a[..., index, ...] along dim replaced by src"});
   r.add({"cat", OpCategory::Shape, {{"tensors", false, false, true}}, {{"dim", AttrType::Int}},
          [](const MetaArgs& m) -> std::vector<TensorType> {
            const TensorType& first = m.tensor(0);

@@ -195,6 +195,21 @@ OPS_TEST_CASE("meta select", "select") {
   CHECK_THROWS_AS(meta("select", {T(f4, {})}, {{"dim", I(0)}, {"index", I(0)}}), InternalError);
 }
 
+OPS_TEST_CASE("meta slice_scatter and select_scatter", "slice_scatter", "select_scatter") {
+  Attrs sl{{"dim", I(1)}, {"start", I(1)}, {"end", I(5)}, {"step", I(2)}};
+  CHECK(meta1("slice_scatter", {T(f4, {3, 6}), T(f4, {3, 2})}, sl) == tt(f4, {3, 6}));
+  // The source is cast to the base's dtype.
+  CHECK(meta1("slice_scatter", {T(f2, {3, 6}), T(f4, {3, 2})}, sl) == tt(f2, {3, 6}));
+  CHECK_USER_ERROR(meta_error("slice_scatter", {T(f4, {3, 6}), T(f4, {3, 3})}, sl), "the region is [3, 2]");
+  CHECK_THROWS_AS(meta("slice_scatter", {T(f4, {3, 6}), T(f4, {3, 2})},
+                       {{"dim", I(1)}, {"start", I(1)}, {"end", I(7)}, {"step", I(1)}}),
+                  InternalError);
+  CHECK(meta1("select_scatter", {T(f4, {3, 6}), T(f4, {3})}, {{"dim", I(1)}, {"index", I(4)}}) == tt(f4, {3, 6}));
+  CHECK_USER_ERROR(meta_error("select_scatter", {T(f4, {3, 6}), T(f4, {6})}, {{"dim", I(1)}, {"index", I(4)}}),
+                   "the region is [3]");
+  CHECK_THROWS_AS(meta("select_scatter", {T(f4, {3, 6}), T(f4, {3})}, {{"dim", I(1)}, {"index", I(6)}}), InternalError);
+}
+
 OPS_TEST_CASE("meta cat", "cat") {
   CHECK(meta1("cat", {T(f4, {2, 3}), T(f4, {4, 3})}, {{"dim", I(0)}}) == tt(f4, {6, 3}));
   CHECK(meta1("cat", {T(f4, {2, 3}), T(f4, {2, 5}), T(f4, {2, 1})}, {{"dim", I(-1)}}) == tt(f4, {2, 9}));

@@ -148,6 +148,13 @@ const std::unordered_map<std::string, OpFn>& ops() {
     };
     t["select"] = [](A x, T a) { return x[0].select(a.get_int("dim"), a.get_int("index")); };
     t["cat"] = [](A x, T a) { return at::cat(x, a.get_int("dim")); };
+    t["slice_scatter"] = [](A x, T a) {
+      return at::slice_scatter(x[0], x[1].to(x[0].scalar_type()), a.get_int("dim"), a.get_int("start"), a.get_int("end"),
+                               a.get_int("step"));
+    };
+    t["select_scatter"] = [](A x, T a) {
+      return at::select_scatter(x[0], x[1].to(x[0].scalar_type()), a.get_int("dim"), a.get_int("index"));
+    };
     // Matrix products, convolution, pooling, embedding, attention.
     t["linear"] = [](A x, T) { return at::linear(x[0], x[1], opt(x[2])); };
     t["matmul"] = [](A x, T) { return at::matmul(x[0], x[1]); };
