@@ -10,24 +10,17 @@
 #include <limits>
 
 #include "core/ir/error.h"
+#include "thunderc/aten.hpp"
 
 namespace thunderc::commands {
 namespace {
 
 at::ScalarType scalar_type(DLDataType t) {
-  const char* name = dtype_name(t);
-  const std::string n = name ? name : "";
-  if (n == "bool") return at::kBool;
-  if (n == "uint8") return at::kByte;
-  if (n == "int8") return at::kChar;
-  if (n == "int16") return at::kShort;
-  if (n == "int32") return at::kInt;
-  if (n == "int64") return at::kLong;
-  if (n == "float16") return at::kHalf;
-  if (n == "bfloat16") return at::kBFloat16;
-  if (n == "float32") return at::kFloat;
-  if (n == "float64") return at::kDouble;
-  user_error("--compare: LibTorch has no dtype for ", dtype_string(t));
+  try {
+    return thunderc::aten::to_scalar_type(t);
+  } catch (const thunderc::Error& e) {
+    user_error("--compare: ", e.what());
+  }
 }
 
 // A LibTorch view of a host tensor (no copy; the HostTensor must outlive it).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/compile.h"
+#include "common/compile_trace.h"
 #include "core/executors/executor.h"
 #include "core/ir/verifier.h"
 #include "thunderc/runtime.hpp"
@@ -59,18 +60,7 @@ inline std::string compile(Trace trace, const std::vector<std::string>& executor
   auto unclaimed = claim_executors(trace, exs);
   if (!unclaimed.empty()) throw std::runtime_error("unclaimed symbol: " + unclaimed[0].op);
   verify_trace(trace, "test");
-  fs::path dir = fs::path(THUNDERC_TEST_TMP);
-  fs::create_directories(dir);
-  CompileRequest req;
-  req.source = {"test:" + name, "", "test"};
-  req.options.executors = executors;
-  req.options.device = "cpu";
-  for (ValueId v : trace.inputs()) req.input_names.push_back(trace.value(v).name);
-  req.variants = {ModuleVariant{&trace, name}};
-  req.out_so = (dir / (name + ".so")).string();
-  req.out_json = (dir / (name + ".json")).string();
-  compile_model(req, Toolchain::from_build());
-  return req.out_so;
+  return thunderc_test::compile_trace(trace, executors, name, THUNDERC_TEST_TMP);
 }
 
 // Random inputs for a trace (seeded), as host tensors.

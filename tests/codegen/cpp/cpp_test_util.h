@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codegen/compile.h"
+#include "common/compile_trace.h"
 #include "core/executors/executor.h"
 #include "core/ir/printer.h"
 #include "core/ir/verifier.h"
@@ -41,19 +42,7 @@ inline Trace claimed(Trace trace, const std::vector<std::string>& executors) {
 
 inline std::string compile(const Trace& trace, const std::vector<std::string>& executors, const std::string& name,
                            const std::optional<std::string>& keep = std::nullopt) {
-  fs::path dir = fs::path(THUNDERC_TEST_TMP);
-  fs::create_directories(dir);
-  CompileRequest req;
-  req.source = {"test:" + name, "", "test"};
-  req.options.executors = executors;
-  req.options.device = "cpu";
-  for (ValueId v : trace.inputs()) req.input_names.push_back(trace.value(v).name);
-  req.variants = {ModuleVariant{&trace, name}};
-  req.out_so = (dir / (name + ".so")).string();
-  req.out_json = (dir / (name + ".json")).string();
-  req.keep_sources = keep;
-  compile_model(req, Toolchain::from_build());
-  return req.out_so;
+  return thunderc_test::compile_trace(trace, executors, name, THUNDERC_TEST_TMP, keep);
 }
 
 inline DLDataType dl(DType d) {
