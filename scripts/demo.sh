@@ -41,3 +41,8 @@ fi
 
 # 4. Speed and parity against TorchScript (frozen, through LibTorch) on the same random inputs and threads.
 step "$thunderc" bench "out/$name.so" --compare "$model" --warmup 5 --iterations 50
+
+# 5. What the compiled model and the runtime load at run time: no LibTorch unless the torch executor ran
+#    something (then libthunderc_aten_shim and LibTorch appear here).
+step ldd "out/$name.so"
+step ldd build/lib/libthunderc_runtime.so
