@@ -41,6 +41,7 @@ constexpr int kExitInternalError = 3;
 struct ModelFlags {
   std::string model;
   std::vector<std::string> shapes;
+  std::vector<std::string> dims;
   std::string device = "cpu";
   std::vector<std::string> executors;
   bool standalone = false;
@@ -57,9 +58,15 @@ struct ModelFlags {
     auto* m = app.add_option("MODEL", model, "TorchScript model file (.pt)")->type_name("MODEL.pt");
     if (model_required) m->required();
     app.add_option("--shapes", shapes,
-                   "input shapes of one specialization, e.g. x=1x64 or 1x3x32x32 or ids=1x16:int64; "
+                   "input shapes of one specialization, e.g. x=1x64 or 1x3x32x32 or ids=1x16:int64 (or x=Bx64 with --dim); "
                    "repeat for more specializations (default: the shapes recorded in the model)")
         ->type_name("SHAPES")
+        ->take_all()
+        ->allow_extra_args(false);
+    app.add_option("--dim", dims,
+                   "range of a symbolic dimension named in --shapes, NAME=LO:HI inclusive (e.g. --shapes x=Bx64 "
+                   "--dim B=1:32); repeat per symbol; needs --cache \"symbolic values\"")
+        ->type_name("NAME=LO:HI")
         ->take_all()
         ->allow_extra_args(false);
     app.add_option("--device", device, "device to compile for: cpu or cuda (default: cpu)")->type_name("cpu|cuda");
@@ -102,6 +109,7 @@ struct ModelFlags {
     PipelineOptions o;
     o.model_path = model;
     o.shapes = shapes;
+    o.dims = dims;
     o.device = Device::parse(device);
     for (const std::string& e : executors)
       if (!e.empty()) o.executors.push_back(e);
@@ -296,11 +304,10 @@ struct CompileFlags {
 // thunder.jit's cache values ("constant values", ...); hyphens are accepted for spaces.
 std::string cache_mode(std::string text) {
   std::replace(text.begin(), text.end(), '-', ' ');
-  if (text == "constant values" || text == "same input" || text == "no caching") return text;
-  if (text == "symbolic values")
-    user_error("--cache \"symbolic values\" (kernels that take sizes at run time) is not implemented yet; use "
-               "\"constant values\" with one --shapes per shape you need");
-  user_error("--cache must be \"constant values\", \"same input\" or \"no caching\", got '", text, "'");
+  if (text == "constant values" || text == "same input" || text == "no caching" || text == "symbolic values")
+    return text;
+  user_error("--cache must be \"constant values\", \"same input\", \"no caching\" or \"symbolic values\", got '",
+             text, "'");
 }
 
 // OUT.so -> OUT.json; any other name gets ".json" appended.
@@ -314,6 +321,7 @@ std::string manifest_path_for(const std::string& so) {
 int compile(const ModelFlags& flags, const CompileFlags& out) {
   const std::string cache = cache_mode(out.cache);  // checked before the model is loaded
   PipelineOptions options = flags.pipeline_options();
+  options.symbolic = cache == "symbolic values";
   report_torch_cuda_support();
   auto started = std::chrono::steady_clock::now();
   PipelineResult r = run_pipeline(options);
@@ -334,7 +342,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.input_names = r.model->input_names();
   std::size_t ops = 0;
   for (const SpecializedTrace& s : r.specializations) {
-    request.variants.push_back({&s.trace, specialization_label(s)});
+    request.variants.push_back({&s.trace, specialization_label(s), s.symbolic.get()});
     ops += s.trace.symbols().size();
   }
   auto codegen_started = std::chrono::steady_clock::now();
@@ -392,7 +400,8 @@ int run(int argc, char** argv) {
   app.add_option("--cache", out.cache,
                  "how the runtime picks a variant: \"constant values\" (default: guards checked on every call), "
                  "\"same input\" (checked on the first call only, then reused: unsafe if shapes change), "
-                 "\"no caching\" (selected afresh on every call, nothing remembered)")
+                 "\"no caching\" (selected afresh on every call, nothing remembered), \"symbolic values\" (one variant whose "
+                 "kernels take the sizes named in --shapes at run time, within --dim's ranges; torch executor)")
       ->type_name("MODE");
   app.add_flag("--disable-torch-autograd", out.disable_torch_autograd,
                "accepted and recorded in the manifest: thunderc emits forward-only (inference) code today; "

@@ -158,12 +158,49 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
   // Flags first, so a typo fails before a large model is loaded.
   std::vector<Specialization> specs;
   for (const std::string& text : options.shapes) specs.push_back(parse_shapes_flag(text));
-  result.executors = resolve_executors(options.executors, options.device.kind, options.standalone);
+  std::vector<DimRange> dims;
+  for (const std::string& text : options.dims) {
+    DimRange d = parse_dim_flag(text);
+    for (const DimRange& other : dims)
+      if (other.name == d.name) user_error("--dim ", d.name, " is given twice");
+    dims.push_back(d);
+  }
+  std::vector<std::string> executors = options.executors;
+  bool standalone = options.standalone;
+  if (options.symbolic) {
+    if (specs.size() != 1)
+      user_error("--cache \"symbolic values\" needs exactly one --shapes with symbolic dimensions, e.g. --shapes x=Bx64 "
+                 "--dim B=1:32");
+    std::vector<std::string> names = spec_symbols(specs[0]);
+    if (names.empty())
+      user_error("--cache \"symbolic values\": --shapes ", specialization_str(specs[0]),
+                 " has no symbolic dimension; name one, e.g. --shapes x=Bx64 --dim B=1:32");
+    for (const std::string& n : names)
+      if (std::none_of(dims.begin(), dims.end(), [&](const DimRange& d) { return d.name == n; }))
+        user_error("symbol ", n, " in --shapes needs its range: --dim ", n, "=LO:HI");
+    for (const DimRange& d : dims)
+      if (std::find(names.begin(), names.end(), d.name) == names.end())
+        user_error("--dim ", d.name, ": no dimension in --shapes is named ", d.name);
+    if (standalone)
+      user_error("--cache \"symbolic values\" runs its kernels on the torch executor, which --standalone excludes");
+    if (!executors.empty() && std::find(executors.begin(), executors.end(), "torch") == executors.end())
+      user_error("--cache \"symbolic values\" runs its kernels on the torch executor only; --executors ",
+                 join(executors, ","), " leaves it out (use --executors torch or leave --executors out)");
+    executors = {"torch"};
+    standalone = true;  // torch is the list
+  } else {
+    for (const Specialization& spec : specs)
+      if (!spec_symbols(spec).empty())
+        user_error("--shapes ", specialization_str(spec), " has symbolic dimensions (", join(spec_symbols(spec), ", "),
+                   "); they need --cache \"symbolic values\" and --dim NAME=LO:HI");
+    if (!dims.empty()) user_error("--dim needs --cache \"symbolic values\" (and --shapes naming ", dims[0].name, ")");
+  }
+  result.executors = resolve_executors(executors, options.device.kind, standalone);
   if (result.executors.executors.empty()) {
     std::string why;
     for (const std::string& n : result.executors.notes) why += "\n  note: " + n;
     user_error("no executor can run on ", options.device.str(),
-               options.standalone ? " (--standalone leaves no executor)" : "", why);
+               standalone ? " (--standalone leaves no executor)" : "", why);
   }
   PassPlan plan = plan_passes(options.transforms ? *options.transforms : default_transforms());
   result.transforms = plan.names();
@@ -200,15 +237,11 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     }
   }
 
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    SpecializedTrace s{specs[i], {}, Trace{}};
-    // With several specializations, messages say which one failed.
-    const std::string prefix = specs.size() > 1 ? "specialization " + std::to_string(i + 1) + " (" +
-                                                      specialization_label(s) + "): "
-                                                : "";
-    const std::string where = specs.size() > 1 ? "[" + std::to_string(i + 1) + "/" + std::to_string(specs.size()) +
-                                                     " " + specialization_label(s) + "] "
-                                               : "";
+  // One specialization (concrete shapes) through import and the passes. `prefix` starts messages,
+  // `where` the progress lines, `dump_dir` (when dumping) receives its traces.
+  auto run_one = [&](const Specialization& spec, const std::string& prefix, const std::string& where,
+                     const std::string& dump_dir, bool several) {
+    SpecializedTrace s{spec, {}, Trace{}};
     try {
       s.input_types = model.resolve_shapes(s.spec, options.device);
     } catch (const UserError& e) {
@@ -223,7 +256,7 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     }
     progress.clear();
     apply_sharp_edge_mode(s.sharp_edges, options.sharp_edges,
-                          options.model_path + (specs.size() > 1 ? " (" + specialization_label(s) + ")" : ""), std::cerr);
+                          options.model_path + (several ? " (" + specialization_label(s) + ")" : ""), std::cerr);
     double import_ms = ms_since(start);
     const std::string importer = s.trace.constructed_by.empty() ? "torchscript-import" : s.trace.constructed_by;
     verify_trace(s.trace, importer);
@@ -233,10 +266,8 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     s.trace.constructed_by = importer + " (took " + took + " ms)";
 
     std::unique_ptr<TraceDumper> dumper;
-    if (!options.dump_traces_dir.empty()) {
-      std::filesystem::path dir(options.dump_traces_dir);
-      if (specs.size() > 1) dir /= "specialization-" + std::to_string(i + 1);
-      dumper = std::make_unique<TraceDumper>(dir.string());
+    if (!dump_dir.empty()) {
+      dumper = std::make_unique<TraceDumper>(dump_dir);
       dumper->dump(importer, s.trace);
     }
     if (options.verbose) {
@@ -250,7 +281,77 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     } catch (const UserError& e) {
       throw UserError(prefix + e.what());
     }
+    return s;
+  };
+
+  if (options.symbolic) {
+    // Trace at several bindings of the symbols, then check they are one program with affine sizes.
+    const Specialization& spec = specs[0];
+    std::vector<std::string> names = spec_symbols(spec);
+    std::vector<SymbolRange> ranges;
+    for (const std::string& n : names)
+      for (const DimRange& d : dims)
+        if (d.name == n) ranges.push_back({d.name, d.lo, d.hi});
+    std::vector<std::vector<int>> input_symbols;
+    {
+      // Input positions follow the model's inputs; resolve_shapes checks the names, so bind once first.
+      std::vector<std::int64_t> lo;
+      for (const SymbolRange& r : ranges) lo.push_back(r.lo);
+      (void)model.resolve_shapes(bind_symbols(spec, names, lo), options.device);
+      const auto& inputs = model.input_names();
+      input_symbols.resize(inputs.size());
+      for (std::size_t k = 0; k < spec.size(); ++k) {
+        std::size_t pos = 0;
+        if (!spec[k].name.empty()) {
+          auto it = std::find(inputs.begin(), inputs.end(), spec[k].name);
+          THUNDERC_CHECK(it != inputs.end(), "input ", spec[k].name, " resolved but not found");
+          pos = static_cast<std::size_t>(it - inputs.begin());
+        }
+        for (std::size_t d = 0; d < spec[k].shape.size(); ++d) {
+          int sym = -1;
+          if (d < spec[k].symbols.size() && !spec[k].symbols[d].empty())
+            sym = static_cast<int>(std::find(names.begin(), names.end(), spec[k].symbols[d]) - names.begin());
+          input_symbols[pos].push_back(sym);
+        }
+      }
+    }
+    std::vector<std::vector<std::int64_t>> bindings = symbolic_bindings(ranges);
+    std::vector<SpecializedTrace> traced;
+    for (const auto& values : bindings) {
+      std::string label;
+      for (std::size_t k = 0; k < names.size(); ++k) label += (k ? "," : "") + names[k] + "=" + std::to_string(values[k]);
+      std::string dump_dir;
+      if (!options.dump_traces_dir.empty())
+        dump_dir = (std::filesystem::path(options.dump_traces_dir) / ("symbolic-" + label)).string();
+      traced.push_back(run_one(bind_symbols(spec, names, values), "at " + label + ": ", "[" + label + "] ", dump_dir,
+                               true));
+    }
+    std::vector<BoundTrace> bound;
+    for (std::size_t k = 0; k < traced.size(); ++k) bound.push_back({bindings[k], &traced[k].trace});
+    auto symbolic = std::make_shared<SymbolicTrace>(generalize_traces(ranges, input_symbols, bound));
+    SpecializedTrace s = std::move(traced[symbolic->max_trace]);
+    s.spec = spec;
+    s.symbolic = std::move(symbolic);
     result.specializations.push_back(std::move(s));
+    return result;
+  }
+
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    // With several specializations, messages say which one failed.
+    SpecializedTrace label{specs[i], {}, Trace{}};
+    const std::string prefix = specs.size() > 1 ? "specialization " + std::to_string(i + 1) + " (" +
+                                                      specialization_label(label) + "): "
+                                                : "";
+    const std::string where = specs.size() > 1 ? "[" + std::to_string(i + 1) + "/" + std::to_string(specs.size()) +
+                                                     " " + specialization_label(label) + "] "
+                                               : "";
+    std::string dump_dir;
+    if (!options.dump_traces_dir.empty()) {
+      std::filesystem::path dir(options.dump_traces_dir);
+      if (specs.size() > 1) dir /= "specialization-" + std::to_string(i + 1);
+      dump_dir = dir.string();
+    }
+    result.specializations.push_back(run_one(specs[i], prefix, where, dump_dir, specs.size() > 1));
   }
   return result;
 }

@@ -11,6 +11,7 @@
 #include "core/executors/executor.h"
 #include "core/frontend/shape_spec.h"
 #include "core/frontend/torchscript.h"
+#include "core/ir/symbolic.h"
 #include "core/ir/trace.h"
 #include "core/transforms/pipeline.h"
 
@@ -29,6 +30,10 @@ struct PipelineOptions {
   bool progress = true;         // a progress line on stderr when it is a terminal
   SharpEdgeMode sharp_edges = SharpEdgeMode::Allow;  // --sharp-edges: allow, warn (stderr) or error
   bool inplace_alias_updates = true;                 // false: --skip-inplace-alias-updates
+  // --cache "symbolic values": the one --shapes names symbols (x=Bx64) whose ranges `dims` gives
+  // ("B=1:32", one per symbol); the model is traced at several bindings and generalized (core/ir/symbolic.h).
+  bool symbolic = false;
+  std::vector<std::string> dims;
 };
 
 // One specialization of the model: its input shapes and the trace after every pass.
@@ -37,6 +42,9 @@ struct SpecializedTrace {
   std::vector<TensorType> input_types;  // resolved against the model's inputs
   Trace trace;                          // the final trace (claimed, verified)
   std::vector<SharpEdge> sharp_edges;   // what the frontend found surprising (see core/frontend/sharp_edges.h)
+  // Symbolic variants only: the sizes as expressions in the symbols; `trace` is then the one traced with
+  // every symbol at its maximum (its ValueIds are those `symbolic` refers to).
+  std::shared_ptr<const SymbolicTrace> symbolic;
 };
 
 // Time spent in one step, summed over the specializations (--time-passes).

@@ -22,6 +22,9 @@ class EmitContext {
   virtual std::string on_failure() const = 0;
   // Expression (unsigned char*) of the symbol's scratch space; only when scratch_bytes() > 0.
   virtual std::string scratch() const = 0;
+  // Symbolic variants: a C++ expression (int64_t) per element of the symbol's encoded integer attributes
+  // (core/ir/attr_codec.h), when any depends on a symbol; null otherwise (the attributes are constants).
+  virtual const std::vector<std::string>* int_attr_exprs() const { return nullptr; }
 };
 
 // What the generated .so needs to build and link for one backend.

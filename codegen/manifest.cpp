@@ -45,7 +45,11 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
     json guards = json::array();
     for (std::size_t k = 0; k < t.inputs().size(); ++k) {
       const TensorType& type = t.type(t.inputs()[k]);
-      guards.push_back({{"input", input_names.at(k)}, {"dtype", dtype_name(type.dtype)}, {"shape", type.shape},
+      json shape = type.shape;
+      if (const SymbolicTrace* st = variants[i].symbolic)
+        for (std::size_t d = 0; d < st->input_symbols.at(k).size(); ++d)
+          if (st->input_symbols[k][d] >= 0) shape[d] = st->symbols[st->input_symbols[k][d]].name;
+      guards.push_back({{"input", input_names.at(k)}, {"dtype", dtype_name(type.dtype)}, {"shape", shape},
                         {"device", type.device.str()}, {"contiguous", true}});
     }
     json shapes = json::array();
@@ -55,13 +59,29 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
         user_error("output ", j, " is ", dtype_name(type.dtype), " in specialization ", variants[i].label, " but ",
                    dtype_name(first.type(first.outputs()[j]).dtype), " in ", variants[0].label,
                    "; compile specializations with different output dtypes into separate .so files");
-      shapes.push_back(type.shape);
+      json shape = type.shape;
+      if (const SymbolicTrace* st = variants[i].symbolic)
+        for (std::size_t d = 0; d < type.rank(); ++d) {
+          Affine f = st->dim(t, t.outputs()[j], d);
+          if (f.is_const()) continue;
+          json e = {{"const", f.c}};
+          for (std::size_t s = 0; s < f.a.size(); ++s)
+            if (f.a[s] != 0) e[st->symbols[s].name] = f.a[s];
+          shape[d] = e;
+        }
+      shapes.push_back(shape);
     }
     json counts = json::object();
     for (const auto& [executor, count] : executor_counts(t))
       if (!executor.empty()) counts[executor] = count;
-    vs.push_back({{"id", i}, {"entry", variant_entry(i)}, {"guards", guards}, {"output_shapes", shapes},
-                  {"workspace_bytes", plan.memory[i].workspace_bytes}, {"executors", counts}});
+    json variant = {{"id", i}, {"entry", variant_entry(i)}, {"guards", guards}, {"output_shapes", shapes},
+                    {"workspace_bytes", plan.memory[i].workspace_bytes}, {"executors", counts}};
+    if (const SymbolicTrace* st = variants[i].symbolic) {
+      json dims = json::object();
+      for (const SymbolRange& r : st->symbols) dims[r.name] = {{"min", r.lo}, {"max", r.hi}};
+      variant["dims"] = dims;
+    }
+    vs.push_back(variant);
   }
   m["variants"] = vs;
   return m.dump(2) + "\n";

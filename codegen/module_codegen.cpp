@@ -52,16 +52,26 @@ std::string var(const Trace& t, ValueId v) { return "v_" + t.value(v).name; }
 
 class VariantContext : public EmitContext {
  public:
-  VariantContext(const Trace& t, std::string scratch) : trace_(t), scratch_(std::move(scratch)) {}
+  VariantContext(const Trace& t, std::string scratch, const std::vector<std::string>* int_exprs = nullptr)
+      : trace_(t), scratch_(std::move(scratch)), int_exprs_(int_exprs) {}
   const Trace& trace() const override { return trace_; }
   std::string buffer(ValueId v) const override { return var(trace_, v); }
   std::string on_failure() const override { return "return 1;"; }
   std::string scratch() const override { return scratch_; }
+  const std::vector<std::string>* int_attr_exprs() const override { return int_exprs_; }
 
  private:
   const Trace& trace_;
   std::string scratch_;
+  const std::vector<std::string>* int_exprs_;
 };
+
+// The C++ variable holding symbol s of a symbolic variant.
+std::vector<std::string> symbol_vars(const SymbolicTrace& st) {
+  std::vector<std::string> vars;
+  for (const SymbolRange& r : st.symbols) vars.push_back("s_" + sanitize_identifier(r.name));
+  return vars;
+}
 
 std::string shape_array(const Shape& s) {
   std::string out = "{";
@@ -75,6 +85,12 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
   out.comment(std::string(100, '-'));
   out.comment("Variant " + std::to_string(index) + ": " + variant.label + "  (workspace " +
               std::to_string(mem.workspace_bytes) + " bytes)");
+  if (variant.symbolic) {
+    std::string ranges;
+    for (const SymbolRange& r : variant.symbolic->symbols)
+      ranges += (ranges.empty() ? "" : ", ") + r.name + " in [" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]";
+    out.comment("Symbolic sizes: " + ranges + "; the trace below is shown at the maxima (the workspace holds them)");
+  }
   out.comment(print_trace(t, {false, false}));
   out.line("extern \"C\" THUNDERC_EXPORT int32_t " + variant_entry(index) + "(const thunderc_call* call) {");
   out.indent();
@@ -83,6 +99,16 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
   for (const std::string& e : used) backends.at(e)->emit_variant_prologue(out);
   out.line("unsigned char* const ws = static_cast<unsigned char*>(call->workspace);");
   out.line("(void)ws;");
+  const SymbolicTrace* sym = variant.symbolic;
+  std::vector<std::string> vars;
+  if (sym) {
+    vars = symbol_vars(*sym);
+    for (std::size_t k = 0; k < sym->symbols.size(); ++k)
+      out.line("const int64_t " + vars[k] + " = call->inputs[" + std::to_string(sym->source[k].first) + "]->shape[" +
+               std::to_string(sym->source[k].second) + "];  // " + sym->symbols[k].name + " in [" +
+               std::to_string(sym->symbols[k].lo) + ", " + std::to_string(sym->symbols[k].hi) +
+               "], checked by the runtime");
+  }
   // One buffer variable per value, in id order (stable).
   for (const auto& [v, where] : mem.buffers) {
     const TensorType& type = t.type(v);
@@ -95,7 +121,12 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
       case Storage::Alias: data = var(t, where.alias_of) + ".data"; break;
     }
     std::string shape = "nullptr";
-    if (type.rank() > 0) {
+    if (type.rank() > 0 && sym && sym->shapes.count(v)) {
+      std::string dims = "{";
+      for (std::size_t d = 0; d < type.rank(); ++d) dims += (d ? ", " : "") + sym->dim(t, v, d).c_expr(vars);
+      out.line("const int64_t " + var(t, v) + "_shape[] = " + dims + "};");
+      shape = var(t, v) + "_shape";
+    } else if (type.rank() > 0) {
       out.line("static const int64_t " + var(t, v) + "_shape[] = " + shape_array(type.shape) + ";");
       shape = var(t, v) + "_shape";
     }
@@ -114,12 +145,28 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
     auto b = backends.find(s.executor);
     THUNDERC_CHECK(b != backends.end(), "executor '", s.executor, "' has no code generation");
     auto scratch = mem.scratch.find(i);
-    b->second->emit_symbol(VariantContext(t, scratch == mem.scratch.end() ? "nullptr" : "ws + " + std::to_string(scratch->second)),
+    std::vector<std::string> int_exprs;
+    bool symbolic_ints = false;
+    if (sym) {
+      THUNDERC_CHECK(s.executor == "torch", "symbolic variants run on the torch executor only, not ", s.executor);
+      if (auto a = sym->attr_ints.find(i); a != sym->attr_ints.end()) {
+        for (const Affine& f : a->second) int_exprs.push_back(f.c_expr(vars));
+        symbolic_ints = true;
+      }
+    }
+    b->second->emit_symbol(VariantContext(t, scratch == mem.scratch.end() ? "nullptr" : "ws + " + std::to_string(scratch->second),
+                                          symbolic_ints ? &int_exprs : nullptr),
                            s, out);
   }
   for (const auto& copy : mem.output_copies) {
+    std::string bytes = std::to_string(t.type(copy.value).nbytes());
+    if (sym && sym->shapes.count(copy.value)) {
+      bytes = "(size_t)" + std::to_string(dtype_size(t.type(copy.value).dtype));
+      for (std::size_t d = 0; d < t.type(copy.value).rank(); ++d)
+        bytes += " * (size_t)" + sym->dim(t, copy.value, d).c_expr(vars);
+    }
     out.line("std::memcpy(tensor_data(call->outputs[" + std::to_string(copy.output) + "]), " + var(t, copy.value) +
-             ".data, " + std::to_string(t.type(copy.value).nbytes()) + ");");
+             ".data, " + bytes + ");");
   }
   out.line("return 0;");
   out.dedent();

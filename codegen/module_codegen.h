@@ -11,6 +11,7 @@
 
 #include "codegen/backend.h"
 #include "codegen/memory_plan.h"
+#include "core/ir/symbolic.h"
 #include "core/ir/trace.h"
 
 namespace thunderc {
@@ -18,6 +19,9 @@ namespace thunderc {
 struct ModuleVariant {
   const Trace* trace = nullptr;
   std::string label;  // "x=1x64:float32", for comments
+  // Symbolic variants (--cache "symbolic values"): sizes as expressions in the symbols, read from the inputs
+  // at run time; `trace` is the one traced at the symbols' maxima. Null for fixed shapes.
+  const SymbolicTrace* symbolic = nullptr;
 };
 
 // Constants of all variants packed into one blob; equal constants (same type and bytes) stored once.

@@ -62,7 +62,11 @@ void TorchBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, S
   }
   out.line("const thunderc_operand in[] = " + array_literal(operands, [](const std::string& s) { return s; }) + ";");
   std::string ints = "nullptr", floats = "nullptr", strings = "nullptr";
-  if (!attrs.ints.empty()) {
+  if (const std::vector<std::string>* exprs = ctx.int_attr_exprs()) {
+    // Sizes known at run time (symbolic variant): the array is built on every call.
+    out.line("const int64_t ai[] = " + array_literal(*exprs, [](const std::string& e) { return e; }) + ";");
+    ints = "ai";
+  } else if (!attrs.ints.empty()) {
     out.line("static const int64_t ai[] = " +
              array_literal(attrs.ints, [](std::int64_t v) { return std::to_string(v) + "LL"; }) + ";");
     ints = "ai";

@@ -3,6 +3,8 @@
 //   --shapes 1x3x224x224                 the single input of a one-input model
 //   --shapes ids=1x16:int64              an optional dtype after ':' (default: the recorded one, else float32)
 // A scalar (0-dim) input is written as an empty shape: "x=".
+//   --shapes x=Bx64 --dim B=1:32         a dimension may be a symbol (an identifier), whose inclusive range
+//                                        --dim gives; symbolic shapes need --cache "symbolic values"
 #pragma once
 
 #include <optional>
@@ -17,11 +19,28 @@ struct InputShape {
   std::string name;  // empty: positional (only valid when the model has one input)
   Shape shape;
   std::optional<DType> dtype;
+  // Parallel to `shape` when any dimension is a symbol ("B"): the symbol's name, or empty for a number
+  // (whose value is in `shape`; a symbol's entry in `shape` is 0 until bind_symbols()). Empty: all numbers.
+  std::vector<std::string> symbols;
 };
 using Specialization = std::vector<InputShape>;
+
+// One --dim NAME=LO:HI: the inclusive range of a symbolic dimension.
+struct DimRange {
+  std::string name;
+  std::int64_t lo = 0, hi = 0;
+};
 
 // Parses one --shapes value; UserError quoting the text on malformed input.
 Specialization parse_shapes_flag(const std::string& text);
 std::string specialization_str(const Specialization& spec);  // "x=1x64:float32,mask=1x64:bool"
+
+// Parses one --dim value ("B=1:32"); UserError on malformed input, LO < 1 or HI <= LO.
+DimRange parse_dim_flag(const std::string& text);
+// The symbols of a specialization, in order of first appearance.
+std::vector<std::string> spec_symbols(const Specialization& spec);
+// A copy with every symbol replaced by its value (`values` parallel to `names`) and `symbols` cleared.
+Specialization bind_symbols(const Specialization& spec, const std::vector<std::string>& names,
+                            const std::vector<std::int64_t>& values);
 
 }  // namespace thunderc

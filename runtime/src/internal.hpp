@@ -53,17 +53,34 @@ struct Guard {
   std::string input;
   std::string dtype_name;
   DLDataType dtype{};
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;  // -1 where the dimension is a symbol
+  std::vector<int> sym;        // parallel to shape: index into Variant::dims, or -1 for a fixed size
+  std::string shape_text;      // "[B, 64]"
   std::string device_name;
   DLDevice device{};
   bool contiguous = true;
 };
 
+// A symbolic dimension of a variant (manifest "dims"): bound from the inputs on every call.
+struct SymDim {
+  std::string name;
+  int64_t min = 0, max = 0;  // inclusive
+};
+
+// One output dimension of a symbolic variant: c + sum coeff * dims[index].
+struct AffineDim {
+  int64_t c = 0;
+  std::vector<std::pair<int, int64_t>> terms;
+};
+
 struct Variant {
   size_t id = 0;
   std::string entry;
+  std::vector<SymDim> dims;  // empty: every size fixed
   std::vector<Guard> guards;
-  std::vector<std::vector<int64_t>> output_shapes;
+  std::vector<std::vector<int64_t>> output_shapes;  // -1 where the size depends on a symbol
+  std::vector<std::vector<AffineDim>> output_dims;  // symbolic variants: every output dimension
+  bool symbolic() const { return !dims.empty(); }
   size_t workspace_bytes = 0;
   DLDevice device{kDLCPU, 0};
   std::string device_name = "cpu";
@@ -79,7 +96,16 @@ enum class CacheMode {
   ConstantValues,  // check every guard on every call (the last matching variant is tried first)
   SameInput,       // check guards on the first call only, then reuse that variant (unsafe by design)
   NoCaching,       // select afresh on every call, remember nothing
+  SymbolicValues,  // like ConstantValues; variants may have symbolic dimensions bound from the inputs
 };
+
+// Binds v's symbols from the inputs (values: v.dims.size() entries). Empty when every symbol is bound
+// consistently and within its range, else why not (names the input, the dimension, the value and the
+// range or the conflicting binding). Fixed sizes, dtypes and devices are checked elsewhere.
+std::string bind_dims(const Variant& v, const std::vector<TensorDesc>& inputs, const DLTensor* tensors, size_t n,
+                      int64_t* values);
+// Output `i`'s shape of v under `values` (from bind_dims; ignored for fixed variants).
+void output_shape(const Variant& v, size_t i, const int64_t* values, int64_t* shape);
 
 struct Manifest {
   uint32_t abi_version = 0;

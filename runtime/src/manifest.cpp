@@ -145,9 +145,10 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
       if (mode == "constant values") m.cache = CacheMode::ConstantValues;
       else if (mode == "same input") m.cache = CacheMode::SameInput;
       else if (mode == "no caching") m.cache = CacheMode::NoCaching;
+      else if (mode == "symbolic values") m.cache = CacheMode::SymbolicValues;
       else
         v.error("options.cache", "'" + mode + "' is not a cache mode this runtime supports (constant values, same "
-                                 "input, no caching)");
+                                 "input, no caching, symbolic values)");
     }
   }
 
@@ -164,6 +165,30 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
     var.entry = v.string_field(jv, "entry", vpath);
     if (var.entry.empty()) v.error(Validator::join(vpath, "entry"), "empty symbol name");
 
+    if (auto jd = jv.find("dims"); jd != jv.end()) {
+      const std::string dpath = Validator::join(vpath, "dims");
+      if (!jd->is_object()) v.error(dpath, "expected an object, got " + Validator::type_of(*jd));
+      for (auto it = jd->begin(); it != jd->end(); ++it) {
+        const std::string path = Validator::join(dpath, it.key().c_str());
+        SymDim d;
+        d.name = it.key();
+        const uint64_t limit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+        d.min = static_cast<int64_t>(v.uint_field(*it, "min", path, limit));
+        d.max = static_cast<int64_t>(v.uint_field(*it, "max", path, limit));
+        if (d.min > d.max) v.error(path, "min " + std::to_string(d.min) + " exceeds max " + std::to_string(d.max));
+        var.dims.push_back(std::move(d));
+      }
+      if (var.dims.size() > 64) v.error(dpath, "more than 64 symbols");
+    }
+    auto dim_index = [&](const std::string& name) {
+      for (size_t k = 0; k < var.dims.size(); ++k)
+        if (var.dims[k].name == name) return static_cast<int>(k);
+      return -1;
+    };
+    std::vector<int64_t> at_max;  // each symbol's maximum, for the overflow checks
+    for (const SymDim& d : var.dims) at_max.push_back(d.max);
+    std::vector<bool> bound(var.dims.size(), false);
+
     const json& guards = v.array_field(jv, "guards", vpath);
     if (guards.size() != m.inputs.size())
       v.error(Validator::join(vpath, "guards"), "has " + std::to_string(guards.size()) +
@@ -177,7 +202,30 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
         v.error(Validator::join(gpath, "input"),
                 "names '" + g.input + "' but input " + std::to_string(gi) + " is '" + m.inputs[gi].name + "'");
       g.dtype = v.dtype_field(guards[gi], gpath, &g.dtype_name);
-      g.shape = v.shape_value(v.field(guards[gi], "shape", gpath), Validator::join(gpath, "shape"));
+      {
+        const std::string spath = Validator::join(gpath, "shape");
+        const json& js = v.field(guards[gi], "shape", gpath);
+        if (!js.is_array()) v.error(spath, "expected an array of non-negative integers, got " + Validator::type_of(js));
+        g.shape_text = "[";
+        for (size_t d = 0; d < js.size(); ++d) {
+          if (js[d].is_string() && !var.dims.empty()) {
+            const int k = dim_index(js[d].get<std::string>());
+            if (k < 0)
+              v.error(Validator::index(spath, d), "symbol '" + js[d].get<std::string>() + "' is not in " +
+                                                      Validator::join(vpath, "dims"));
+            g.shape.push_back(-1);
+            g.sym.push_back(k);
+            bound[k] = true;
+            g.shape_text += (d ? ", " : "") + var.dims[k].name;
+          } else {
+            g.shape.push_back(static_cast<int64_t>(v.uint_value(
+                js[d], Validator::index(spath, d), static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))));
+            g.sym.push_back(-1);
+            g.shape_text += (d ? ", " : "") + std::to_string(g.shape.back());
+          }
+        }
+        g.shape_text += "]";
+      }
       if (g.shape.size() > 64) v.error(Validator::join(gpath, "shape"), "more than 64 dimensions");
       g.device_name = v.string_field(guards[gi], "device", gpath);
       if (!parse_device(g.device_name, &g.device))
@@ -185,7 +233,10 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
                 "unsupported device '" + g.device_name + "' (expected cpu, cuda or cuda:N)");
       g.contiguous = v.bool_field(guards[gi], "contiguous", gpath);
       size_t bytes = 0;
-      if (!dense_nbytes(g.shape.data(), static_cast<int>(g.shape.size()), g.dtype, &bytes))
+      std::vector<int64_t> largest = g.shape;
+      for (size_t d = 0; d < largest.size(); ++d)
+        if (g.sym[d] >= 0) largest[d] = at_max[g.sym[d]];
+      if (!dense_nbytes(largest.data(), static_cast<int>(largest.size()), g.dtype, &bytes))
         v.error(Validator::join(gpath, "shape"), "tensor size overflows");
       var.guards.push_back(std::move(g));
     }
@@ -211,13 +262,51 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
                   std::to_string(m.outputs.size()) + " outputs");
     for (size_t oi = 0; oi < oshapes.size(); ++oi) {
       const std::string opath = Validator::index(Validator::join(vpath, "output_shapes"), oi);
-      auto shape = v.shape_value(oshapes[oi], opath);
+      if (!oshapes[oi].is_array())
+        v.error(opath, "expected an array of non-negative integers, got " + Validator::type_of(oshapes[oi]));
+      std::vector<int64_t> shape, largest;
+      std::vector<AffineDim> affine;
+      for (size_t d = 0; d < oshapes[oi].size(); ++d) {
+        const json& e = oshapes[oi][d];
+        const std::string dpath = Validator::index(opath, d);
+        AffineDim f;
+        if (e.is_object() && !var.dims.empty()) {
+          // {"const": c, "B": a, ...}: c + a*B + ...
+          for (auto it = e.begin(); it != e.end(); ++it) {
+            if (!it->is_number_integer())
+              v.error(Validator::join(dpath, it.key().c_str()), "expected an integer, got " + Validator::type_of(*it));
+            if (it.key() == "const") {
+              f.c = it->get<int64_t>();
+            } else {
+              const int k = dim_index(it.key());
+              if (k < 0) v.error(dpath, "symbol '" + it.key() + "' is not in " + Validator::join(vpath, "dims"));
+              f.terms.push_back({k, it->get<int64_t>()});
+            }
+          }
+          int64_t at = f.c;
+          for (const auto& [k, a] : f.terms) at += a * at_max[k];
+          if (at < 0) v.error(dpath, "negative size " + std::to_string(at) + " at the symbols' maxima");
+          shape.push_back(f.terms.empty() ? f.c : -1);
+          largest.push_back(at);
+        } else {
+          f.c = static_cast<int64_t>(
+              v.uint_value(e, dpath, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+          shape.push_back(f.c);
+          largest.push_back(f.c);
+        }
+        affine.push_back(std::move(f));
+      }
       if (shape.size() > 64) v.error(opath, "more than 64 dimensions");
       size_t bytes = 0;
-      if (!dense_nbytes(shape.data(), static_cast<int>(shape.size()), m.outputs[oi].dtype, &bytes))
+      if (!dense_nbytes(largest.data(), static_cast<int>(largest.size()), m.outputs[oi].dtype, &bytes))
         v.error(opath, "tensor size overflows");
       var.output_shapes.push_back(std::move(shape));
+      var.output_dims.push_back(std::move(affine));
     }
+    for (size_t k = 0; k < var.dims.size(); ++k)
+      if (!bound[k])
+        v.error(Validator::join(Validator::join(vpath, "dims"), var.dims[k].name.c_str()),
+                "no input guard has this symbol, so it cannot be bound");
     var.workspace_bytes = static_cast<size_t>(
         v.uint_field(jv, "workspace_bytes", vpath, std::numeric_limits<size_t>::max() / 2));
 
@@ -226,11 +315,61 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
     for (size_t gi = 0; gi < var.guards.size(); ++gi) {
       if (gi) var.signature += ", ";
       const Guard& g = var.guards[gi];
-      var.signature += g.input + ": " + g.dtype_name + shape_to_string(g.shape) + " " + device_to_string(g.device);
+      var.signature += g.input + ": " + g.dtype_name + g.shape_text + " " + device_to_string(g.device);
     }
+    for (size_t k = 0; k < var.dims.size(); ++k)
+      var.signature += (k ? ", " : " (") + var.dims[k].name + " in " + std::to_string(var.dims[k].min) + ".." +
+                       std::to_string(var.dims[k].max) + (k + 1 == var.dims.size() ? ")" : "");
     m.variants.push_back(std::move(var));
   }
   return m;
+}
+
+std::string bind_dims(const Variant& v, const std::vector<TensorDesc>& inputs, const DLTensor* tensors, size_t n,
+                      int64_t* values) {
+  if (!v.symbolic()) return {};
+  // Where each symbol was bound: input, dimension (input == n: not yet).
+  size_t from_input[64], from_dim[64];
+  const size_t count = v.dims.size() < 64 ? v.dims.size() : 64;
+  for (size_t k = 0; k < count; ++k) from_input[k] = n, from_dim[k] = 0;
+  for (size_t i = 0; i < n && i < v.guards.size(); ++i) {
+    const Guard& g = v.guards[i];
+    if (static_cast<size_t>(tensors[i].ndim) != g.shape.size()) continue;  // guard_mismatch reports it
+    for (size_t d = 0; d < g.sym.size(); ++d) {
+      const int k = g.sym[d];
+      if (k < 0 || static_cast<size_t>(k) >= count) continue;
+      const SymDim& sd = v.dims[k];
+      const int64_t got = tensors[i].shape[d];
+      // Messages only on failure: a matching call allocates nothing here.
+      auto where = [&] { return "input '" + inputs[i].name + "' dimension " + std::to_string(d); };
+      if (from_input[k] == n) {
+        if (got < sd.min || got > sd.max)
+          return where() + " is " + std::to_string(got) + ", outside " + sd.name + "'s range " + std::to_string(sd.min) +
+                 ".." + std::to_string(sd.max);
+        values[k] = got;
+        from_input[k] = i, from_dim[k] = d;
+      } else if (values[k] != got) {
+        return where() + " is " + std::to_string(got) + ", but " + sd.name + " = " + std::to_string(values[k]) +
+               " from input '" + inputs[from_input[k]].name + "' dimension " + std::to_string(from_dim[k]) +
+               " (every " + sd.name + " must be equal)";
+      }
+    }
+  }
+  return {};
+}
+
+void output_shape(const Variant& v, size_t i, const int64_t* values, int64_t* shape) {
+  const auto& fixed = v.output_shapes[i];
+  for (size_t d = 0; d < fixed.size(); ++d) {
+    if (fixed[d] >= 0 || !v.symbolic()) {
+      shape[d] = fixed[d];
+      continue;
+    }
+    const AffineDim& f = v.output_dims[i][d];
+    int64_t e = f.c;
+    for (const auto& [k, a] : f.terms) e += a * values[k];
+    shape[d] = e;
+  }
 }
 
 }  // namespace thunderc::rt

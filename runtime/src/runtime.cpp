@@ -349,11 +349,11 @@ void check_tensor_struct(const DLTensor& t, const std::string& what) {
 std::string guard_mismatch(const Guard& g, const DLTensor& t) {
   if (!dtype_equal(g.dtype, t.dtype)) return "expected dtype " + g.dtype_name + ", got " + dtype_to_string(t.dtype);
   if (static_cast<size_t>(t.ndim) != g.shape.size())
-    return "expected rank " + std::to_string(g.shape.size()) + " " + shape_to_string(g.shape) + ", got rank " +
+    return "expected rank " + std::to_string(g.shape.size()) + " " + g.shape_text + ", got rank " +
            std::to_string(t.ndim) + " " + shape_to_string(t.shape, t.ndim);
   for (size_t i = 0; i < g.shape.size(); ++i)
-    if (g.shape[i] != t.shape[i])
-      return "expected shape " + shape_to_string(g.shape) + ", got " + shape_to_string(t.shape, t.ndim);
+    if (g.sym[i] < 0 && g.shape[i] != t.shape[i])
+      return "expected shape " + g.shape_text + ", got " + shape_to_string(t.shape, t.ndim);
   if (g.device.device_type != t.device.device_type || g.device.device_id != t.device.device_id)
     return "expected device " + device_to_string(g.device) + ", got " + device_to_string(t.device);
   if (!is_contiguous(t)) return "expected a contiguous tensor, got strides " + shape_to_string(t.strides, t.ndim);
@@ -375,11 +375,17 @@ size_t select_variant(const thunderc_model* m, const DLTensor* inputs, size_t n)
     if (!v.available) return false;
     for (size_t i = 0; i < n; ++i)
       if (!guard_mismatch(v.guards[i], inputs[i]).empty()) return false;
+    if (v.symbolic()) {
+      SmallVec<int64_t> values(v.dims.size());
+      if (!bind_dims(v, mf.inputs, inputs, n, values.data()).empty()) return false;
+    }
     return true;
   };
   const long memo = m->memo.load(std::memory_order_relaxed);
   if (memo >= 0 && mf.cache == CacheMode::SameInput) return static_cast<size_t>(memo);
-  if (memo >= 0 && mf.cache == CacheMode::ConstantValues && matches(mf.variants[memo])) return static_cast<size_t>(memo);
+  if (memo >= 0 && (mf.cache == CacheMode::ConstantValues || mf.cache == CacheMode::SymbolicValues) &&
+      matches(mf.variants[memo]))
+    return static_cast<size_t>(memo);
   for (const Variant& v : mf.variants) {
     if (!matches(v)) continue;
     if (mf.cache != CacheMode::NoCaching) m->memo.store(static_cast<long>(v.id), std::memory_order_relaxed);
@@ -399,12 +405,19 @@ size_t select_variant(const thunderc_model* m, const DLTensor* inputs, size_t n)
     if (!v.available) {
       msg += " (unavailable: " + v.unavailable_reason + ")";
     } else {
+      bool guards_ok = true;
       for (size_t i = 0; i < n; ++i) {
         const std::string why = guard_mismatch(v.guards[i], inputs[i]);
         if (!why.empty()) {
           msg += " (input '" + mf.inputs[i].name + "': " + why + ")";
+          guards_ok = false;
           break;
         }
+      }
+      if (guards_ok && v.symbolic()) {
+        SmallVec<int64_t> values(v.dims.size());
+        const std::string why = bind_dims(v, mf.inputs, inputs, n, values.data());
+        if (!why.empty()) msg += " (" + why + ")";
       }
     }
     msg += ";";
@@ -459,19 +472,27 @@ void call_entry(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n, 
   }
 }
 
-void check_output(const thunderc_model* m, const Variant& v, size_t i, const DLTensor& t) {
+// `shape`: the output's shape for this call (output_shape()), output_shapes[i].size() entries.
+void check_output(const thunderc_model* m, const Variant& v, size_t i, const DLTensor& t, const int64_t* shape) {
   const TensorDesc& d = m->manifest.outputs[i];
   const std::string what = "output '" + d.name + "' (#" + std::to_string(i) + ")";
   check_tensor_struct(t, what);
-  const auto& shape = v.output_shapes[i];
-  bool same = dtype_equal(t.dtype, d.dtype) && static_cast<size_t>(t.ndim) == shape.size() &&
+  const int ndim = static_cast<int>(v.output_shapes[i].size());
+  bool same = dtype_equal(t.dtype, d.dtype) && t.ndim == ndim &&
               t.device.device_type == v.device.device_type && t.device.device_id == v.device.device_id &&
               is_contiguous(t);
-  for (size_t k = 0; same && k < shape.size(); ++k) same = shape[k] == t.shape[k];
+  for (int k = 0; same && k < ndim; ++k) same = shape[k] == t.shape[k];
   if (!same)
     fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " for variant #" + std::to_string(v.id) + " of " + m->name +
-                                               ": expected a contiguous " + d.dtype_name + shape_to_string(shape) +
+                                               ": expected a contiguous " + d.dtype_name + shape_to_string(shape, ndim) +
                                                " " + v.device_name + " tensor, got " + describe(t));
+}
+
+// The symbols' values for a call that selected v (empty for fixed variants).
+void bound_values(const thunderc_model* m, const Variant& v, const DLTensor* inputs, size_t n, int64_t* values) {
+  if (!v.symbolic()) return;
+  const std::string why = bind_dims(v, m->manifest.inputs, inputs, n, values);
+  if (!why.empty()) fail(THUNDERC_STATUS_NO_MATCHING_VARIANT, "variant #" + std::to_string(v.id) + " of " + m->name + ": " + why);
 }
 
 // One runtime-allocated output: DLManagedTensor, shape and data in one block (data 64-byte aligned).
@@ -650,6 +671,30 @@ THUNDERC_API thunderc_status thunderc_model_select_variant(const thunderc_model*
   });
 }
 
+THUNDERC_API thunderc_status thunderc_model_output_shape(const thunderc_model* model, const DLTensor* inputs,
+                                                          size_t num_inputs, size_t output, int64_t* shape,
+                                                          int32_t capacity, int32_t* out_ndim) {
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    if (!out_ndim) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "out_ndim is NULL");
+    const size_t vi = select_variant(model, inputs, num_inputs);
+    const Variant& v = model->manifest.variants[vi];
+    if (output >= v.output_shapes.size())
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, "output " + std::to_string(output) + " out of range (" + model->name +
+                                                 " has " + std::to_string(v.output_shapes.size()) + ")");
+    const int32_t ndim = static_cast<int32_t>(v.output_shapes[output].size());
+    *out_ndim = ndim;
+    if (ndim > capacity || (ndim > 0 && !shape))
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, "output " + std::to_string(output) + " has " + std::to_string(ndim) +
+                                                 " dimensions; shape has room for " + std::to_string(capacity));
+    SmallVec<int64_t> values(v.dims.size());
+    bound_values(model, v, inputs, num_inputs, values.data());
+    int64_t tmp[64];
+    output_shape(v, output, values.data(), tmp);
+    std::copy(tmp, tmp + ndim, shape);
+  });
+}
+
 THUNDERC_API thunderc_status thunderc_model_run(thunderc_model* model, const DLTensor* inputs, size_t num_inputs,
                                                 DLTensor* outputs, size_t num_outputs) {
   if (thunderc_status st = check_model(model)) return st;
@@ -661,8 +706,16 @@ THUNDERC_API thunderc_status thunderc_model_run(thunderc_model* model, const DLT
                                                  " output(s), got " + std::to_string(num_outputs) + " output buffers");
     if (num_outputs > 0 && !outputs) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "outputs is NULL");
     SmallVec<DLTensor> outs(num_outputs);
+    SmallVec<int64_t> values(v.dims.size());
+    bound_values(model, v, inputs, num_inputs, values.data());
     for (size_t i = 0; i < num_outputs; ++i) {
-      check_output(model, v, i, outputs[i]);
+      if (v.symbolic()) {
+        int64_t shape[64];
+        output_shape(v, i, values.data(), shape);
+        check_output(model, v, i, outputs[i], shape);
+      } else {
+        check_output(model, v, i, outputs[i], v.output_shapes[i].data());
+      }
       outs[i] = normalized(outputs[i]);
     }
     call_entry(model, vi, inputs, num_inputs, outs.data(), num_outputs);
@@ -685,20 +738,22 @@ THUNDERC_API thunderc_status thunderc_model_run_alloc(thunderc_model* model, con
     if (num_outputs > 0 && !outputs) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "outputs is NULL");
     owned.reserve(num_outputs);
     SmallVec<DLTensor> outs(num_outputs);
+    SmallVec<int64_t> values(v.dims.size());
+    bound_values(model, v, inputs, num_inputs, values.data());
     for (size_t i = 0; i < num_outputs; ++i) {
-      const auto& shape = v.output_shapes[i];
+      const int ndim = static_cast<int>(v.output_shapes[i].size());
       const DLDataType dtype = model->manifest.outputs[i].dtype;
-      size_t bytes = 0;
-      dense_nbytes(shape.data(), static_cast<int>(shape.size()), dtype, &bytes);  // validated at open
       auto* o = new OwnedOutput{};
       o->device = v.device;
       owned.push_back(o);
+      output_shape(v, i, values.data(), o->shape);
+      size_t bytes = 0;
+      dense_nbytes(o->shape, ndim, dtype, &bytes);  // validated at open (at the symbols' maxima)
       o->data = thunderc_model::acquire_buffer(v.device, bytes, "output");
-      std::copy(shape.begin(), shape.end(), o->shape);
       DLTensor& t = o->managed.dl_tensor;
       t.data = o->data;
       t.device = v.device;
-      t.ndim = static_cast<int>(shape.size());
+      t.ndim = ndim;
       t.dtype = dtype;
       t.shape = o->shape;
       t.strides = nullptr;

@@ -284,7 +284,58 @@ TEST_CASE("--cache is recorded in the manifest, and unsupported modes are refuse
   Result bad = thunderc({sample("mlp.pt"), "-o", so, "--cache", "sometimes"});
   CHECK(bad.code == 1);
   CHECK_OUTPUT(bad, "--cache must be");
+  // "symbolic values" needs one --shapes with symbols; mlp.pt records concrete shapes only.
   Result symbolic = thunderc({sample("mlp.pt"), "-o", so, "--cache", "symbolic-values"});
   CHECK(symbolic.code == 1);
-  CHECK_OUTPUT(symbolic, "not implemented yet");
+  CHECK_OUTPUT(symbolic, "exactly one --shapes with symbolic dimensions");
+}
+
+// Symbolic dimensions: --shapes names them, --dim gives their ranges; every mistake is caught before the
+// model is loaded (the model path below does not exist).
+TEST_CASE("--shapes symbols and --dim: flag errors") {
+  const std::string missing = "/nonexistent/model.pt";
+  const std::string so = std::string(THUNDERC_TEST_TMP) + "/symbolic_flags.so";
+  struct Case {
+    std::vector<std::string> args;
+    const char* phrase;
+  };
+  const Case cases[] = {
+      {{"--shapes", "x=Bx64"}, "need --cache \"symbolic values\""},
+      {{"--shapes", "x=1x64", "--dim", "B=1:8"}, "--dim needs --cache \"symbolic values\""},
+      {{"--cache", "symbolic values", "--shapes", "x=Bx64"}, "--dim B=LO:HI"},
+      {{"--cache", "symbolic values", "--shapes", "x=1x64"}, "has no symbolic dimension"},
+      {{"--cache", "symbolic values", "--shapes", "x=Bx64", "--dim", "B=1:8", "--dim", "T=1:4"}, "no dimension in --shapes is named T"},
+      {{"--cache", "symbolic values", "--shapes", "x=Bx64", "--dim", "B=8:2"}, "1 <= LO < HI"},
+      {{"--cache", "symbolic values", "--shapes", "x=Bx64", "--dim", "B=1"}, "expected NAME=LO:HI"},
+      {{"--cache", "symbolic values", "--shapes", "x=Bx64", "--dim", "B=1:8", "--dim", "B=2:4"}, "given twice"},
+      {{"--cache", "symbolic values", "--shapes", "x=Bx64", "--shapes", "x=Bx32", "--dim", "B=1:8"}, "exactly one --shapes"},
+      {{"--cache", "symbolic values", "--shapes", "x=Bx64", "--dim", "B=1:8", "--standalone"}, "--standalone excludes"},
+      {{"--cache", "symbolic values", "--shapes", "x=Bx64", "--dim", "B=1:8", "--executors", "cpp,blas"}, "torch executor only"},
+      {{"--cache", "symbolic values", "--shapes", "x=B-1x64", "--dim", "B=1:8"}, "is not a shape"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args{missing, "-o", so};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    CAPTURE(joined);
+    Result r = thunderc(args);
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, c.phrase);
+    CHECK_FALSE(has(r, "nonexistent"));  // refused before loading
+  }
+}
+
+TEST_CASE("--cache \"symbolic values\" writes dims, symbolic guards and affine output shapes") {
+  const std::string so = std::string(THUNDERC_TEST_TMP) + "/symbolic_mlp.so";
+  Result r = thunderc({sample("mlp_scripted.pt"), "-o", so, "--cache", "symbolic values", "--shapes", "x=Bx64", "--dim",
+                       "B=1:32"});
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  std::ifstream json(std::string(THUNDERC_TEST_TMP) + "/symbolic_mlp.json");
+  std::string text((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+  CHECK(text.find("\"cache\": \"symbolic values\"") != std::string::npos);
+  CHECK(text.find("\"B\": {\n") != std::string::npos);
+  CHECK(text.find("\"max\": 32") != std::string::npos);
+  CHECK(text.find("\"B\",\n") != std::string::npos);  // the guard's shape: ["B", 64]
+  CHECK(text.find("\"const\": 0") != std::string::npos);
 }

@@ -68,7 +68,7 @@ TEST_CASE("shape_spec: errors quote the flag") {
     for (const char* p : parts) CHECK_MESSAGE(contains(msg, p), "lacks '" << std::string(p) << "'");
   };
   expect("", {"--shapes needs a value", "x=1x3x224x224"});
-  expect("x=1xax3", {"--shapes", "'1xax3'", "is not a shape like 1x3x224x224"});
+  expect("x=1x-ax3", {"--shapes", "'1x-ax3'", "is not a shape like 1x3x224x224"});  // "a" alone is a symbol
   expect("x=1x2,x=3", {"'x=1x2,x=3'", "input 'x' is given twice"});
   expect("x=1x2:float8", {"unknown dtype 'float8'"});
   expect("x=1x2:", {"unknown dtype ''"});
@@ -100,4 +100,42 @@ TEST_CASE("shape_spec: specialization_str round trip") {
   // Aliases are printed with PyTorch's canonical names.
   CHECK(specialization_str(parse_shapes_flag("ids=1x16:long,m=2:half")) == "ids=1x16:int64,m=2:float16");
   CHECK(specialization_str({}) == "");
+}
+
+TEST_CASE("shape_spec: symbolic dimensions and --dim") {
+  Specialization s = parse_shapes_flag("ids=BxT:int64,mask=BxT:bool,w=4x_n2");
+  REQUIRE(s.size() == 3);
+  CHECK(s[0].shape == Shape{0, 0});
+  CHECK(s[0].symbols == std::vector<std::string>{"B", "T"});
+  CHECK(s[2].shape == Shape{4, 0});
+  CHECK(s[2].symbols == std::vector<std::string>{"", "_n2"});
+  CHECK(spec_symbols(s) == std::vector<std::string>{"B", "T", "_n2"});
+  CHECK(specialization_str(s) == "ids=BxT:int64,mask=BxT:bool,w=4x_n2");
+  Specialization bound = bind_symbols(s, {"B", "T", "_n2"}, {2, 16, 5});
+  CHECK(bound[0].shape == Shape{2, 16});
+  CHECK(bound[1].shape == Shape{2, 16});
+  CHECK(bound[2].shape == Shape{4, 5});
+  CHECK(bound[0].symbols.empty());
+  CHECK(specialization_str(bound) == "ids=2x16:int64,mask=2x16:bool,w=4x5");
+  CHECK(parse_shapes_flag("x=1x64")[0].symbols.empty());  // plain shapes are unchanged
+
+  DimRange d = parse_dim_flag("B=1:32");
+  CHECK(d.name == "B");
+  CHECK(d.lo == 1);
+  CHECK(d.hi == 32);
+  auto dim_error = [](const std::string& text) {
+    try {
+      parse_dim_flag(text);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  CHECK(contains(dim_error("B"), "expected NAME=LO:HI"));
+  CHECK(contains(dim_error("B=1-3"), "expected NAME=LO:HI"));
+  CHECK(contains(dim_error("1B=1:3"), "is not a symbol name"));
+  CHECK(contains(dim_error("Bx=1:3"), "is not a symbol name"));
+  CHECK(contains(dim_error("B=a:3"), "must be numbers"));
+  CHECK(contains(dim_error("B=0:3"), "1 <= LO < HI"));
+  CHECK(contains(dim_error("B=3:3"), "1 <= LO < HI"));
 }

@@ -339,3 +339,137 @@ def forward(self, x):
     }
   }
 }
+
+// --cache "symbolic values": one variant whose kernels read the batch size at run time.
+TEST_CASE("symbolic values: one variant serves every batch size in the range and matches LibTorch") {
+  fs::path dir = tmp_dir("symbolic_mlp");
+  fs::path so = compile("mlp_scripted.pt", dir, "--cache \"symbolic values\" --shapes x=Bx64 --dim B=1:32");
+  std::string manifest = read_bytes(fs::path(so).replace_extension(".json"));
+  CHECK(manifest.find("\"symbolic values\"") != std::string::npos);
+  CHECK(manifest.find("\"dims\"") != std::string::npos);
+  thunderc::Model compiled(so.string());
+  CHECK(compiled.num_variants() == 1);
+  for (int64_t batch : {1, 7, 32, 7}) {
+    CAPTURE(batch);
+    at::manual_seed(batch);
+    at::Tensor x = at::randn({batch, 64});
+    check_close(thunderc::aten::run(compiled, {x}), torch_forward("mlp_scripted.pt", {x}));
+    // Runtime-allocated outputs get the size of this call.
+    DLTensor dl = thunderc::aten::view(x);
+    std::vector<thunderc::ManagedTensor> outs = compiled.run_alloc({dl});
+    REQUIRE(outs.size() == 1);
+    CHECK(outs[0].shape() == std::vector<int64_t>{batch, 10});
+  }
+  SUBCASE("a batch outside the range names B and the range") {
+    try {
+      thunderc::aten::run(compiled, {at::randn({33, 64})});
+      FAIL("expected an error");
+    } catch (const thunderc::Error& e) {
+      std::string msg = e.what();
+      INFO(msg);
+      CHECK(e.code() == THUNDERC_STATUS_NO_MATCHING_VARIANT);
+      CHECK(msg.find("B") != std::string::npos);
+      CHECK(msg.find("33") != std::string::npos);
+      CHECK(msg.find("1..32") != std::string::npos);
+    }
+  }
+  SUBCASE("a caller-provided output of another batch size is rejected") {
+    at::Tensor x = at::randn({4, 64});
+    at::Tensor wrong = at::empty({5, 10});
+    std::vector<DLTensor> in{thunderc::aten::view(x)}, out{thunderc::aten::view(wrong)};
+    CHECK_THROWS_AS(compiled.run(in, out), thunderc::Error);
+  }
+}
+
+TEST_CASE("symbolic values: every occurrence of a symbol must be equal") {
+  fs::path dir = tmp_dir("symbolic_two_inputs");
+  torch::jit::Module m("__torch__.TwoInputs");
+  m.register_parameter("w", at::randn({8, 8}), false);
+  m.define(R"(
+def forward(self, a, b):
+    c = b.reshape([b.size(0), 2, 4]).transpose(1, 2).reshape([b.size(0), 8])
+    return torch.matmul(a, self.w) + c.narrow(0, 0, a.size(0) - 1).sum() * 2.0 + torch.softmax(a, -1)
+)");
+  std::string pt = (dir / "two.pt").string();
+  m.save(pt);
+  fs::path so = dir / "two.so";
+  Result r = run_thunderc(pt + " -o " + so.string() + " --cache \"symbolic values\" --shapes a=Bx8,b=Bx8 --dim B=1:16");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  thunderc::Model compiled(so.string());
+  torch::jit::Module ref = torch::jit::load(pt);
+  for (int64_t batch : {1, 5, 16}) {
+    CAPTURE(batch);
+    at::Tensor a = at::randn({batch, 8}), b = at::randn({batch, 8});
+    c10::InferenceMode guard;
+    check_close(thunderc::aten::run(compiled, {a, b}), {ref.forward({a, b}).toTensor()});
+  }
+  try {
+    thunderc::aten::run(compiled, {at::randn({3, 8}), at::randn({4, 8})});
+    FAIL("expected an error");
+  } catch (const thunderc::Error& e) {
+    std::string msg = e.what();
+    INFO(msg);
+    CHECK(e.code() == THUNDERC_STATUS_NO_MATCHING_VARIANT);
+    CHECK(msg.find("'b' dimension 0 is 4") != std::string::npos);
+    CHECK(msg.find("B = 3 from input 'a'") != std::string::npos);
+  }
+}
+
+TEST_CASE("symbolic values: a compiled constant that depends on the symbol is refused clearly") {
+  fs::path dir = tmp_dir("symbolic_gpt");
+  Result r = run_thunderc(sample("gpt_block.pt") + " -o " + (dir / "gpt.so").string() +
+                          " --cache \"symbolic values\" --shapes x=1xTx64 --dim T=2:16");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("symbolic values") != std::string::npos);
+  CHECK(r.out.find("T=2") != std::string::npos);
+  CHECK(r.out.find("depends on T") != std::string::npos);
+}
+
+TEST_CASE("symbolic values: a convolutional model over a symbolic batch matches LibTorch") {
+  fs::path so = compile("cnn.pt", tmp_dir("symbolic_cnn"), "--cache \"symbolic values\" --shapes x=Bx3x32x32 --dim B=1:8");
+  thunderc::Model compiled(so.string());
+  for (int64_t batch : {1, 3, 8}) {
+    CAPTURE(batch);
+    at::manual_seed(batch);
+    at::Tensor x = at::randn({batch, 3, 32, 32});
+    check_close(thunderc::aten::run(compiled, {x}), torch_forward("cnn.pt", {x}));
+  }
+}
+
+TEST_CASE("symbolic values: two symbols; a size that is not affine in them is refused") {
+  fs::path dir = tmp_dir("symbolic_two_symbols");
+  torch::jit::Module ok("__torch__.TwoSymbols");
+  ok.define(R"(
+def forward(self, x, mask):
+    y = torch.softmax(x * 2.0 + x.sum(1, keepdim=True), -1)
+    return y.narrow(1, 1, x.size(1) - 1), mask.float().sum(1)
+)");
+  torch::jit::Module bad("__torch__.Product");
+  bad.define(R"(
+def forward(self, x, mask):
+    return torch.relu(x.reshape([x.size(0) * x.size(1), 8])), mask
+)");
+  std::string ok_pt = (dir / "ok.pt").string(), bad_pt = (dir / "bad.pt").string();
+  ok.save(ok_pt);
+  bad.save(bad_pt);
+  const std::string flags = " --cache \"symbolic values\" --shapes x=BxTx8,mask=BxT:bool --dim B=1:4 --dim T=2:6";
+  Result r = run_thunderc(ok_pt + " -o " + (dir / "ok.so").string() + flags);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  thunderc::Model compiled((dir / "ok.so").string());
+  torch::jit::Module ref = torch::jit::load(ok_pt);
+  for (auto [b, t] : {std::pair<int64_t, int64_t>{1, 2}, {3, 5}, {4, 6}, {2, 2}}) {
+    CAPTURE(b);
+    CAPTURE(t);
+    at::Tensor x = at::randn({b, t, 8}), mask = at::rand({b, t}) > 0.5;
+    c10::InferenceMode guard;
+    auto out = ref.forward({x, mask}).toTupleRef().elements();
+    check_close(thunderc::aten::run(compiled, {x, mask}), {out[0].toTensor(), out[1].toTensor()});
+  }
+  Result refused = run_thunderc(bad_pt + " -o " + (dir / "bad.so").string() + flags);
+  INFO(refused.out);
+  CHECK(refused.code == 1);
+  CHECK(refused.out.find("not of the form") != std::string::npos);
+}

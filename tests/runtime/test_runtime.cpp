@@ -708,3 +708,79 @@ TEST_CASE("cache modes") {
     thunderc_status_free(st);
   }
 }
+
+// ---- symbolic variants (--cache "symbolic values") -------------------------------------------------
+
+TEST_CASE("symbolic variants: dims are bound from the inputs, checked against their range, and size the outputs") {
+  std::string manifest = read_file(model_path("two_variants", ".json"));
+  manifest = replace(manifest, "\"cache\": \"constant values\"", "\"cache\": \"symbolic values\"");
+  manifest = replace(manifest, "\"shape\": [2, 3]}], \"id\": 0, \"output_shapes\": [[2, 3], [2]]",
+                     "\"shape\": [\"R\", 3]}], \"id\": 0, \"dims\": {\"R\": {\"min\": 2, \"max\": 3}}, "
+                     "\"output_shapes\": [[{\"const\": 0, \"R\": 1}, 3], [{\"const\": 0, \"R\": 1}]]");
+  thunderc_model* m = nullptr;
+  {
+    Status st = open_with_manifest(manifest, &m);
+    REQUIRE_MESSAGE(st.ok(), st.message());
+  }
+  thunderc_variant_info info{};
+  REQUIRE(thunderc_model_variant_info(m, 0, &info) == nullptr);
+  CHECK(std::string(info.signature) == "x: float32[R, 3] cpu (R in 2..3)");
+  thunderc_tensor_spec spec{};
+  REQUIRE(thunderc_model_variant_input(m, 0, 0, &spec) == nullptr);
+  CHECK(spec.shape[0] == -1);
+  REQUIRE(thunderc_model_variant_output(m, 0, 1, &spec) == nullptr);
+  CHECK(spec.shape[0] == -1);
+
+  auto shape_of = [&](int64_t rows, size_t output, std::vector<int64_t>* out) {
+    std::vector<float> x(rows * 3, 1.0f);
+    std::vector<int64_t> xs{rows, 3};
+    DLTensor in = f32(x, xs);
+    int64_t shape[4] = {0, 0, 0, 0};
+    int32_t ndim = 0;
+    Status st(thunderc_model_output_shape(m, &in, 1, output, shape, 4, &ndim));
+    if (st.ok()) out->assign(shape, shape + ndim);
+    return std::make_pair(st.code(), st.message());
+  };
+  std::vector<int64_t> got;
+  CHECK(shape_of(3, 0, &got).first == THUNDERC_STATUS_OK);
+  CHECK(got == std::vector<int64_t>{3, 3});
+  CHECK(shape_of(3, 1, &got).first == THUNDERC_STATUS_OK);
+  CHECK(got == std::vector<int64_t>{3});
+  CHECK(shape_of(4, 1, &got).first == THUNDERC_STATUS_OK);  // variant 1 (fixed [4, 3])
+  CHECK(got == std::vector<int64_t>{4});
+  auto [code, message] = shape_of(5, 0, &got);
+  CHECK(code == THUNDERC_STATUS_NO_MATCHING_VARIANT);
+  CHECK_MESSAGE(message.find("input 'x' dimension 0 is 5, outside R's range 2..3") != std::string::npos, message);
+
+  // Runs with R = 2 (the test kernel computes any rows; it checks the shapes it receives).
+  run_caller(m, {1, 2, 3, 4, 5, 6}, 2);
+  std::vector<float> x{1, 2, 3, 4, 5, 6};
+  std::vector<int64_t> xs{2, 3}, ys{3, 3}, ss{2};
+  std::vector<float> y(9), s(2);
+  DLTensor in = f32(x, xs);
+  DLTensor out[2] = {f32(y, ys), f32(s, ss)};
+  Status wrong(thunderc_model_run(m, &in, 1, out, 2));
+  CHECK(wrong.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  CHECK_MESSAGE(wrong.message().find("expected a contiguous float32[2, 3]") != std::string::npos, wrong.message());
+  DLManagedTensor* owned[2] = {nullptr, nullptr};
+  Status alloc(thunderc_model_run_alloc(m, &in, 1, owned, 2));
+  REQUIRE_MESSAGE(alloc.ok(), alloc.message());
+  CHECK(owned[0]->dl_tensor.shape[0] == 2);
+  CHECK(owned[1]->dl_tensor.shape[0] == 2);
+  for (DLManagedTensor* t : owned) t->deleter(t);
+  thunderc_model_close(m);
+
+  SUBCASE("manifest errors name the field") {
+    std::string unknown = replace(manifest, "\"shape\": [\"R\", 3]", "\"shape\": [\"Q\", 3]");
+    thunderc_model* bad = nullptr;
+    Status st = open_with_manifest(unknown, &bad);
+    CHECK(st.code() == THUNDERC_STATUS_MANIFEST);
+    CHECK_MESSAGE(st.message().find("variants[0].guards[0].shape[0]: symbol 'Q' is not in variants[0].dims") !=
+                      std::string::npos,
+                  st.message());
+    std::string range = replace(manifest, "\"min\": 2, \"max\": 3", "\"min\": 4, \"max\": 3");
+    Status st2 = open_with_manifest(range, &bad);
+    CHECK(st2.code() == THUNDERC_STATUS_MANIFEST);
+    CHECK_MESSAGE(st2.message().find("min 4 exceeds max 3") != std::string::npos, st2.message());
+  }
+}

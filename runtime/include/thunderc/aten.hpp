@@ -90,8 +90,13 @@ inline std::vector<at::Tensor> run(Model& model, const std::vector<at::Tensor>& 
   std::vector<at::Tensor> outs;
   std::vector<DLTensor> out_dl;
   outs.reserve(v.outputs.size());
-  for (const TensorSpec& s : v.outputs)
-    outs.push_back(at::empty(s.shape, at::TensorOptions().dtype(to_scalar_type(s.dtype)).device(to_device(s.device))));
+  for (size_t i = 0; i < v.outputs.size(); ++i) {
+    const TensorSpec& s = v.outputs[i];
+    bool symbolic = false;  // a size that depends on the inputs (--cache "symbolic values")
+    for (int64_t d : s.shape) symbolic = symbolic || d < 0;
+    outs.push_back(at::empty(symbolic ? model.output_shape(in, i) : s.shape,
+                             at::TensorOptions().dtype(to_scalar_type(s.dtype)).device(to_device(s.device))));
+  }
   for (const at::Tensor& t : outs) out_dl.push_back(view(t));
   model.run(in, out_dl);
   return outs;

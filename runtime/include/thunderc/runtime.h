@@ -130,10 +130,11 @@ typedef struct thunderc_variant_info {
 
 THUNDERC_API thunderc_status thunderc_model_variant_info(const thunderc_model* model, size_t variant,
                                                          thunderc_variant_info* out_info);
-/* Guard of input `input` (manifest order) in variant `variant`. */
+/* Guard of input `input` (manifest order) in variant `variant`; a symbolic dimension reads -1. */
 THUNDERC_API thunderc_status thunderc_model_variant_input(const thunderc_model* model, size_t variant,
                                                           size_t input, thunderc_tensor_spec* out_spec);
-/* Shape/dtype/device of output `output` produced by variant `variant`. */
+/* Shape/dtype/device of output `output` produced by variant `variant`; a dimension that depends on a
+ * symbol reads -1 (see thunderc_model_output_shape). */
 THUNDERC_API thunderc_status thunderc_model_variant_output(const thunderc_model* model, size_t variant,
                                                            size_t output,
                                                            thunderc_tensor_spec* out_spec);
@@ -144,6 +145,13 @@ THUNDERC_API thunderc_status thunderc_model_variant_output(const thunderc_model*
 THUNDERC_API thunderc_status thunderc_model_select_variant(const thunderc_model* model,
                                                            const DLTensor* inputs, size_t num_inputs,
                                                            size_t* out_variant);
+
+/* Shape of output `output` when run() is given these inputs (for symbolic variants it depends on the
+ * inputs' sizes; thunderc_model_variant_output reports -1 for such dimensions). Writes *out_ndim, and
+ * the extents into shape[0 .. *out_ndim) when capacity suffices (else INVALID_ARGUMENT). */
+THUNDERC_API thunderc_status thunderc_model_output_shape(const thunderc_model* model, const DLTensor* inputs,
+                                                         size_t num_inputs, size_t output, int64_t* shape,
+                                                         int32_t capacity, int32_t* out_ndim);
 
 /* Runs the first variant (id order) whose guards accept `inputs`. `outputs` are caller-provided
  * buffers whose dtype, shape, device and contiguity must equal the chosen variant's outputs (see

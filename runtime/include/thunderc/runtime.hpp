@@ -181,6 +181,14 @@ class Model {
     return v;
   }
 
+  // Shape of output `i` for these inputs (thunderc_model_output_shape; symbolic variants depend on them).
+  std::vector<int64_t> output_shape(const std::vector<DLTensor>& inputs, size_t i) const {
+    int64_t shape[64];
+    int32_t ndim = 0;
+    check(thunderc_model_output_shape(m_, inputs.data(), inputs.size(), i, shape, 64, &ndim));
+    return std::vector<int64_t>(shape, shape + ndim);
+  }
+
   // Caller-provided outputs (see thunderc_model_run).
   void run(const std::vector<DLTensor>& inputs, std::vector<DLTensor>& outputs) {
     check(thunderc_model_run(m_, inputs.data(), inputs.size(), outputs.data(), outputs.size()));
@@ -205,7 +213,12 @@ class Model {
     std::vector<HostTensor> outs;
     std::vector<DLTensor> out_dl;
     outs.reserve(v.outputs.size());
-    for (const TensorSpec& s : v.outputs) outs.emplace_back(s.dtype, s.shape);
+    for (size_t i = 0; i < v.outputs.size(); ++i) {
+      const TensorSpec& s = v.outputs[i];
+      bool symbolic = false;
+      for (int64_t d : s.shape) symbolic = symbolic || d < 0;
+      outs.emplace_back(s.dtype, symbolic ? output_shape(in, i) : s.shape);
+    }
     for (HostTensor& t : outs) out_dl.push_back(t.dl());
     run(in, out_dl);
     return outs;
