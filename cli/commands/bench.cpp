@@ -56,8 +56,15 @@ Stats stats_of(std::vector<double> t) {
 size_t choose_variant(const Model& model, const std::vector<VariantInfo>& variants, const BenchFlags& f) {
   if (variants.empty()) user_error(f.model, " has no variants");
   if (f.shapes.empty()) {
-    for (const VariantInfo& v : variants)
-      if (v.available) return v.id;
+    for (const VariantInfo& v : variants) {
+      if (!v.available) continue;
+      for (const TensorSpec& in : v.inputs)
+        for (int64_t d : in.shape)
+          if (d < 0)
+            user_error("variant #", v.id, " of ", f.model, " has symbolic dimensions (", v.signature,
+                       "); pass --shapes with the sizes to time, e.g. --shapes ", in.name, "=...");
+      return v.id;
+    }
     user_error("no variant of ", f.model, " can run here: ", commands::variants_text(model));
   }
   const Specialization spec = parse_shapes_flag(f.shapes);
@@ -81,7 +88,11 @@ size_t choose_variant(const Model& model, const std::vector<VariantInfo>& varian
     bool ok = v.available;
     for (size_t k = 0; ok && k < spec.size(); ++k) {
       const TensorSpec& g = v.inputs[index[k]];
-      if (g.shape != spec[k].shape) ok = false;
+      // A symbolic dimension (-1) accepts any size; the runtime checks its range when it runs.
+      if (g.shape.size() != spec[k].shape.size()) ok = false;
+      for (size_t d = 0; ok && d < g.shape.size(); ++d)
+        if (g.shape[d] >= 0 && g.shape[d] != spec[k].shape[d]) ok = false;
+      if (!spec[k].symbols.empty()) ok = false;
       if (spec[k].dtype && dtype_string(g.dtype) != dtype_name(*spec[k].dtype)) ok = false;
     }
     if (ok) return v.id;
@@ -169,13 +180,34 @@ void bench_command(const BenchFlags& f) {
 
   std::vector<HostTensor> inputs;
   std::vector<DLTensor> in_dl;
+  // Symbolic dimensions take their sizes from --shapes (choose_variant checked that it names them).
+  const Specialization given = f.shapes.empty() ? Specialization{} : parse_shapes_flag(f.shapes);
+  const std::vector<std::string> names = model.input_names();
   for (size_t i = 0; i < v.inputs.size(); ++i) {
-    inputs.emplace_back(v.inputs[i].dtype, v.inputs[i].shape);
+    std::vector<int64_t> shape = v.inputs[i].shape;
+    for (const InputShape& in : given)
+      if ((in.name.empty() && names.size() == 1) || in.name == names[i]) shape = in.shape;
+    for (int64_t d : shape)
+      if (d < 0)
+        user_error("--shapes ", f.shapes, " leaves input '", names[i], "' with a symbolic dimension (", v.signature,
+                   "); give its sizes");
+    inputs.emplace_back(v.inputs[i].dtype, shape);
     fill_random(inputs.back(), kSeed + i);
   }
   for (const HostTensor& t : inputs) in_dl.push_back(t.dl());
   std::vector<HostTensor> outputs;
-  for (const TensorSpec& s : v.outputs) outputs.emplace_back(s.dtype, s.shape);
+  for (size_t i = 0; i < v.outputs.size(); ++i) {
+    const TensorSpec& s = v.outputs[i];
+    bool symbolic = false;
+    for (int64_t d : s.shape) symbolic = symbolic || d < 0;
+    std::vector<int64_t> shape = s.shape;
+    if (symbolic) try {
+        shape = model.output_shape(in_dl, i);  // also checks the symbols' ranges
+      } catch (const Error& e) {
+        throw UserError(commands::runtime_message(e, "--shapes " + f.shapes, f.model));
+      }
+    outputs.emplace_back(s.dtype, shape);
+  }
   std::vector<DLTensor> out_dl;
   for (HostTensor& t : outputs) out_dl.push_back(t.dl());
 

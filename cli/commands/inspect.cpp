@@ -43,10 +43,41 @@ std::string value_text(const json& v) {
   return v.dump();
 }
 
+// "[1, 64]"; symbolic entries (--cache "symbolic values") print as the symbol ("B") or the affine
+// expression ({"const": -1, "B": 2} -> "2*B - 1").
 std::string shape_of(const json& shape) {
-  std::vector<int64_t> dims;
-  for (const json& d : shape) dims.push_back(d.get<int64_t>());
-  return commands::shape_text(dims);
+  bool plain = true;
+  for (const json& d : shape) plain = plain && d.is_number_integer();
+  if (plain) {
+    std::vector<int64_t> dims;
+    for (const json& d : shape) dims.push_back(d.get<int64_t>());
+    return commands::shape_text(dims);
+  }
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const json& d = shape[i];
+    std::string e;
+    if (d.is_object()) {
+      int64_t c = 0;
+      for (auto it = d.begin(); it != d.end(); ++it) {
+        if (!it->is_number_integer()) continue;
+        const int64_t a = it->get<int64_t>();
+        if (it.key() == "const") {
+          c = a;
+          continue;
+        }
+        if (a == 0) continue;
+        std::string term = (a == 1 || a == -1 ? "" : std::to_string(a < 0 ? -a : a) + "*") + it.key();
+        e += e.empty() ? (a < 0 ? "-" : "") + term : (a < 0 ? " - " : " + ") + term;
+      }
+      if (e.empty()) e = std::to_string(c);
+      else if (c != 0) e += (c < 0 ? " - " : " + ") + std::to_string(c < 0 ? -c : c);
+    } else {
+      e = value_text(d);
+    }
+    s += (i ? ", " : "") + e;
+  }
+  return s + "]";
 }
 
 std::string bytes_text(std::size_t bytes) {
@@ -114,6 +145,12 @@ void print_summary(std::ostream& os, const std::string& so_path, const json& m, 
         if (!guard.value("contiguous", true)) guards += " (any layout)";
       }
     os << "      inputs:    " << (guards.empty() ? "(none)" : guards) << "\n";
+    if (auto d = v.find("dims"); d != v.end() && d->is_object() && !d->empty()) {
+      std::string dims;
+      for (auto it = d->begin(); it != d->end(); ++it)
+        dims += (dims.empty() ? "" : ", ") + it.key() + " in " + field(*it, "min") + ".." + field(*it, "max");
+      os << "      dims:      " << dims << " (symbolic: bound from the inputs on every call)\n";
+    }
     std::string outs;
     if (auto s = v.find("output_shapes"); s != v.end())
       for (std::size_t k = 0; k < s->size(); ++k) {

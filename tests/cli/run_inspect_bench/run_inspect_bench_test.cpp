@@ -418,3 +418,47 @@ TEST_CASE("compiled sample: bench --compare against TorchScript (needs the compi
   CHECK(j["max_abs_diff"].get<double>() < 1e-4);
 #endif
 }
+
+TEST_CASE("compiled sample with symbolic dimensions: inspect, run and bench take the sizes at run time") {
+#ifndef THUNDERC_BIN
+  MESSAGE("skipped: this build has no thunderc target");
+#else
+  if (!fs::exists(THUNDERC_BIN)) {
+    MESSAGE("skipped: " THUNDERC_BIN " is not built");
+    return;
+  }
+  const std::string dir = fresh_dir("compiled_symbolic");
+  const std::string so = dir + "/mlp.so";
+  const std::string pt = std::string(THUNDERC_SAMPLES) + "/mlp_scripted.pt";
+  Result compile = shell(command_line(THUNDERC_BIN, {pt, "-o", so, "--cache", "symbolic values", "--shapes", "x=Bx64",
+                                                     "--dim", "B=1:32"}));
+  REQUIRE_MESSAGE(compile.code == 0, compile.out);
+  Result inspect = run_cli({"inspect", so});
+  CHECK_MESSAGE(inspect.code == 0, inspect.out);
+  CHECK_OUTPUT(inspect, "x: float32[B, 64] cpu");
+  CHECK_OUTPUT(inspect, "B in 1..32");
+  CHECK_OUTPUT(inspect, "output0: float32[B, 10]");
+
+  std::vector<float> x(5 * 64);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.1f - 0.3f;
+  const std::string in = save_input("sym_x.npy", HostTensor::from_vector<float>({5, 64}, x));
+  Result run = run_cli({"run", so, in, "--output-dir", dir + "/out"});
+  REQUIRE_MESSAGE(run.code == 0, run.out);
+  CHECK(thunderc::npy::load(dir + "/out/output0.npy").shape() == std::vector<int64_t>{5, 10});
+
+  Result no_shapes = run_cli({"bench", so, "--iterations", "2", "--warmup", "0"});
+  CHECK(no_shapes.code == 1);
+  CHECK_OUTPUT(no_shapes, "symbolic dimensions");
+  Result too_big = run_cli({"bench", so, "--shapes", "x=40x64", "--iterations", "2", "--warmup", "0"});
+  CHECK(too_big.code == 1);
+  CHECK_OUTPUT(too_big, "outside B's range 1..32");
+  json j = [&] {
+    Result r = run_cli_stdout({"bench", so, "--shapes", "x=7x64", "--json", "--iterations", "3", "--warmup", "1",
+                               "--compare", pt});
+    REQUIRE_MESSAGE(r.code == 0, r.cmd << "\n" << r.out);
+    return json::parse(r.out);
+  }();
+  REQUIRE(j.contains("max_abs_diff"));
+  CHECK(j["max_abs_diff"].get<double>() < 1e-4);
+#endif
+}
