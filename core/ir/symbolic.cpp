@@ -153,6 +153,27 @@ class Generalizer {
   std::map<ValueId, std::size_t> producer_;
 };
 
+// The encoded int streams (core/ir/attr_codec.h) hold the same attributes: same tags, bools, string
+// indices, dtypes and list lengths; only int values (which may be sizes) may differ.
+bool same_attr_structure(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+  if (a.size() != b.size()) return false;
+  std::size_t i = 0;
+  while (i < a.size()) {
+    if (a[i] != b[i]) return false;  // tag
+    switch (a[i++]) {
+      case 0: case 3: break;                                            // None, float (payload in floats)
+      case 1: case 4: case 6: if (i >= a.size() || a[i] != b[i]) return false; ++i; break;  // bool, str, dtype
+      case 2: ++i; break;                                               // int: may vary
+      case 5:                                                           // int[]: same length
+        if (i >= a.size() || a[i] != b[i] || a[i] < 0) return false;
+        i += 1 + static_cast<std::size_t>(a[i]);
+        break;
+      default: return false;
+    }
+  }
+  return i == a.size();
+}
+
 bool same_operand(const Operand& a, const Operand& b) {
   if (a.kind != b.kind) return false;
   if (a.kind == OperandKind::Tensor) return a.value == b.value;
@@ -209,7 +230,7 @@ SymbolicTrace generalize_traces(const std::vector<SymbolRange>& symbols,
         g.differs(k, "the operands of " + g.op_label(i) + " (e.g. a number computed from a size: " +
                          symbol_str(t0, a) + "  vs  " + symbol_str(tk, b) + ")");
       EncodedAttrs ea = encode_attrs(*a.op, a.attrs), eb = encode_attrs(*b.op, b.attrs);
-      if (ea.floats != eb.floats || ea.strings != eb.strings || ea.ints.size() != eb.ints.size())
+      if (ea.floats != eb.floats || ea.strings != eb.strings || !same_attr_structure(ea.ints, eb.ints))
         g.differs(k, "the attributes of " + g.op_label(i) + " (" + symbol_str(t0, a) + "  vs  " + symbol_str(tk, b) + ")");
     }
     for (ValueId v = 0; v < t0.num_values(); ++v) {
