@@ -438,7 +438,7 @@ TEST_CASE("symbolic values: a convolutional model over a symbolic batch matches 
   }
 }
 
-TEST_CASE("symbolic values: two symbols; a size that is not affine in them is refused") {
+TEST_CASE("symbolic values: two symbols, and a size that is not affine in them is refused") {
   fs::path dir = tmp_dir("symbolic_two_symbols");
   torch::jit::Module ok("__torch__.TwoSymbols");
   ok.define(R"(
