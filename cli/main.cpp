@@ -5,8 +5,7 @@
 //   thunderc --list-executors         every executor, whether it is usable here and why not
 //
 // Exit codes: 0 success; 1 a problem with the user's input (UserError, printed as "thunderc: error: ...");
-// 2 the request needs something this build does not implement yet; 3 a bug in thunderc (InternalError or
-// any other exception). CLI11 parse errors exit with CLI11's own codes and messages.
+// 3 a bug in thunderc (InternalError or any other exception). CLI11 parse errors exit with CLI11's own codes and messages.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -34,7 +33,6 @@ namespace thunderc {
 namespace {
 
 constexpr int kExitUserError = 1;
-constexpr int kExitNotImplemented = 2;
 constexpr int kExitInternalError = 3;
 
 // Flags shared by compile and examine.
@@ -384,7 +382,7 @@ int run(int argc, char** argv) {
       "  thunderc samples/cnn.pt -o out/cnn.so --dump-traces out/traces --time-passes\n"
       "                                                                 keep the trace after every pass, time them\n"
       "\n"
-      "Exit codes: 0 ok, 1 user error, 2 not implemented in this build, 3 internal error (a bug).");
+      "Exit codes: 0 ok, 1 user error, 3 internal error (a bug).");
 
   bool version = false, list = false;
   app.add_flag("--version", version, "print the thunderc and LibTorch versions");

@@ -281,9 +281,7 @@ void bench_command(const BenchFlags& f) {
 void add_bench_command(CLI::App& app) {
   auto flags = std::make_shared<BenchFlags>();
   CLI::App* cmd = app.add_subcommand("bench", "time a compiled model (OUT.so) on random inputs; --compare with TorchScript");
-  cmd->add_option("MODEL", flags->model, "the compiled model (OUT.json beside it is used when present)")
-      ->type_name("OUT.so")
-      ->required();
+  commands::add_model_argument(*cmd, flags->model);
   cmd->add_option("--shapes", flags->shapes,
                   "input shapes selecting the variant to time, as for compiling (x=1x64 or 1x64; default: the "
                   "first variant)")

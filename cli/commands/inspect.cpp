@@ -224,9 +224,7 @@ void inspect_command(const InspectFlags& f) {
 void add_inspect_command(CLI::App& app) {
   auto flags = std::make_shared<InspectFlags>();
   CLI::App* cmd = app.add_subcommand("inspect", "summarize a compiled model (OUT.so): source, options, variants");
-  cmd->add_option("MODEL", flags->model, "the compiled model (OUT.json beside it is used when present)")
-      ->type_name("OUT.so")
-      ->required();
+  commands::add_model_argument(*cmd, flags->model);
   cmd->add_flag("--json", flags->json, "print the manifest itself (JSON, as embedded in the .so)");
   cmd->callback([flags]() { inspect_command(*flags); });
 }

@@ -26,6 +26,12 @@ std::string runtime_message(const Error& e, const std::string& context, const st
   return context + ": " + msg;
 }
 
+void add_model_argument(CLI::App& cmd, std::string& model) {
+  cmd.add_option("MODEL", model, "the compiled model (OUT.json beside it is used when present)")
+      ->type_name("OUT.so")
+      ->required();
+}
+
 Model open_model(const std::string& so_path, int threads) {
   if (threads < 0) user_error("--threads must be >= 0 (0: the default), got ", threads);
   OpenOptions options;
@@ -241,9 +247,7 @@ void run_command(const RunFlags& f) {
 void add_run_command(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* cmd = app.add_subcommand("run", "run a compiled model (OUT.so) on inputs read from .npy files");
-  cmd->add_option("MODEL", flags->model, "the compiled model (OUT.json beside it is used when present)")
-      ->type_name("OUT.so")
-      ->required();
+  commands::add_model_argument(*cmd, flags->model);
   cmd->add_option("FILES", flags->positional, "input .npy files, in the model's input order (after any --input)")
       ->type_name("FILE.npy");
   cmd->add_option("-i,--input", flags->named, "an input by name; repeat for more inputs")

@@ -27,6 +27,9 @@ namespace commands {
 // cores). A runtime error (missing/corrupt .so, manifest mismatch, ...) becomes a UserError with its message.
 Model open_model(const std::string& so_path, int threads);
 
+// The required OUT.so argument that run, inspect and bench share.
+void add_model_argument(CLI::App& cmd, std::string& model);
+
 // The runtime's message for `e`, prefixed with `context` unless the message already names `path` (or its file name).
 std::string runtime_message(const Error& e, const std::string& context, const std::string& path);
 

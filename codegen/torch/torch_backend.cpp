@@ -42,7 +42,6 @@ void TorchBackend::emit_variant_prologue(SourceWriter& out) const {
 }
 
 void TorchBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
-  const Trace& trace = ctx.trace();
   EncodedAttrs attrs = encode_attrs(*sym.op, sym.attrs);
   out.line("{");
   out.indent();
@@ -89,7 +88,6 @@ void TorchBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, S
   out.line("  " + ctx.on_failure());
   out.dedent();
   out.line("}");
-  (void)trace;
 }
 
 }  // namespace thunderc

@@ -173,7 +173,7 @@ class WorkspaceLease {
   void* ptr_ = nullptr;
 };
 
-std::string read_file(const std::string& path, bool explicit_path) {
+std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;
@@ -183,7 +183,6 @@ std::string read_file(const std::string& path, bool explicit_path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) fail(THUNDERC_STATUS_IO, "cannot read manifest '" + path + "'");
-  (void)explicit_path;
   return ss.str();
 }
 
@@ -276,7 +275,7 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
     if (file_exists(base + ".json")) manifest_path = base + ".json";
   }
   if (!manifest_path.empty()) {
-    const std::string on_disk = read_file(manifest_path, opts.manifest_path != nullptr);
+    const std::string on_disk = read_file(manifest_path);
     if (on_disk != model->manifest_text)
       fail(THUNDERC_STATUS_MANIFEST, "manifest '" + manifest_path + "' does not belong to '" + model->path +
                                          "' (it differs from the manifest embedded in the .so)");

@@ -386,25 +386,20 @@ TEST_CASE("bench --compare with a TorchScript module of the same math") {
   CHECK_OUTPUT(missing, "cannot load TorchScript model");
 }
 
-// Needs the real compiler: compiles samples/mlp.pt with build/bin/thunderc, then runs/inspects/benches the
-// result against the TorchScript original. Skips (passing, with a message) while this build has no thunderc
-// binary or it cannot compile yet.
-TEST_CASE("compiled sample: bench --compare against TorchScript (needs the compiler)") {
-#ifndef THUNDERC_BIN
-  MESSAGE("skipped: this build has no thunderc target");
-#else
-  if (!fs::exists(THUNDERC_BIN)) {
-    MESSAGE("skipped: " THUNDERC_BIN " is not built");
-    return;
-  }
-  const std::string dir = fresh_dir("compiled_mlp");
-  const std::string so = dir + "/mlp.so";
+// Compiles samples/<sample> with the real compiler into a fresh dir/mlp.so; the compile must succeed.
+std::string compile_sample(const std::string& dir_name, const std::string& sample,
+                           const std::vector<std::string>& flags = {}) {
+  const std::string so = fresh_dir(dir_name) + "/mlp.so";
+  std::vector<std::string> args = {std::string(THUNDERC_SAMPLES) + "/" + sample, "-o", so};
+  args.insert(args.end(), flags.begin(), flags.end());
+  Result compile = shell(command_line(THUNDERC_BIN, args));
+  REQUIRE_MESSAGE(compile.code == 0, compile.out);
+  return so;
+}
+
+TEST_CASE("compiled sample: bench --compare against TorchScript") {
+  const std::string so = compile_sample("compiled_mlp", "mlp.pt");
   const std::string pt = std::string(THUNDERC_SAMPLES) + "/mlp.pt";
-  Result compile = shell(command_line(THUNDERC_BIN, {pt, "-o", so}));
-  if (compile.code != 0 || !fs::exists(so)) {
-    MESSAGE("skipped: thunderc cannot compile samples/mlp.pt yet (exit " << compile.code << "): " << compile.out);
-    return;
-  }
   Result inspect = run_cli({"inspect", so});
   CHECK_MESSAGE(inspect.code == 0, inspect.out);
   CHECK_OUTPUT(inspect, "mlp.pt");
@@ -416,23 +411,13 @@ TEST_CASE("compiled sample: bench --compare against TorchScript (needs the compi
   REQUIRE(j.contains("max_abs_diff"));
   CHECK(j["max_abs_diff"].is_number());
   CHECK(j["max_abs_diff"].get<double>() < 1e-4);
-#endif
 }
 
 TEST_CASE("compiled sample with symbolic dimensions: inspect, run and bench take the sizes at run time") {
-#ifndef THUNDERC_BIN
-  MESSAGE("skipped: this build has no thunderc target");
-#else
-  if (!fs::exists(THUNDERC_BIN)) {
-    MESSAGE("skipped: " THUNDERC_BIN " is not built");
-    return;
-  }
-  const std::string dir = fresh_dir("compiled_symbolic");
-  const std::string so = dir + "/mlp.so";
+  const std::string so = compile_sample("compiled_symbolic", "mlp_scripted.pt",
+                                        {"--cache", "symbolic values", "--shapes", "x=Bx64", "--dim", "B=1:32"});
+  const std::string dir = fs::path(so).parent_path().string();
   const std::string pt = std::string(THUNDERC_SAMPLES) + "/mlp_scripted.pt";
-  Result compile = shell(command_line(THUNDERC_BIN, {pt, "-o", so, "--cache", "symbolic values", "--shapes", "x=Bx64",
-                                                     "--dim", "B=1:32"}));
-  REQUIRE_MESSAGE(compile.code == 0, compile.out);
   Result inspect = run_cli({"inspect", so});
   CHECK_MESSAGE(inspect.code == 0, inspect.out);
   CHECK_OUTPUT(inspect, "x: float32[B, 64] cpu");
@@ -460,5 +445,4 @@ TEST_CASE("compiled sample with symbolic dimensions: inspect, run and bench take
   }();
   REQUIRE(j.contains("max_abs_diff"));
   CHECK(j["max_abs_diff"].get<double>() < 1e-4);
-#endif
 }
