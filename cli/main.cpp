@@ -41,6 +41,7 @@ struct ModelFlags {
   std::vector<std::string> shapes;
   std::vector<std::string> dims;
   std::string device = "cpu";
+  CLI::Option* device_option = nullptr;  // count() > 0: --device was given
   std::vector<std::string> executors;
   bool standalone = false;
   std::vector<std::string> transforms;
@@ -67,7 +68,10 @@ struct ModelFlags {
         ->type_name("NAME=LO:HI")
         ->take_all()
         ->allow_extra_args(false);
-    app.add_option("--device", device, "device to compile for: cpu or cuda (default: cpu)")->type_name("cpu|cuda");
+    device_option = app.add_option("--device", device,
+                                   "device to compile for: cpu or cuda (default: cuda when --executors names only "
+                                   "CUDA executors, else cpu)")
+                        ->type_name("cpu|cuda");
     app.add_option("--executors", executors,
                    "executors in order of preference, comma-separated (default: the device's defaults; "
                    "see --list-executors)")
@@ -108,9 +112,11 @@ struct ModelFlags {
     o.model_path = model;
     o.shapes = shapes;
     o.dims = dims;
-    o.device = Device::parse(device);
     for (const std::string& e : executors)
       if (!e.empty()) o.executors.push_back(e);
+    std::optional<Device> requested;
+    if (device_option && device_option->count() > 0) requested = Device::parse(device);
+    o.device = select_device(requested, o.executors);
     o.standalone = standalone;
     if (transforms_option && transforms_option->count() > 0) o.transforms = transforms;
     for (const std::string& d : decompose)

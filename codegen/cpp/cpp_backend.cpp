@@ -1,194 +1,12 @@
 #include "codegen/cpp/cpp_backend.h"
 
-#include <algorithm>
-#include <cmath>
-#include <functional>
-#include <map>
-#include <memory>
-#include <set>
-#include <tuple>
-
-#include "core/ir/error.h"
-#include "core/ir/types.h"
+#include "codegen/loops/region_lowering.h"
 
 namespace thunderc {
 
 namespace {
 
-using Lines = std::vector<std::string>;
-
-const char* ctype(DType d) {
-  switch (d) {
-    case DType::Float32: return "float";
-    case DType::Float64: return "double";
-    case DType::Bool: return "bool";
-    default: internal_error("cpp codegen: unsupported dtype ", dtype_name(d));
-  }
-}
-
-// A literal of dtype d with exactly the value a PyTorch scalar converted to d has.
-std::string lit(double v, DType d) {
-  if (d == DType::Bool) return v != 0 ? "true" : "false";
-  bool f = d == DType::Float32;
-  if (std::isnan(v)) return f ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
-  if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + (f ? "__builtin_inff()" : "__builtin_inf()");
-  std::string s = format_double(v);
-  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
-  if (v < 0) s = "(" + s + ")";
-  return f ? "static_cast<float>(" + s + ")" : s;
-}
-
-Shape contiguous(const Shape& s) {
-  Shape st(s.size(), 1);
-  for (std::size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
-  return st;
-}
-
-std::int64_t numel(const Shape& s) {
-  std::int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
-}
-
-struct Node;
-using NodeP = std::shared_ptr<const Node>;
-struct Node {
-  enum Kind { Load, Const, Op } kind = Op;
-  DType dtype = DType::Float32;
-  // Load: element (offset + sum(index[i] * strides[i])) of buffer `buf`, over the root value's shape.
-  int buf = -1;
-  std::int64_t offset = 0;
-  std::vector<std::int64_t> strides;
-  double value = 0;  // Const
-  // Op: computed in `compute`, arguments converted to it (conditions and masks to bool).
-  std::string op;
-  std::vector<NodeP> args;
-  std::vector<double> params;
-  DType compute = DType::Float32;
-};
-
-struct Val {
-  Shape shape;
-  NodeP e;
-};
-
-NodeP make_const(double v, DType d) {
-  auto n = std::make_shared<Node>();
-  n->kind = Node::Const;
-  n->dtype = d;
-  n->value = v;
-  return n;
-}
-
-NodeP make_load(int buf, DType d, std::int64_t offset, std::vector<std::int64_t> strides) {
-  auto n = std::make_shared<Node>();
-  n->kind = Node::Load;
-  n->dtype = d;
-  n->buf = buf;
-  n->offset = offset;
-  n->strides = std::move(strides);
-  return n;
-}
-
-NodeP make_op(const std::string& op, DType out, DType compute, std::vector<NodeP> args, std::vector<double> params = {}) {
-  auto n = std::make_shared<Node>();
-  n->op = op;
-  n->dtype = out;
-  n->compute = compute;
-  n->args = std::move(args);
-  n->params = std::move(params);
-  return n;
-}
-
-// Rewrites every load of the tree (shared subtrees stay shared).
-NodeP map_loads(const NodeP& n, const std::function<void(Node&)>& f, std::map<const Node*, NodeP>& memo) {
-  if (n->kind == Node::Const) return n;
-  auto it = memo.find(n.get());
-  if (it != memo.end()) return it->second;
-  auto c = std::make_shared<Node>(*n);
-  if (c->kind == Node::Load) f(*c);
-  else
-    for (auto& a : c->args) a = map_loads(a, f, memo);
-  memo[n.get()] = c;
-  return c;
-}
-
-// New index space: old index i = sum_j A[i][j] * new_j + c[i].
-Val affine(const Val& v, const Shape& shape, const std::vector<std::vector<std::int64_t>>& A,
-           const std::vector<std::int64_t>& c) {
-  std::map<const Node*, NodeP> memo;
-  NodeP e = map_loads(v.e, [&](Node& l) {
-    std::vector<std::int64_t> s(shape.size(), 0);
-    for (std::size_t i = 0; i < l.strides.size(); ++i) {
-      l.offset += l.strides[i] * c[i];
-      for (std::size_t j = 0; j < shape.size(); ++j) s[j] += l.strides[i] * A[i][j];
-    }
-    l.strides = std::move(s);
-  }, memo);
-  return {shape, e};
-}
-
-std::vector<std::vector<std::int64_t>> zeros(std::size_t r, std::size_t c) {
-  return std::vector<std::vector<std::int64_t>>(r, std::vector<std::int64_t>(c, 0));
-}
-
-// Old dim i becomes new dim dims[i] (broadcast along the others).
-Val place(const Val& v, const Shape& shape, const std::vector<std::size_t>& dims) {
-  auto A = zeros(v.shape.size(), shape.size());
-  for (std::size_t i = 0; i < dims.size(); ++i) A[i][dims[i]] = v.shape[i] == shape[dims[i]] ? 1 : 0;
-  return affine(v, shape, A, std::vector<std::int64_t>(v.shape.size(), 0));
-}
-
-Val broadcast_to(const Val& v, const Shape& shape) {
-  if (v.shape == shape) return v;
-  std::vector<std::size_t> dims;
-  for (std::size_t i = 0; i < v.shape.size(); ++i) dims.push_back(i + shape.size() - v.shape.size());
-  return place(v, shape, dims);
-}
-
-// Strides of a view of (shape, strides) as new_shape, ATen's computeStride; false when not a view.
-bool view_strides(const Shape& shape, const std::vector<std::int64_t>& strides, const Shape& new_shape,
-                  std::vector<std::int64_t>& out) {
-  out.assign(new_shape.size(), 0);
-  if (numel(shape) == 0 || shape.empty()) {
-    if (numel(shape) == 0) out = contiguous(new_shape);
-    return true;
-  }
-  std::int64_t view_d = static_cast<std::int64_t>(new_shape.size()) - 1;
-  std::int64_t chunk = strides.back(), tensor_numel = 1, view_numel = 1;
-  for (std::int64_t d = static_cast<std::int64_t>(shape.size()) - 1; d >= 0; --d) {
-    tensor_numel *= shape[d];
-    if (d == 0 || (shape[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk)) {
-      while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
-        out[view_d] = view_numel * chunk;
-        view_numel *= new_shape[view_d];
-        --view_d;
-      }
-      if (view_numel != tensor_numel) return false;
-      if (d > 0) {
-        chunk = strides[d - 1];
-        tensor_numel = 1;
-        view_numel = 1;
-      }
-    }
-  }
-  return view_d == -1;
-}
-
-struct Access {
-  int buf;
-  std::int64_t offset;
-  std::vector<std::int64_t> strides;
-  bool operator<(const Access& o) const {
-    return std::tie(buf, offset, strides) < std::tie(o.buf, o.offset, o.strides);
-  }
-};
-
-std::string term(const std::string& base, const std::string& var, std::int64_t s) {
-  if (s == 0) return base;
-  std::string t = s == 1 ? var : var + " * " + std::to_string(s);
-  return base == "0" ? t : base + " + " + t;
-}
+using namespace loops;
 
 // A loop nest runs in parallel only with at least this much work (elements x per-element cost, where
 // cheap ops cost 1 and transcendental ones 8) and kParallelMinElements elements: waking a thread team
@@ -196,38 +14,12 @@ std::string term(const std::string& base, const std::string& var, std::int64_t s
 constexpr double kParallelWork = 262144;
 constexpr std::int64_t kParallelMinElements = 16384;
 
-// Emits the loops of one region (or lone symbol).
-class RegionEmitter {
+// The CPU target: OpenMP loop nests inside the variant function.
+class CppRegion : public RegionLowering {
  public:
-  RegionEmitter(const Trace& t, const BoundSymbol& region, const EmitContext* ctx) : t_(t), region_(region), ctx_(ctx) {}
+  using RegionLowering::RegionLowering;
 
-  void run() {
-    for (const Operand& in : region_.inputs) {
-      if (!in.is_tensor() || vals_.count(in.value)) continue;
-      const TensorType& ty = t_.type(in.value);
-      int b = add_buf(ty.dtype, "static_cast<const " + std::string(ctype(ty.dtype)) + "*>(" + name(in.value) + ".data)", false);
-      vals_[in.value] = {ty.shape, make_load(b, ty.dtype, 0, contiguous(ty.shape))};
-    }
-    for (ValueId o : region_.outputs) outputs_.insert(o);
-    for (const BoundSymbol& s : region_.subsymbols)
-      for (const Operand& in : s.inputs)
-        if (in.is_tensor()) ++uses_[in.value];
-    for (const BoundSymbol& s : region_.subsymbols) {
-      lines_.push_back("  // " + s.op->name);
-      Val v = lower(s);
-      ValueId out = s.outputs[0];
-      bool lazy = v.e->kind == Node::Op;
-      if (outputs_.count(out) && !written_.count(out)) v = materialize(out, v);
-      else if (lazy && uses_[out] > 1) v = materialize(out, v);
-      vals_[out] = v;
-    }
-    for (ValueId o : region_.outputs)
-      THUNDERC_CHECK(written_.count(o), "cpp codegen: region output ", t_.value(o).name, " was not written");
-  }
-
-  std::size_t scratch_bytes() const { return scratch_; }
-
-  void write(SourceWriter& out) const {
+  void write(SourceWriter& out) const override {
     out.line("{");
     for (const auto& b : bufs_) out.line("  " + b);
     for (const auto& l : lines_) out.line(l);
@@ -235,42 +27,6 @@ class RegionEmitter {
   }
 
  private:
-  std::string name(ValueId v) const { return ctx_ ? ctx_->buffer(v) : "v_" + t_.value(v).name; }
-
-  int add_buf(DType d, const std::string& init, bool writable) {
-    int id = static_cast<int>(buf_types_.size());
-    buf_types_.push_back(d);
-    bufs_.push_back(std::string(writable ? "" : "const ") + ctype(d) + "* __restrict b" + std::to_string(id) + " = " + init + ";");
-    return id;
-  }
-
-  int out_buf(ValueId v) {
-    auto it = out_bufs_.find(v);
-    if (it != out_bufs_.end()) return it->second;
-    DType d = t_.type(v).dtype;
-    int b = add_buf(d, "static_cast<" + std::string(ctype(d)) + "*>(" + name(v) + ".data)", true);
-    out_bufs_[v] = b;
-    return b;
-  }
-
-  int scratch_buf(DType d, std::int64_t n) {
-    std::size_t off = scratch_;
-    scratch_ += (static_cast<std::size_t>(std::max<std::int64_t>(n, 1)) * dtype_size(d) + 63) / 64 * 64;
-    return add_buf(d, "reinterpret_cast<" + std::string(ctype(d)) + "*>(" + (ctx_ ? ctx_->scratch() : std::string("ws")) +
-                          " + " + std::to_string(off) + ")", true);
-  }
-
-  // Where the value `v` (or an internal temporary when v is not an output) gets stored.
-  int dest_for(ValueId v, DType d, std::int64_t n, bool is_value) {
-    if (is_value && outputs_.count(v)) {
-      written_.insert(v);
-      return out_buf(v);
-    }
-    return scratch_buf(d, n);
-  }
-
-  void L(const std::string& s) { lines_.push_back(std::string(indent_, ' ') + s); }
-
   // ---- loop nests ----
   using Gen = std::function<void(const std::vector<std::string>& idx, const std::vector<std::int64_t>& inner_strides,
                                  Lines& pre, std::string& pragma, Lines& body, Lines& post)>;
@@ -356,121 +112,8 @@ class RegionEmitter {
     L("}");
   }
 
-  // Distinct loads of a tree, in first-visit order.
-  void collect(const NodeP& n, std::vector<Access>& acc, std::map<Access, std::size_t>& index, std::set<const Node*>& seen,
-               double& cost) {
-    if (!seen.insert(n.get()).second) return;
-    if (n->kind == Node::Load) {
-      Access a{n->buf, n->offset, n->strides};
-      if (!index.count(a)) {
-        index[a] = acc.size();
-        acc.push_back(a);
-      }
-      return;
-    }
-    if (n->kind == Node::Op) {
-      static const std::set<std::string> expensive = {"exp", "log", "sqrt", "rsqrt", "sin", "cos", "erf", "sigmoid",
-                                                      "tanh", "gelu", "gelu_tanh", "silu", "pow", "div", "reciprocal"};
-      cost += expensive.count(n->op) ? 8 : 1;
-    }
-    for (const auto& a : n->args) collect(a, acc, index, seen, cost);
-  }
-
-  // Generates statements computing the tree; returns the expression of its value (in its dtype).
-  struct Body {
-    const std::map<Access, std::size_t>& index;
-    const std::vector<std::string>& idx;
-    std::map<const Node*, std::string> names;
-    Lines lines;
-    int counter = 0;
-  };
-
-  static std::string cast(const std::string& x, DType from, DType to) {
-    if (from == to) return x;
-    if (to == DType::Bool) return "(" + x + " != 0)";
-    return "static_cast<" + std::string(ctype(to)) + ">(" + x + ")";
-  }
-
-  static std::string gen(Body& b, const NodeP& n) {
-    if (n->kind == Node::Const) return lit(n->value, n->dtype);
-    auto it = b.names.find(n.get());
-    if (it != b.names.end()) return it->second;
-    std::string v = "x" + std::to_string(b.counter++);
-    std::string T = ctype(n->dtype);
-    if (n->kind == Node::Load) {
-      std::size_t a = b.index.at(Access{n->buf, n->offset, n->strides});
-      b.lines.push_back("const " + T + " " + v + " = b" + std::to_string(n->buf) + "[" + b.idx[a] + "];");
-    } else {
-      DType C = n->compute;
-      std::vector<std::string> a;
-      for (std::size_t i = 0; i < n->args.size(); ++i) {
-        DType to = C;
-        if ((n->op == "where" && i == 0) || (n->op == "masked_fill" && i == 1)) to = DType::Bool;
-        a.push_back(cast(gen(b, n->args[i]), n->args[i]->dtype, to));
-      }
-      b.lines.push_back("const " + T + " " + v + " = " + cast(expr(n->op, C, a, n->params), C, n->dtype) + ";");
-    }
-    b.names[n.get()] = v;
-    return v;
-  }
-
-  static std::string expr(const std::string& op, DType C, const std::vector<std::string>& a, const std::vector<double>& p) {
-    auto k = [&](double v) { return lit(v, C); };
-    const std::string& x = a[0];
-    if (op == "relu") return "(" + x + " < " + k(0) + " ? " + k(0) + " : " + x + ")";
-    if (op == "neg") return "-" + x;
-    if (op == "abs") return "std::abs(" + x + ")";
-    // float32 exp/tanh/erf use the inline, vectorizable versions in thunderc/cpp_math.h.
-    auto fn = [&](const std::string& name) {
-      return C == DType::Float32 && (name == "exp" || name == "tanh" || name == "erf") ? "thunderc_" + name + "f"
-                                                                                       : "std::" + name;
-    };
-    if (op == "exp" || op == "log" || op == "sqrt" || op == "sin" || op == "cos" || op == "erf" || op == "tanh")
-      return fn(op) + "(" + x + ")";
-    if (op == "rsqrt") return k(1) + " / std::sqrt(" + x + ")";
-    if (op == "reciprocal") return k(1) + " / " + x;
-    if (op == "sigmoid") return k(1) + " / (" + k(1) + " + " + fn("exp") + "(-" + x + "))";
-    if (op == "silu") return x + " / (" + k(1) + " + " + fn("exp") + "(-" + x + "))";
-    if (op == "gelu") return x + " * " + k(0.5) + " * (" + k(1) + " + " + fn("erf") + "(" + x + " * " + k(M_SQRT1_2) + "))";
-    if (op == "gelu_tanh")
-      return k(0.5) + " * " + x + " * (" + k(1) + " + " + fn("tanh") + "(" + k(M_SQRT2 * M_2_SQRTPI * 0.5) + " * (" + x + " + " +
-             k(0.044715) + " * (" + x + " * " + x + " * " + x + "))))";
-    if (op == "hardswish") return x + " * std::min(std::max(" + x + " + " + k(3) + ", " + k(0) + "), " + k(6) + ") / " + k(6);
-    if (op == "hardsigmoid") return "std::min(std::max(" + x + " + " + k(3) + ", " + k(0) + "), " + k(6) + ") / " + k(6);
-    if (op == "hardtanh")
-      return "(" + x + " <= " + k(p[0]) + " ? " + k(p[0]) + " : (" + x + " >= " + k(p[1]) + " ? " + k(p[1]) + " : " + x + "))";
-    if (op == "leaky_relu") return "(" + x + " > " + k(0) + " ? " + x + " : " + x + " * " + k(p[0]) + ")";
-    if (op == "clamp") {
-      std::string r = x;
-      if (!std::isnan(p[0])) r = "std::max(" + r + ", " + k(p[0]) + ")";
-      if (!std::isnan(p[1])) r = "std::min(" + r + ", " + k(p[1]) + ")";
-      return "(std::isnan(" + x + ") ? " + x + " : " + r + ")";
-    }
-    if (op == "logical_not") return "!" + x;
-    if (op == "cast") return x;
-    if (op == "add") return x + " + " + a[1];
-    if (op == "sub") return x + " - " + a[1];
-    if (op == "mul") return x + " * " + a[1];
-    if (op == "div") return x + " / " + a[1];
-    if (op == "square") return x + " * " + x;
-    if (op == "pow") return "std::pow(" + x + ", " + a[1] + ")";
-    if (op == "maximum" || op == "minimum") {
-      std::string f = op == "maximum" ? "std::max" : "std::min";
-      return "(std::isnan(" + x + ") ? " + x + " : (std::isnan(" + a[1] + ") ? " + a[1] + " : " + f + "(" + x + ", " +
-             a[1] + ")))";
-    }
-    static const std::map<std::string, std::string> cmp = {{"eq", "=="}, {"ne", "!="}, {"lt", "<"},
-                                                           {"le", "<="}, {"gt", ">"},  {"ge", ">="}};
-    if (cmp.count(op)) return "(" + x + " " + cmp.at(op) + " " + a[1] + ")";
-    if (op == "logical_and") return "(" + x + " && " + a[1] + ")";
-    if (op == "logical_or") return "(" + x + " || " + a[1] + ")";
-    if (op == "where") return "(" + x + " ? " + a[1] + " : " + a[2] + ")";
-    if (op == "masked_fill") return "(" + a[1] + " ? " + a[2] + " : " + x + ")";
-    internal_error("cpp codegen: no formula for ", op);
-  }
-
   // dest[offset + index . strides] = tree, over `shape`.
-  void store(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) {
+  void store(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) override {
     std::vector<Access> acc = {{dest, offset, strides}};
     std::map<Access, std::size_t> index;
     std::set<const Node*> seen;
@@ -486,17 +129,8 @@ class RegionEmitter {
     });
   }
 
-  Val materialize(ValueId v, const Val& x, bool is_value = true) {
-    DType d = x.e->dtype;
-    int b = dest_for(v, d, numel(x.shape), is_value);
-    store(b, 0, contiguous(x.shape), x);
-    return {x.shape, make_load(b, d, 0, contiguous(x.shape))};
-  }
-
-  Val loaded(const Val& x) { return x.e->kind == Node::Op ? materialize(0, x, false) : x; }
-
   // dest (contiguous, `x` with the reduced dims removed or kept as 1) = reduction of x.
-  void reduce(const Val& x, const std::vector<bool>& red, int dest, bool is_max) {
+  void reduce(const Val& x, const std::vector<bool>& red, int dest, bool is_max) override {
     DType d = buf_types_[dest];
     Shape kept;
     for (std::size_t i = 0; i < x.shape.size(); ++i)
@@ -532,318 +166,34 @@ class RegionEmitter {
   }
 
   // One-dimensional in-place update of a buffer: b[i] = f(b[i]).
-  void update(int buf, std::int64_t n, const std::string& f_of_v) {
+  void update(int buf, std::int64_t n, const std::string& f_of_v) override {
     std::string B = "b" + std::to_string(buf);
     L("#pragma omp simd");
     L("for (int64_t i = 0; i < " + std::to_string(n) + "; ++i) { const " + ctype(buf_types_[buf]) + " v = " + B +
       "[i]; " + B + "[i] = " + f_of_v + "; }");
   }
 
-  NodeP stat_leaf(int buf, DType d, const Shape& shape, const std::vector<bool>& red) {
-    Shape kept_shape = shape;
-    for (std::size_t i = 0; i < shape.size(); ++i)
-      if (red[i]) kept_shape[i] = 1;
-    std::vector<std::int64_t> s = contiguous(kept_shape);
-    for (std::size_t i = 0; i < shape.size(); ++i)
-      if (red[i]) s[i] = 0;
-    return make_load(buf, d, 0, s);
-  }
-
-  Val operand(const Operand& o, const Shape& shape, DType scalar_dtype) {
-    if (o.is_tensor()) return broadcast_to(vals_.at(o.value), shape);
-    return {shape, make_const(o.scalar.is_bool() ? (o.scalar.to_int() ? 1.0 : 0.0) : o.scalar.to_double(), scalar_dtype)};
-  }
-
-  Val lower(const BoundSymbol& s) {
-    const std::string& op = s.op->name;
-    const TensorType& ot = t_.type(s.outputs[0]);
-    ValueId out = s.outputs[0];
-    auto in = [&](std::size_t i) { return vals_.at(s.inputs[i].value); };
-    switch (s.op->category) {
-      case OpCategory::Elementwise: {
-        DType C = ot.dtype;
-        static const std::set<std::string> cmp = {"eq", "ne", "lt", "le", "gt", "ge"};
-        if (cmp.count(op)) {
-          C = DType::Bool;
-          for (const Operand& o : s.inputs)
-            if (o.is_tensor()) C = C == DType::Bool ? t_.type(o.value).dtype : promote_types(C, t_.type(o.value).dtype);
-        }
-        std::vector<NodeP> args;
-        for (std::size_t i = 0; i < s.inputs.size(); ++i) args.push_back(operand(s.inputs[i], ot.shape, C).e);
-        std::string name = op;
-        std::vector<double> params;
-        if (op == "gelu" && s.attrs.get_string("approximate") == "tanh") name = "gelu_tanh";
-        if (op == "hardtanh") params = {s.attrs.get_float("min_val"), s.attrs.get_float("max_val")};
-        if (op == "leaky_relu") params = {s.attrs.get_float("negative_slope")};
-        if (op == "clamp")
-          params = {s.attrs.is_none("min") ? NAN : s.attrs.get_float("min"), s.attrs.is_none("max") ? NAN : s.attrs.get_float("max")};
-        if (op == "to_dtype") name = "cast";
-        if (op == "pow" && !s.inputs[1].is_tensor()) {  // as ATen: small exponents without pow()
-          double e = s.inputs[1].scalar.to_double();
-          if (e == 1) return {ot.shape, make_op("cast", ot.dtype, C, {args[0]})};
-          if (e == 2) return {ot.shape, make_op("square", ot.dtype, C, {args[0]})};
-          if (e == 0.5) return {ot.shape, make_op("sqrt", ot.dtype, C, {args[0]})};
-          if (e == -1) return {ot.shape, make_op("reciprocal", ot.dtype, C, {args[0]})};
-        }
-        return {ot.shape, make_op(name, ot.dtype, C, args, params)};
-      }
-      case OpCategory::Shape: return lower_shape(s, ot, out);
-      case OpCategory::Reduction: {
-        Val x = in(0);
-        const IntList& dims = s.attrs.get_ints("dims");
-        std::vector<bool> red(x.shape.size(), dims.empty());
-        for (auto d : dims) red[static_cast<std::size_t>(d < 0 ? d + static_cast<std::int64_t>(x.shape.size()) : d)] = true;
-        int dest = dest_for(out, ot.dtype, ot.numel(), true);
-        reduce(x, red, dest, op == "amax");
-        if (op == "mean") {
-          std::int64_t n = 1;
-          for (std::size_t i = 0; i < x.shape.size(); ++i)
-            if (red[i]) n *= x.shape[i];
-          update(dest, ot.numel(), "v / " + lit(static_cast<double>(n), ot.dtype));
-        }
-        return {ot.shape, make_load(dest, ot.dtype, 0, contiguous(ot.shape))};
-      }
-      case OpCategory::Normalization: return lower_norm(s, ot);
-      case OpCategory::Pooling: return lower_pool(s, ot, out);
-      default: internal_error("cpp codegen: cannot lower ", op);
-    }
-  }
-
-  Val lower_shape(const BoundSymbol& s, const TensorType& ot, ValueId out) {
-    const std::string& op = s.op->name;
-    Val x = s.inputs[0].is_tensor() ? vals_.at(s.inputs[0].value) : Val{};
-    std::size_t r = x.shape.size();
-    auto identity = [&]() {
-      auto A = zeros(r, ot.rank());
-      return A;
-    };
-    if (op == "permute") {
-      auto A = identity();
-      const IntList& dims = s.attrs.get_ints("dims");
-      for (std::size_t j = 0; j < dims.size(); ++j) A[dims[j]][j] = 1;
-      return affine(x, ot.shape, A, std::vector<std::int64_t>(r, 0));
-    }
-    if (op == "expand") return broadcast_to(x, ot.shape);
-    if (op == "slice") {
-      auto A = identity();
-      std::vector<std::int64_t> c(r, 0);
-      auto d = s.attrs.get_int("dim");
-      for (std::size_t i = 0; i < r; ++i) A[i][i] = 1;
-      A[d][d] = s.attrs.get_int("step");
-      c[d] = s.attrs.get_int("start");
-      return affine(x, ot.shape, A, c);
-    }
-    if (op == "select") {
-      auto A = identity();
-      std::vector<std::int64_t> c(r, 0);
-      auto d = static_cast<std::size_t>(s.attrs.get_int("dim"));
-      for (std::size_t i = 0; i < r; ++i)
-        if (i != d) A[i][i < d ? i : i - 1] = 1;
-      c[d] = s.attrs.get_int("index");
-      return affine(x, ot.shape, A, c);
-    }
-    if (op == "reshape") {
-      for (int attempt = 0; attempt < 2; ++attempt) {
-        bool ok = true;
-        std::map<const Node*, NodeP> memo;
-        NodeP e = map_loads(x.e, [&](Node& l) {
-          std::vector<std::int64_t> ns;
-          ok = ok && view_strides(x.shape, l.strides, ot.shape, ns);
-          l.strides = ns;
-        }, memo);
-        if (ok) return {ot.shape, e};
-        x = materialize(0, x, false);
-      }
-      internal_error("cpp codegen: reshape of a contiguous value failed");
-    }
-    if (op == "cat") {
-      auto dim = static_cast<std::size_t>(s.attrs.get_int("dim") < 0 ? s.attrs.get_int("dim") + static_cast<std::int64_t>(ot.rank())
-                                                                     : s.attrs.get_int("dim"));
-      int dest = dest_for(out, ot.dtype, ot.numel(), true);
-      Shape st = contiguous(ot.shape);
-      std::int64_t at = 0;
-      for (const Operand& o : s.inputs) {
-        Val v = vals_.at(o.value);
-        store(dest, at * st[dim], st, v);
-        at += v.shape[dim];
-      }
-      return {ot.shape, make_load(dest, ot.dtype, 0, st)};
-    }
-    internal_error("cpp codegen: cannot lower ", op);
-  }
-
-  Val lower_norm(const BoundSymbol& s, const TensorType& ot) {
-    const std::string& op = s.op->name;
-    DType d = ot.dtype;
-    Val x = vals_.at(s.inputs[0].value);
-    if (x.e->dtype != d) x = {x.shape, make_op("cast", d, d, {x.e})};
-    std::size_t r = x.shape.size();
-    auto param = [&](std::size_t i, const std::vector<std::size_t>& dims) {
-      return place(vals_.at(s.inputs[i].value), x.shape, dims).e;
-    };
-    if (op == "batch_norm") {
-      // As ATen's inference kernel: alpha = weight / sqrt(var + eps), beta = bias - mean * alpha; y = x * alpha + beta.
-      std::int64_t c = x.shape[1];
-      Shape cs = {c};
-      auto vec = [&](std::size_t i) { return s.inputs[i].is_tensor() ? vals_.at(s.inputs[i].value).e : NodeP(); };
-      NodeP invstd = make_op("div", d, d, {make_const(1, d), make_op("sqrt", d, d, {make_op("add", d, d, {vec(4), make_const(s.attrs.get_float("eps"), d)})})});
-      NodeP alpha = vec(1) ? make_op("mul", d, d, {invstd, vec(1)}) : invstd;
-      NodeP mean_alpha = make_op("mul", d, d, {vec(3), alpha});
-      NodeP beta = vec(2) ? make_op("sub", d, d, {vec(2), mean_alpha}) : make_op("neg", d, d, {mean_alpha});
-      Val a = materialize(0, {cs, alpha}, false), b = materialize(0, {cs, beta}, false);
-      NodeP al = place(a, x.shape, {1}).e, be = place(b, x.shape, {1}).e;
-      return {x.shape, make_op("add", d, d, {make_op("mul", d, d, {x.e, al}), be})};
-    }
-    x = loaded(x);
-    std::vector<bool> red(r, false);
-    Shape stat_shape = x.shape;
-    if (op == "layer_norm") {
-      std::size_t m = s.attrs.get_ints("normalized_shape").size();
-      std::int64_t count = 1;
-      for (std::size_t i = r - m; i < r; ++i) red[i] = true, count *= x.shape[i], stat_shape[i] = 1;
-      int mean = scratch_buf(d, numel(stat_shape)), rstd = scratch_buf(d, numel(stat_shape));
-      reduce(x, red, mean, false);
-      update(mean, numel(stat_shape), "v / " + lit(static_cast<double>(count), d));
-      NodeP ml = stat_leaf(mean, d, x.shape, red);
-      NodeP centered = make_op("sub", d, d, {x.e, ml});
-      reduce({x.shape, make_op("square", d, d, {centered})}, red, rstd, false);
-      update(rstd, numel(stat_shape), lit(1, d) + " / std::sqrt(v / " + lit(static_cast<double>(count), d) + " + " +
-                                          lit(s.attrs.get_float("eps"), d) + ")");
-      NodeP y = make_op("mul", d, d, {centered, stat_leaf(rstd, d, x.shape, red)});
-      std::vector<std::size_t> dims;
-      for (std::size_t i = r - m; i < r; ++i) dims.push_back(i);
-      if (s.inputs[1].is_tensor()) y = make_op("mul", d, d, {y, param(1, dims)});
-      if (s.inputs[2].is_tensor()) y = make_op("add", d, d, {y, param(2, dims)});
-      return {x.shape, y};
-    }
-    // softmax / log_softmax: max and sum(exp(x - max)) per row, then an elementwise tree.
-    auto dim = static_cast<std::size_t>(s.attrs.get_int("dim") < 0 ? s.attrs.get_int("dim") + static_cast<std::int64_t>(r)
-                                                                  : s.attrs.get_int("dim"));
-    if (r == 0) {
-      NodeP y = op == "softmax" ? make_op("div", d, d, {make_op("exp", d, d, {make_op("sub", d, d, {x.e, x.e})}), make_const(1, d)})
-                                : make_op("sub", d, d, {x.e, x.e});
-      return {x.shape, y};
-    }
-    red[dim] = true;
-    stat_shape[dim] = 1;
-    int mx = scratch_buf(d, numel(stat_shape)), sum = scratch_buf(d, numel(stat_shape));
-    reduce(x, red, mx, true);
-    NodeP shifted = make_op("sub", d, d, {x.e, stat_leaf(mx, d, x.shape, red)});
-    NodeP ex = make_op("exp", d, d, {shifted});
-    reduce({x.shape, ex}, red, sum, false);
-    NodeP sl = stat_leaf(sum, d, x.shape, red);
-    if (op == "softmax") {
-      update(sum, numel(stat_shape), lit(1, d) + " / v");
-      return {x.shape, make_op("mul", d, d, {ex, sl})};
-    }
-    update(sum, numel(stat_shape), "std::log(v)");
-    return {x.shape, make_op("sub", d, d, {shifted, sl})};
-  }
-
-  Val lower_pool(const BoundSymbol& s, const TensorType& ot, ValueId out) {
-    const std::string& op = s.op->name;
-    DType d = ot.dtype;
-    Val x = vals_.at(s.inputs[0].value);
-    if (!(x.e->kind == Node::Load && x.e->strides == contiguous(x.shape))) x = materialize(0, x, false);
-    std::size_t r = x.shape.size();
-    std::int64_t H = x.shape[r - 2], W = x.shape[r - 1], OH = ot.shape[r - 2], OW = ot.shape[r - 1];
-    std::int64_t planes = numel(x.shape) / std::max<std::int64_t>(H * W, 1);
-    if (H * W == 0) planes = numel(Shape(x.shape.begin(), x.shape.end() - 2));
-    int dest = dest_for(out, d, ot.numel(), true);
-    auto pair = [&](const char* n, const IntList& dflt) {
-      IntList v = s.attrs.has(n) ? s.attrs.get_ints(n) : dflt;
-      if (v.empty()) v = dflt;
-      if (v.size() == 1) v.push_back(v[0]);
-      return v;
-    };
-    std::string T = ctype(d), X = "b" + std::to_string(x.e->buf), D = "b" + std::to_string(dest);
-    if (ot.numel() == 0) return {ot.shape, make_load(dest, d, 0, contiguous(ot.shape))};
+  void pool_loops(const PoolLoops& p) override {
     L("{");
     indent_ += 2;
-    if (static_cast<double>(numel(x.shape)) * 2 >= kParallelWork && numel(x.shape) >= kParallelMinElements && planes > 1)
+    if (static_cast<double>(p.x_numel) * 2 >= kParallelWork && p.x_numel >= kParallelMinElements && p.planes > 1)
       L("#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(static)");
-    L("for (int64_t p = 0; p < " + std::to_string(planes) + "; ++p) {");
-    L("  const " + T + "* __restrict in = " + X + " + " + std::to_string(x.e->offset) + " + p * " + std::to_string(H * W) + ";");
-    L("  " + T + "* __restrict o = " + D + " + p * " + std::to_string(OH * OW) + ";");
-    L("  for (int64_t oh = 0; oh < " + std::to_string(OH) + "; ++oh) {");
-    L("    for (int64_t ow = 0; ow < " + std::to_string(OW) + "; ++ow) {");
+    L("for (int64_t p = 0; p < " + std::to_string(p.planes) + "; ++p) {");
+    L("  const " + p.T + "* __restrict in = " + p.X + " + " + std::to_string(p.x_offset) + " + p * " + std::to_string(p.H * p.W) + ";");
+    L("  " + p.T + "* __restrict o = " + p.D + " + p * " + std::to_string(p.OH * p.OW) + ";");
+    L("  for (int64_t oh = 0; oh < " + std::to_string(p.OH) + "; ++oh) {");
+    L("    for (int64_t ow = 0; ow < " + std::to_string(p.OW) + "; ++ow) {");
     indent_ += 6;
-    std::string Hs = std::to_string(H), Ws = std::to_string(W);
-    if (op == "adaptive_avg_pool2d") {
-      L("const int64_t h0 = (oh * " + Hs + ") / " + std::to_string(OH) + ", h1 = ((oh + 1) * " + Hs + " + " + std::to_string(OH - 1) + ") / " + std::to_string(OH) + ";");
-      L("const int64_t w0 = (ow * " + Ws + ") / " + std::to_string(OW) + ", w1 = ((ow + 1) * " + Ws + " + " + std::to_string(OW - 1) + ") / " + std::to_string(OW) + ";");
-      L(T + " acc = " + lit(0, d) + ";");
-      L("for (int64_t h = h0; h < h1; ++h)");
-      L("  for (int64_t w = w0; w < w1; ++w) acc += in[h * " + Ws + " + w];");
-      L("o[oh * " + std::to_string(OW) + " + ow] = acc / static_cast<" + T + ">((h1 - h0) * (w1 - w0));");
-    } else {
-      IntList k = pair("kernel_size", {}), st = pair("stride", k), pd = pair("padding", {0, 0});
-      std::string kh = std::to_string(k[0]), kw = std::to_string(k[1]);
-      L("const int64_t hs = oh * " + std::to_string(st[0]) + " - " + std::to_string(pd[0]) + ";");
-      L("const int64_t ws_ = ow * " + std::to_string(st[1]) + " - " + std::to_string(pd[1]) + ";");
-      if (op == "max_pool2d") {
-        IntList dl = pair("dilation", {1, 1});
-        L(T + " m = " + lit(-INFINITY, d) + ";");
-        L("for (int64_t kh = 0; kh < " + kh + "; ++kh) {");
-        L("  const int64_t h = hs + kh * " + std::to_string(dl[0]) + ";");
-        L("  if (h < 0 || h >= " + Hs + ") continue;");
-        L("  for (int64_t kw = 0; kw < " + kw + "; ++kw) {");
-        L("    const int64_t w = ws_ + kw * " + std::to_string(dl[1]) + ";");
-        L("    if (w < 0 || w >= " + Ws + ") continue;");
-        L("    const " + T + " v = in[h * " + Ws + " + w];");
-        L("    if (v > m || std::isnan(v)) m = v;");
-        L("  }");
-        L("}");
-        L("o[oh * " + std::to_string(OW) + " + ow] = m;");
-      } else {
-        bool include_pad = s.attrs.get_bool("count_include_pad");
-        L("int64_t he = std::min<int64_t>(hs + " + kh + ", " + std::to_string(H + pd[0]) + "), we = std::min<int64_t>(ws_ + " + kw + ", " + std::to_string(W + pd[1]) + ");");
-        L("const int64_t pool = (he - hs) * (we - ws_);");
-        L("const int64_t h0 = std::max<int64_t>(hs, 0), w0 = std::max<int64_t>(ws_, 0);");
-        L("he = std::min<int64_t>(he, " + Hs + "); we = std::min<int64_t>(we, " + Ws + ");");
-        L(T + " acc = " + lit(0, d) + ";");
-        L("for (int64_t h = h0; h < he; ++h)");
-        L("  for (int64_t w = w0; w < we; ++w) acc += in[h * " + Ws + " + w];");
-        std::string div = !s.attrs.is_none("divisor_override") ? std::to_string(s.attrs.get_int("divisor_override"))
-                          : include_pad ? "pool" : "(he - h0) * (we - w0)";
-        L("o[oh * " + std::to_string(OW) + " + ow] = acc / static_cast<" + T + ">(" + div + ");");
-      }
-    }
+    for (const std::string& b : p.body) L(b);
     indent_ -= 6;
     L("    }");
     L("  }");
     L("}");
     indent_ -= 2;
     L("}");
-    return {ot.shape, make_load(dest, d, 0, contiguous(ot.shape))};
   }
-
-  const Trace& t_;
-  const BoundSymbol& region_;
-  const EmitContext* ctx_;
-  std::map<ValueId, Val> vals_;
-  std::map<ValueId, int> uses_;
-  std::set<ValueId> outputs_, written_;
-  std::map<ValueId, int> out_bufs_;
-  std::vector<DType> buf_types_;
-  Lines bufs_, lines_;
-  std::size_t scratch_ = 0;
-  int indent_ = 2;
 };
 
-// A lone symbol is lowered as a region of one.
-BoundSymbol as_region(const BoundSymbol& sym) {
-  if (sym.is_region()) return sym;
-  BoundSymbol r;
-  r.op = sym.op;
-  r.executor = sym.executor;
-  std::set<ValueId> seen;
-  for (const Operand& in : sym.inputs)
-    if (in.is_tensor() && seen.insert(in.value).second) r.inputs.push_back(in);
-  r.outputs = sym.outputs;
-  r.subsymbols = {sym};
-  return r;
-}
 
 bool host_has_avx2_fma() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -878,16 +228,17 @@ void CppBackend::emit_variant_prologue(SourceWriter& out) const {
 
 void CppBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
   BoundSymbol region = as_region(sym);
-  RegionEmitter e(ctx.trace(), region, &ctx);
+  CppRegion e(ctx.trace(), region, &ctx);
   e.run();
   e.write(out);
 }
 
 std::size_t CppBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {
   BoundSymbol region = as_region(sym);
-  RegionEmitter e(trace, region, nullptr);
+  CppRegion e(trace, region, nullptr);
   e.run();
   return e.scratch_bytes();
 }
 
 }  // namespace thunderc
+

@@ -6,22 +6,24 @@ namespace {
 
 bool ok_dtype(DType d) { return d == DType::Float32 || d == DType::Float64 || d == DType::Bool; }
 
-// Every tensor the symbol touches is on the CPU and has a dtype the generated loops handle.
-bool basic(const Trace& t, const BoundSymbol& s) {
+// Every tensor the symbol touches is on device kind K and has a dtype the generated loops handle.
+template <DeviceKind K>
+bool on_device(const Trace& t, const BoundSymbol& s) {
   for (const Operand& in : s.inputs) {
     if (!in.is_tensor()) continue;
     const TensorType& ty = t.type(in.value);
-    if (ty.device.kind != DeviceKind::CPU || !ok_dtype(ty.dtype)) return false;
+    if (ty.device.kind != K || !ok_dtype(ty.dtype)) return false;
   }
   for (ValueId o : s.outputs) {
     const TensorType& ty = t.type(o);
-    if (ty.device.kind != DeviceKind::CPU || !ok_dtype(ty.dtype)) return false;
+    if (ty.device.kind != K || !ok_dtype(ty.dtype)) return false;
   }
   return true;
 }
 
+template <DeviceKind K>
 bool all_floating(const Trace& t, const BoundSymbol& s) {
-  if (!basic(t, s)) return false;
+  if (!on_device<K>(t, s)) return false;
   for (const Operand& in : s.inputs)
     if (in.is_tensor() && !is_floating(t.type(in.value).dtype)) return false;
   for (ValueId o : s.outputs)
@@ -30,22 +32,25 @@ bool all_floating(const Trace& t, const BoundSymbol& s) {
 }
 
 // Arithmetic: floating output and floating tensor operands.
+template <DeviceKind K>
 bool arithmetic(const Trace& t, const BoundSymbol& s) {
-  if (!all_floating(t, s)) return false;
+  if (!all_floating<K>(t, s)) return false;
   if (s.op->name == "div" && !s.attrs.is_none("rounding_mode")) return false;
   return true;
 }
 
+template <DeviceKind K>
 bool compare(const Trace& t, const BoundSymbol& s) {
-  if (!basic(t, s)) return false;
+  if (!on_device<K>(t, s)) return false;
   for (const Operand& in : s.inputs)
     if (in.is_tensor() && !is_floating(t.type(in.value).dtype)) return false;
   return true;
 }
 
+template <DeviceKind K>
 bool where_like(const Trace& t, const BoundSymbol& s) {
   // where(cond, a, b) / masked_fill(a, mask, value): the bool operand is the condition, the rest floating.
-  if (!basic(t, s) || !is_floating(t.type(s.outputs[0]).dtype)) return false;
+  if (!on_device<K>(t, s) || !is_floating(t.type(s.outputs[0]).dtype)) return false;
   std::size_t cond = s.op->name == "where" ? 0 : 1;
   for (std::size_t i = 0; i < s.inputs.size(); ++i) {
     if (!s.inputs[i].is_tensor()) continue;
@@ -55,34 +60,59 @@ bool where_like(const Trace& t, const BoundSymbol& s) {
   return true;
 }
 
+template <DeviceKind K>
 bool pooling(const Trace& t, const BoundSymbol& s) {
-  return all_floating(t, s) && (t.type(s.inputs[0].value).rank() == 3 || t.type(s.inputs[0].value).rank() == 4);
+  return all_floating<K>(t, s) && (t.type(s.inputs[0].value).rank() == 3 || t.type(s.inputs[0].value).rank() == 4);
 }
 
+template <DeviceKind K>
 bool same_dtype_norm(const Trace& t, const BoundSymbol& s) {
-  if (!all_floating(t, s)) return false;
+  if (!all_floating<K>(t, s)) return false;
   DType d = t.type(s.outputs[0]).dtype;
   for (const Operand& in : s.inputs)
     if (in.is_tensor() && t.type(in.value).dtype != d) return false;
   return true;
 }
 
-}  // namespace
-
-void register_cpp_impls(Executor& cpp) {
+template <DeviceKind K>
+void register_loop_impls(Executor& cpp) {
   for (const char* name : {"relu", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "erf",
                            "sigmoid", "tanh", "gelu", "silu", "hardswish", "hardsigmoid", "hardtanh", "leaky_relu",
                            "clamp", "add", "sub", "mul", "div", "pow", "maximum", "minimum"})
-    cpp.register_impl(name, arithmetic);
-  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge"}) cpp.register_impl(name, compare);
-  for (const char* name : {"logical_not", "logical_and", "logical_or", "to_dtype"}) cpp.register_impl(name, basic);
-  cpp.register_impl("where", where_like);
-  cpp.register_impl("masked_fill", where_like);
-  for (const char* name : {"sum", "mean", "amax", "softmax", "log_softmax"}) cpp.register_impl(name, all_floating);
-  cpp.register_impl("layer_norm", same_dtype_norm);
-  cpp.register_impl("batch_norm", same_dtype_norm);
-  for (const char* name : {"reshape", "permute", "expand", "slice", "select", "cat"}) cpp.register_impl(name, basic);
-  for (const char* name : {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}) cpp.register_impl(name, pooling);
+    cpp.register_impl(name, arithmetic<K>);
+  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge"}) cpp.register_impl(name, compare<K>);
+  for (const char* name : {"logical_not", "logical_and", "logical_or", "to_dtype"}) cpp.register_impl(name, on_device<K>);
+  cpp.register_impl("where", where_like<K>);
+  cpp.register_impl("masked_fill", where_like<K>);
+  for (const char* name : {"sum", "mean", "amax", "softmax", "log_softmax"}) cpp.register_impl(name, all_floating<K>);
+  cpp.register_impl("layer_norm", same_dtype_norm<K>);
+  cpp.register_impl("batch_norm", same_dtype_norm<K>);
+  for (const char* name : {"reshape", "permute", "expand", "slice", "select", "cat"}) cpp.register_impl(name, on_device<K>);
+  for (const char* name : {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}) cpp.register_impl(name, pooling<K>);
+}
+
+// Matrix products and convolutions the nvfuser GEMM kernels run: float32 CUDA tensors of one dtype.
+bool cuda_gemm(const Trace& t, const BoundSymbol& s) {
+  if (!on_device<DeviceKind::CUDA>(t, s)) return false;
+  for (const Operand& in : s.inputs)
+    if (in.is_tensor() && t.type(in.value).dtype != DType::Float32) return false;
+  for (ValueId o : s.outputs)
+    if (t.type(o).dtype != DType::Float32) return false;
+  if (s.op->name == "matmul") {  // 1-D operands are vectors: the kernels take 2-D and batched 3-D+ products
+    for (const Operand& in : s.inputs)
+      if (in.is_tensor() && t.type(in.value).rank() < 2) return false;
+  }
+  if (s.op->name == "conv2d") return t.type(s.inputs[0].value).rank() == 4;
+  return true;
+}
+
+}  // namespace
+
+void register_cpp_impls(Executor& cpp) { register_loop_impls<DeviceKind::CPU>(cpp); }
+
+void register_nvfuser_impls(Executor& nvfuser) {
+  register_loop_impls<DeviceKind::CUDA>(nvfuser);
+  for (const char* name : {"linear", "matmul", "bmm", "addmm", "conv2d"}) nvfuser.register_impl(name, cuda_gemm);
 }
 
 }  // namespace thunderc

@@ -1,7 +1,10 @@
-// What the `cpp` executor (fused C++ loops, codegen/cpp/) implements, as checker functions. Anything a
-// checker rejects is left for the next executor (torch), so these must say no to every use that the cpp
-// code generation does not handle: dtypes other than float32/float64 (bool only for masks, conditions,
-// comparisons and data movement), devices other than the CPU, div with a rounding mode.
+// What the loop executors implement, as checker functions: `cpp` (fused C++ loops, codegen/cpp/) and
+// `nvfuser` (fused CUDA kernels, codegen/nvfuser/) lower the same regions with the same rules
+// (codegen/loops/), so they claim the same operators, each on its own device. Anything a checker rejects is
+// left for the next executor (torch), so these must say no to every use that the code generation does not
+// handle: dtypes other than float32/float64 (bool only for masks, conditions, comparisons and data
+// movement), other devices, div with a rounding mode. nvfuser also runs float32 linear/matmul/bmm/addmm and
+// 4-D conv2d with its own GEMM kernels (codegen/nvfuser/gemm.h).
 #pragma once
 
 #include "core/executors/executor.h"
@@ -10,5 +13,6 @@ namespace thunderc {
 
 // Registers every operator the cpp executor implements, each with its checker.
 void register_cpp_impls(Executor& cpp);
+void register_nvfuser_impls(Executor& nvfuser);
 
 }  // namespace thunderc

@@ -208,4 +208,32 @@ std::vector<std::pair<std::string, std::size_t>> executor_counts(const Trace& tr
   return counts;
 }
 
+Device select_device(const std::optional<Device>& requested, const std::vector<std::string>& executors) {
+  std::vector<std::string> cpu_only, cuda_only;
+  for (const std::string& name : executors) {
+    const Executor* e = find_executor(name);
+    if (!e || e->is_always()) continue;  // unknown names are reported by resolve_executors
+    bool cpu = e->serves(DeviceKind::CPU), cuda = e->serves(DeviceKind::CUDA);
+    if (cpu && !cuda) cpu_only.push_back(name);
+    if (cuda && !cpu) cuda_only.push_back(name);
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  if (!cpu_only.empty() && !cuda_only.empty())
+    user_error("--executors mixes CPU executors (", join(cpu_only), ") with CUDA executors (", join(cuda_only),
+               "); a model is compiled for one device: pick one set (e.g. --executors ", cuda_only[0], " --device cuda)");
+  if (requested) {
+    const std::vector<std::string>& wrong = requested->kind == DeviceKind::CPU ? cuda_only : cpu_only;
+    if (!wrong.empty())
+      user_error("--device ", requested->str(), " does not match --executors: ", join(wrong), " runs on ",
+                 requested->kind == DeviceKind::CPU ? "cuda" : "cpu", " only (drop --device, or use --device ",
+                 requested->kind == DeviceKind::CPU ? "cuda" : "cpu", ")");
+    return *requested;
+  }
+  return cuda_only.empty() ? Device::cpu() : Device::cuda(0);
+}
+
 }  // namespace thunderc

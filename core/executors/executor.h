@@ -105,6 +105,12 @@ std::vector<const Executor*> always_executors();
 ExecutorSelection resolve_executors(const std::vector<std::string>& requested, DeviceKind device,
                                     bool standalone);
 
+// The device to compile for: `requested` (--device) when given, else the one every executor in `executors`
+// (--executors, always-executors such as torch aside) serves — so `--executors nvfuser,cudnn` means CUDA —
+// else the CPU. UserError for a list mixing CPU-only and CUDA-only executors, or naming an executor that does
+// not serve the requested device (e.g. --device cpu --executors nvfuser).
+Device select_device(const std::optional<Device>& requested, const std::vector<std::string>& executors);
+
 // One bound symbol no executor accepted.
 struct UnclaimedSymbol {
   std::size_t index = 0;  // position in trace.symbols()

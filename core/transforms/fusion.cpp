@@ -13,8 +13,6 @@ namespace thunderc {
 
 namespace {
 
-constexpr const char* kExecutor = "cpp";
-
 // Condensed dataflow graph: node(i) is the region of symbol i (an id >= n) or the symbol itself.
 struct Partition {
   const std::vector<BoundSymbol>& syms;
@@ -69,11 +67,24 @@ struct Partition {
   }
 };
 
-bool is_candidate(const BoundSymbol& s) { return s.executor == kExecutor && !s.is_region(); }
+// Operators the loop executors lower inside a region; nvfuser's GEMM-backed ones (linear, matmul, bmm,
+// addmm, conv2d) run as kernels of their own.
+bool fusible_op(const BoundSymbol& s) {
+  static const std::set<std::string> standalone = {"linear", "matmul", "bmm", "addmm", "conv2d"};
+  return !standalone.count(s.op->name);
+}
 
 }  // namespace
 
-Trace fuse_cpp_regions(const Trace& trace) {
+Trace fuse_cpp_regions(const Trace& trace) { return fuse_regions(trace, "cpp"); }
+
+Trace fuse_regions(const Trace& trace, const std::string& executor) {
+  auto is_candidate = [&](const BoundSymbol& s) { return s.executor == executor && !s.is_region() && fusible_op(s); };
+  if (std::none_of(trace.symbols().begin(), trace.symbols().end(), is_candidate)) {
+    Trace same = trace;
+    same.constructed_by = "fusion";
+    return same;
+  }
   const auto& syms = trace.symbols();
   const std::size_t n = syms.size();
   std::map<ValueId, std::size_t> producer;
@@ -163,7 +174,7 @@ Trace fuse_cpp_regions(const Trace& trace) {
     std::set<ValueId> defined;
     BoundSymbol region;
     region.op = &op("fusion");
-    region.executor = kExecutor;
+    region.executor = executor;
     std::set<ValueId> seen_inputs;
     for (std::size_t i : idx) {
       for (const Operand& in : syms[i].inputs)
@@ -183,17 +194,23 @@ Trace fuse_cpp_regions(const Trace& trace) {
       }
     }
     region.source = syms[idx.front()].source;
-    region.attrs.set("name", std::string("cpp_fusion") + std::to_string(region_number++));
+    region.attrs.set("name", executor + "_fusion" + std::to_string(region_number++));
     out.append(std::move(region));
   }
   verify_trace(out, "fusion");
   return out;
 }
 
+Trace fuse_all_regions(const Trace& trace) {
+  Trace out = fuse_regions(trace, "cpp");
+  return fuse_regions(out, "nvfuser");
+}
+
 const Transform& fusion_transform() {
   static const Transform t{"fusion",
-                           "symbols claimed by cpp are grouped into fusion regions (cpp_fusion<N>) by dataflow",
-                           [](const Trace& trace, const TransformContext&) { return fuse_cpp_regions(trace); }};
+                           "symbols claimed by cpp or nvfuser are grouped into fusion regions (cpp_fusion<N>, "
+                           "nvfuser_fusion<N>) by dataflow",
+                           [](const Trace& trace, const TransformContext&) { return fuse_all_regions(trace); }};
   return t;
 }
 

@@ -1,8 +1,10 @@
-// The `fusion` transform: groups the symbols claimed by the `cpp` executor into regions (bound symbols of
-// op "fusion", executor "cpp", attribute name="cpp_fusion<N>") that codegen/cpp/ turns into fused loops.
+// The `fusion` transform: groups the symbols claimed by a loop executor (`cpp` or `nvfuser`) into regions
+// (bound symbols of op "fusion", that executor, attribute name="<executor>_fusion<N>") that codegen/cpp/
+// turns into fused loops and codegen/nvfuser/ into CUDA kernels. One partitioner, parameterized by the
+// executor; nvfuser's GEMM-backed operators (linear, matmul, bmm, addmm, conv2d) stay lone symbols.
 //
-// After fuse_cpp_regions(t):
-//  * every symbol claimed by cpp is inside exactly one region, except reshapes whose region would hold
+// After fuse_regions(t, e):
+//  * every symbol claimed by e is inside exactly one region, except reshapes whose region would hold
 //    nothing else: those stay top-level symbols, so the memory plan can alias them (no copy);
 //  * a region's subsymbols are in their original relative order; its inputs are the tensors its
 //    subsymbols read that it does not compute (first-use order); its outputs are the values it computes
@@ -24,9 +26,10 @@
 
 namespace thunderc {
 
-Trace fuse_cpp_regions(const Trace& trace);
+Trace fuse_regions(const Trace& trace, const std::string& executor);
+Trace fuse_cpp_regions(const Trace& trace);  // fuse_regions(trace, "cpp")
 
-// name "fusion"; runs fuse_cpp_regions (the context is not needed).
+// name "fusion"; runs fuse_regions for cpp, then for nvfuser (the context is not needed).
 const Transform& fusion_transform();
 
 }  // namespace thunderc

@@ -4,10 +4,16 @@
  *   uint32_t    thunderc_abi_version(void);             returns THUNDERC_ABI_VERSION it was built against
  *   const char* thunderc_embedded_manifest(size_t* len); the manifest JSON (byte-identical to OUT.json)
  *   int32_t     <entry>(const thunderc_call* call);     one per variant; names listed in the manifest
+ * and, when any variant runs on CUDA:
+ *   const thunderc_cuda_module* thunderc_cuda_module(void);  its kernels (cubins + PTX) and weights
  *
  * The runtime checks the version before calling anything else. No C++ exception crosses this line:
  * an entry returns 0 on success, or non-zero after writing a NUL-terminated message into call->error.
- * This header is C (no C++ features) and changes only together with THUNDERC_ABI_VERSION. */
+ * This header is C (no C++ features) and changes only together with THUNDERC_ABI_VERSION.
+ *
+ * Version 2 added the device fields of thunderc_call (device, stream, weights, device_api) and
+ * thunderc_cuda_module. A model .so links no CUDA library: it launches its kernels through the
+ * thunderc_device_api the runtime passes in, and the runtime reaches the driver through dlopen. */
 #ifndef THUNDERC_ABI_H_
 #define THUNDERC_ABI_H_
 
@@ -19,26 +25,70 @@
 extern "C" {
 #endif
 
-#define THUNDERC_ABI_VERSION 1u
+#define THUNDERC_ABI_VERSION 2u
+
+/* What the runtime does for a CUDA variant's entry. Every function returns 0 on success, or non-zero
+ * after writing a NUL-terminated message (naming the kernel or the call) into error[0 .. error_capacity). */
+typedef struct thunderc_device_api {
+  uint32_t struct_size; /* sizeof(thunderc_device_api) */
+  void* context;        /* opaque; passed back as the first argument of every function below */
+  /* Launches kernel number `kernel` (an index into thunderc_cuda_module.kernel_names) on the call's
+   * stream. args[i] points at the i-th kernel parameter, as cuLaunchKernel takes them. */
+  int32_t (*launch)(void* context, uint32_t kernel, const uint32_t grid[3], const uint32_t block[3],
+                    uint32_t shared_bytes, void** args, char* error, size_t error_capacity);
+  /* Device-to-device copy of `bytes` bytes, ordered on the call's stream. */
+  int32_t (*copy)(void* context, void* dst, const void* src, size_t bytes, char* error, size_t error_capacity);
+} thunderc_device_api;
 
 /* Arguments of one variant call. The runtime has already checked every guard in the manifest: inputs
  * have the variant's dtypes, shapes and device and are dense row-major (contiguous), and outputs are
- * allocated with the variant's output shapes and dtypes, contiguous. */
+ * allocated with the variant's output shapes and dtypes, contiguous, on the variant's device. */
 typedef struct thunderc_call {
   const DLTensor* const* inputs; /* num_inputs entries, manifest order */
   size_t num_inputs;
   DLTensor* const* outputs;      /* num_outputs entries, manifest order */
   size_t num_outputs;
-  void* workspace;               /* workspace_bytes of scratch, 64-byte aligned; NULL when 0 */
+  void* workspace;               /* workspace_bytes of scratch on `device`, 64-byte aligned; NULL when 0 */
   size_t workspace_bytes;
-  int32_t num_threads;           /* threads the kernels may use; <= 0 means "decide yourself" */
+  int32_t num_threads;           /* CPU threads the kernels may use; <= 0 means "decide yourself" */
   char* error;                   /* buffer for a message on failure */
   size_t error_capacity;
+  /* ---- since ABI 2 ---- */
+  DLDevice device;               /* where inputs, outputs, workspace and weights live */
+  void* stream;                  /* CUDA variants: the CUstream to order work on (NULL: the default stream) */
+  const void* weights;           /* CUDA variants: the weights blob on `device` (thunderc_cuda_module.weights
+                                    uploaded once); CPU variants: NULL (they read the embedded blob) */
+  const thunderc_device_api* device_api; /* CUDA variants: how to launch; CPU variants: NULL */
 } thunderc_call;
+
+/* One compiled form of a model's CUDA kernels. */
+#define THUNDERC_CUDA_CUBIN 1u /* SASS for exactly one architecture, e.g. "sm_90" */
+#define THUNDERC_CUDA_PTX 2u   /* PTX for "compute_XY": the driver JIT-compiles it for XY and newer */
+
+typedef struct thunderc_cuda_image {
+  const char* arch;           /* "sm_80", "sm_90", "compute_90" */
+  uint32_t kind;              /* THUNDERC_CUDA_CUBIN or THUNDERC_CUDA_PTX */
+  const unsigned char* data;  /* cubin bytes, or NUL-terminated PTX text (size excludes the NUL) */
+  size_t size;
+} thunderc_cuda_image;
+
+/* Every CUDA kernel of the model, in one module compiled for several architectures. The runtime loads
+ * the cubin whose architecture equals the device's compute capability, else the newest PTX not newer
+ * than the device (JIT), else fails naming both. */
+typedef struct thunderc_cuda_module {
+  uint32_t struct_size;            /* sizeof(thunderc_cuda_module) */
+  size_t num_images;
+  const thunderc_cuda_image* images;
+  size_t num_kernels;
+  const char* const* kernel_names; /* extern "C" names; launch()'s `kernel` indexes this */
+  const unsigned char* weights;    /* the model's weights blob (host), uploaded to each device once */
+  size_t weights_size;
+} thunderc_cuda_module;
 
 typedef uint32_t (*thunderc_abi_version_fn)(void);
 typedef const char* (*thunderc_embedded_manifest_fn)(size_t* len);
 typedef int32_t (*thunderc_entry_fn)(const thunderc_call* call);
+typedef const thunderc_cuda_module* (*thunderc_cuda_module_fn)(void);
 
 #ifdef __cplusplus
 } /* extern "C" */
