@@ -27,6 +27,7 @@
 #include "core/executors/executor.h"
 #include "core/frontend/torchscript.h"
 #include "core/ir/error.h"
+#include "codegen/nvfuser/nvrtc.h"
 #include "core/ir/printer.h"
 
 namespace thunderc {
@@ -300,6 +301,8 @@ int examine(const ModelFlags& flags, bool verbose) {
 
 struct CompileFlags {
   std::string output;
+  std::string cuda_arch = "sm_80,sm_90";
+  CLI::Option* cuda_arch_option = nullptr;
   std::string keep_sources;
   bool disable_torch_autograd = false;
   std::string cache = "constant values";
@@ -325,6 +328,14 @@ std::string manifest_path_for(const std::string& so) {
 int compile(const ModelFlags& flags, const CompileFlags& out) {
   const std::string cache = cache_mode(out.cache);  // checked before the model is loaded
   PipelineOptions options = flags.pipeline_options();
+  if (options.device.kind == DeviceKind::CUDA) {
+    (void)parse_cuda_archs(out.cuda_arch);  // a bad --cuda-arch fails before the model is loaded
+    if (cache == "symbolic values")
+      user_error("--cache \"symbolic values\" is not supported for CUDA yet (its kernels run on the torch executor, "
+                 "which has no CUDA here); compile one variant per --shapes instead");
+  } else if (out.cuda_arch_option && out.cuda_arch_option->count() > 0) {
+    user_error("--cuda-arch applies to CUDA variants only; add --device cuda (or --executors nvfuser)");
+  }
   options.symbolic = cache == "symbolic values";
   report_torch_cuda_support();
   auto started = std::chrono::steady_clock::now();
@@ -334,6 +345,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.out_so = out.output.empty() ? std::filesystem::path(flags.model).stem().string() + ".so" : out.output;
   request.out_json = manifest_path_for(request.out_so);
   if (!out.keep_sources.empty()) request.keep_sources = out.keep_sources;
+  if (options.device.kind == DeviceKind::CUDA) request.cuda_archs = parse_cuda_archs(out.cuda_arch);
   request.source = {flags.model, sha256_file(flags.model), "torchscript"};
   request.options.executors = r.executors.names();
   request.options.device = options.device.str();
@@ -364,6 +376,11 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
               plural(ops, "operation").c_str(), r.executors.names_str().c_str());
   std::printf("  weights: %zu tensors, %s embedded; %.1f s\n", summary.weight_count,
               format_bytes(summary.weight_bytes).c_str(), seconds);
+  if (summary.cuda_kernels > 0) {
+    std::string archs;
+    for (const std::string& a : request.cuda_archs) archs += (archs.empty() ? "" : ", ") + a;
+    std::printf("  CUDA: %zu kernels, cubins for %s + PTX for the newest\n", summary.cuda_kernels, archs.c_str());
+  }
   return 0;
 }
 
@@ -400,6 +417,11 @@ int run(int argc, char** argv) {
   app.add_option("-o,--output", out.output, "the shared library to write (OUT.json is written beside it)")
       ->type_name("OUT.so");
   app.add_option("--keep-sources", out.keep_sources, "keep the generated sources in this directory")->type_name("DIR");
+  out.cuda_arch_option =
+      app.add_option("--cuda-arch", out.cuda_arch,
+                     "CUDA architectures to compile kernels for, comma-separated (default sm_80,sm_90; PTX of the "
+                     "newest is embedded too, for newer GPUs)")
+          ->type_name("sm_XY,...");
   app.add_flag("--verbose", compile_flags.verbose, "print one line per pass (symbols, constants, time) on stderr");
   app.add_option("--cache", out.cache,
                  "how the runtime picks a variant: \"constant values\" (default: guards checked on every call), "

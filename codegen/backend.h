@@ -1,6 +1,8 @@
 // Code generation for one executor. Every executor that can claim bound symbols has a Backend that turns
 // each claimed symbol into C++ in the variant's function; module_codegen.cpp drives them. Backends only
-// produce text: none of them includes LibTorch, CUDA or BLAS headers.
+// produce text: none of them includes LibTorch, CUDA or BLAS headers. CUDA backends also add kernels (CUDA
+// C++) to the model's one CUDA module, which is compiled with NVRTC and launched from the variant function
+// through call->device_api.
 #pragma once
 
 #include <string>
@@ -10,6 +12,16 @@
 #include "core/ir/trace.h"
 
 namespace thunderc {
+
+// One kernel of the model's CUDA module.
+struct CudaKernel {
+  std::string name;    // extern "C" name, unique in the module (EmitContext::kernel_name)
+  std::string source;  // CUDA C++: the __global__ function and helpers named after it
+  std::vector<std::pair<std::string, std::string>> params;  // (type, name), in order
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  unsigned shared_bytes = 0;  // dynamic shared memory
+  std::string what;           // what it computes, for the manifest (e.g. "softmax: reduce max")
+};
 
 // What a backend needs to know while emitting one symbol.
 class EmitContext {
@@ -25,6 +37,11 @@ class EmitContext {
   // Symbolic variants: a C++ expression (int64_t) per element of the symbol's encoded integer attributes
   // (core/ir/attr_codec.h), when any depends on a symbol; null otherwise (the attributes are constants).
   virtual const std::vector<std::string>* int_attr_exprs() const { return nullptr; }
+  // CUDA variants: a kernel name unique in the module, made of the variant, the symbol and `base` (an
+  // identifier); and the registration of a kernel, which returns its index (device_api->launch's `kernel`).
+  // Null context (only sizing scratch): backends register nothing.
+  virtual std::string kernel_name(const std::string& base) const { return base; }
+  virtual std::size_t add_kernel(CudaKernel kernel) const { return 0; }
 };
 
 // What the generated .so needs to build and link for one backend.

@@ -15,6 +15,7 @@
 
 #include "codegen/blas/blas_backend.h"
 #include "codegen/cpp/cpp_backend.h"
+#include "codegen/nvfuser/nvfuser_backend.h"
 #include "core/ir/error.h"
 
 extern char** environ;
@@ -40,6 +41,7 @@ BackendSet make_backends(const Toolchain& toolchain) {
   set["torch"] = std::make_unique<TorchBackend>(toolchain.aten_shim);
   set["cpp"] = std::make_unique<CppBackend>();
   set["blas"] = std::make_unique<BlasBackend>();
+  set["nvfuser"] = std::make_unique<NvfuserBackend>();
   return set;
 }
 
@@ -113,6 +115,11 @@ void build_shared_object(const GeneratedModule& module, const Toolchain& toolcha
   write_file(dir / "model_data.S", module.assembly.data(), module.assembly.size());
   write_file(dir / "weights.bin", module.weights.data(), module.weights.size());
   write_file(dir / "manifest.json", module.manifest.data(), module.manifest.size());
+  if (!module.cuda_source.empty()) write_file(dir / "kernels.cu", module.cuda_source.data(), module.cuda_source.size());
+  for (const CudaImageFile& image : module.cuda_images) {
+    THUNDERC_CHECK(!image.data.empty(), "the CUDA image ", image.file, " was not compiled");
+    write_file(dir / image.file, image.data.data(), image.data.size());
+  }
 
   std::vector<std::string> argv = {toolchain.cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden",
                                    "-fno-ident", "-o", "model.so"};

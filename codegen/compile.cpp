@@ -1,18 +1,37 @@
 #include "codegen/compile.h"
 
+#include "codegen/nvfuser/nvrtc.h"
+#include "core/ir/error.h"
+
 namespace thunderc {
 
 CompileSummary compile_model(const CompileRequest& request, const Toolchain& toolchain) {
   BackendSet backends = make_backends(toolchain);
   ModulePlan plan = plan_module(request.variants, backends);
-  std::string manifest = write_manifest(request.source, request.options, request.input_names, request.variants, plan);
-  GeneratedModule module = generate_module(request.variants, plan, backends, manifest,
-                                           "source model: " + request.source.path);
+  GeneratedModule module = generate_module(request.variants, plan, backends, "source model: " + request.source.path,
+                                           request.cuda_archs);
+  // The CUDA module is compiled first: the manifest records each kernel's registers and shared memory.
+  CudaCompileResult cuda;
+  if (!module.kernels.empty()) {
+    std::vector<std::string> names;
+    for (const CudaKernel& k : module.kernels) names.push_back(k.name);
+    cuda = compile_cuda(module.cuda_source, request.cuda_archs, names);
+    THUNDERC_CHECK(cuda.images.size() == module.cuda_images.size(), "NVRTC returned ", cuda.images.size(),
+                   " images, expected ", module.cuda_images.size());
+    for (std::size_t i = 0; i < cuda.images.size(); ++i) {
+      THUNDERC_CHECK(cuda.images[i].arch == module.cuda_images[i].arch, "NVRTC image ", i, " is for ",
+                     cuda.images[i].arch, ", expected ", module.cuda_images[i].arch);
+      module.cuda_images[i].data = std::move(cuda.images[i].data);
+    }
+  }
+  module.manifest = write_manifest(request.source, request.options, request.input_names, request.variants, plan,
+                                   ManifestCuda{request.cuda_archs, &module, &cuda.resources});
   build_shared_object(module, toolchain, request.out_so, request.out_json, request.keep_sources);
   CompileSummary summary;
   summary.weight_count = plan.weights.count;
   summary.weight_bytes = plan.weights.bytes.size();
   for (const auto& m : plan.memory) summary.workspace_bytes.push_back(m.workspace_bytes);
+  summary.cuda_kernels = module.kernels.size();
   return summary;
 }
 

@@ -19,12 +19,14 @@ struct CompileRequest {
   std::string out_so;
   std::string out_json;
   std::optional<std::string> keep_sources;
+  std::vector<std::string> cuda_archs = {"sm_80", "sm_90"};  // for CUDA variants (--cuda-arch), oldest first
 };
 
 struct CompileSummary {
   std::size_t weight_count = 0;
   std::size_t weight_bytes = 0;
   std::vector<std::size_t> workspace_bytes;  // per variant
+  std::size_t cuda_kernels = 0;              // kernels in the CUDA module (0: none)
 };
 
 CompileSummary compile_model(const CompileRequest& request, const Toolchain& toolchain);

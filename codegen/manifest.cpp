@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codegen/nvfuser/nvrtc.h"
 #include "core/executors/executor.h"
 #include "core/ir/error.h"
 #include "runtime/include/thunderc/abi.h"
@@ -10,7 +11,7 @@ namespace thunderc {
 
 std::string write_manifest(const ManifestSource& source, const ManifestOptions& options,
                            const std::vector<std::string>& input_names, const std::vector<ModuleVariant>& variants,
-                           const ModulePlan& plan) {
+                           const ModulePlan& plan, const ManifestCuda& cuda) {
   THUNDERC_CHECK(!variants.empty(), "a manifest needs at least one variant");
   using nlohmann::json;
   json m;
@@ -76,6 +77,30 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
       if (!executor.empty()) counts[executor] = count;
     json variant = {{"id", i}, {"entry", variant_entry(i)}, {"guards", guards}, {"output_shapes", shapes},
                     {"workspace_bytes", plan.memory[i].workspace_bytes}, {"executors", counts}};
+    variant["device"] = is_cuda_variant(t) ? t.type(t.inputs().empty() ? t.outputs()[0] : t.inputs()[0]).device.str()
+                                           : std::string("cpu");
+    if (is_cuda_variant(t) && cuda.module) {
+      json kernels = json::array();
+      for (std::size_t k = 0; k < cuda.module->kernels.size(); ++k) {
+        if (cuda.module->kernel_variant[k] != i) continue;
+        const CudaKernel& kern = cuda.module->kernels[k];
+        json entry = {{"index", k},
+                      {"name", kern.name},
+                      {"what", kern.what},
+                      {"grid", {kern.grid[0], kern.grid[1], kern.grid[2]}},
+                      {"block", {kern.block[0], kern.block[1], kern.block[2]}},
+                      {"dynamic_shared_bytes", kern.shared_bytes}};
+        json per_arch = json::object();
+        if (cuda.resources)
+          for (const KernelResources& r : *cuda.resources)
+            if (r.kernel == kern.name)
+              per_arch[r.arch] = {{"registers", r.registers}, {"static_shared_bytes", r.static_shared_bytes},
+                                  {"local_bytes", r.local_bytes}};
+        entry["resources"] = per_arch;
+        kernels.push_back(entry);
+      }
+      variant["cuda"] = {{"archs", cuda.archs}, {"kernels", kernels}};
+    }
     if (const SymbolicTrace* st = variants[i].symbolic) {
       json dims = json::object();
       for (const SymbolRange& r : st->symbols) dims[r.name] = {{"min", r.lo}, {"max", r.hi}};
@@ -84,6 +109,12 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
     vs.push_back(variant);
   }
   m["variants"] = vs;
+  if (cuda.module && !cuda.module->kernels.empty()) {
+    json images = json::array();
+    for (const CudaImageFile& im : cuda.module->cuda_images)
+      images.push_back({{"arch", im.arch}, {"kind", im.ptx ? "ptx" : "cubin"}, {"bytes", im.data.size()}});
+    m["cuda"] = {{"archs", cuda.archs}, {"kernels", cuda.module->kernels.size()}, {"images", images}};
+  }
   return m.dump(2) + "\n";
 }
 

@@ -25,9 +25,19 @@ struct ManifestOptions {
   bool skip_inplace_alias_updates = false;    // --skip-inplace-alias-updates  // --disable-torch-autograd (forward-only is all thunderc emits today)
 };
 
+struct KernelResources;
+
+// What CUDA variants add to the manifest: the architectures, and per variant its kernels with their launch
+// configurations and (from ptxas) registers, shared and local memory.
+struct ManifestCuda {
+  std::vector<std::string> archs;
+  const GeneratedModule* module = nullptr;                 // kernels, their variants, the images
+  const std::vector<KernelResources>* resources = nullptr;  // per arch per kernel (may be empty)
+};
+
 // UserError when the variants disagree on their outputs' count or dtypes (one manifest lists them once).
 std::string write_manifest(const ManifestSource& source, const ManifestOptions& options,
                            const std::vector<std::string>& input_names, const std::vector<ModuleVariant>& variants,
-                           const ModulePlan& plan);
+                           const ModulePlan& plan, const ManifestCuda& cuda = {});
 
 }  // namespace thunderc

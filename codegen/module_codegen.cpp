@@ -5,11 +5,19 @@
 #include <set>
 
 #include "core/ir/error.h"
+#include "codegen/nvfuser/nvfuser_backend.h"
 #include "core/ir/printer.h"
 
 namespace thunderc {
 
 std::string variant_entry(std::size_t i) { return "thunderc_variant_" + std::to_string(i); }
+
+bool is_cuda_variant(const Trace& trace) {
+  if (!trace.inputs().empty()) return trace.type(trace.inputs()[0]).device.kind == DeviceKind::CUDA;
+  for (ValueId o : trace.outputs())
+    if (trace.type(o).device.kind == DeviceKind::CUDA) return true;
+  return false;
+}
 
 ModulePlan plan_module(const std::vector<ModuleVariant>& variants, const BackendSet& backends) {
   ModulePlan plan;
@@ -50,20 +58,39 @@ namespace {
 
 std::string var(const Trace& t, ValueId v) { return "v_" + t.value(v).name; }
 
+// Where a module's CUDA kernels are collected while its variants are emitted.
+struct KernelSink {
+  std::vector<CudaKernel> kernels;
+  std::vector<std::size_t> variant;
+};
+
 class VariantContext : public EmitContext {
  public:
-  VariantContext(const Trace& t, std::string scratch, const std::vector<std::string>* int_exprs = nullptr)
-      : trace_(t), scratch_(std::move(scratch)), int_exprs_(int_exprs) {}
+  VariantContext(const Trace& t, std::string scratch, const std::vector<std::string>* int_exprs, KernelSink* sink,
+                 std::size_t variant, std::size_t symbol)
+      : trace_(t), scratch_(std::move(scratch)), int_exprs_(int_exprs), sink_(sink), variant_(variant), symbol_(symbol) {}
   const Trace& trace() const override { return trace_; }
   std::string buffer(ValueId v) const override { return var(trace_, v); }
   std::string on_failure() const override { return "return 1;"; }
   std::string scratch() const override { return scratch_; }
   const std::vector<std::string>* int_attr_exprs() const override { return int_exprs_; }
+  std::string kernel_name(const std::string& base) const override {
+    return "tc_v" + std::to_string(variant_) + "_s" + std::to_string(symbol_) + "_" + sanitize_identifier(base);
+  }
+  std::size_t add_kernel(CudaKernel kernel) const override {
+    for (const CudaKernel& k : sink_->kernels)
+      THUNDERC_CHECK(k.name != kernel.name, "two CUDA kernels are named ", kernel.name);
+    sink_->kernels.push_back(std::move(kernel));
+    sink_->variant.push_back(variant_);
+    return sink_->kernels.size() - 1;
+  }
 
  private:
   const Trace& trace_;
   std::string scratch_;
   const std::vector<std::string>* int_exprs_;
+  KernelSink* sink_;
+  std::size_t variant_, symbol_;
 };
 
 // The C++ variable holding symbol s of a symbolic variant.
@@ -80,8 +107,9 @@ std::string shape_array(const Shape& s) {
 }
 
 void emit_variant(std::size_t index, const ModuleVariant& variant, const VariantMemoryPlan& mem,
-                  const BackendSet& backends, SourceWriter& out) {
+                  const BackendSet& backends, KernelSink& sink, SourceWriter& out) {
   const Trace& t = *variant.trace;
+  const bool cuda = is_cuda_variant(t);
   out.comment(std::string(100, '-'));
   out.comment("Variant " + std::to_string(index) + ": " + variant.label + "  (workspace " +
               std::to_string(mem.workspace_bytes) + " bytes)");
@@ -99,6 +127,11 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
   for (const std::string& e : used) backends.at(e)->emit_variant_prologue(out);
   out.line("unsigned char* const ws = static_cast<unsigned char*>(call->workspace);");
   out.line("(void)ws;");
+  if (cuda) {
+    out.comment("A CUDA variant: buffers hold device pointers; kernels run on call->stream through call->device_api.");
+    out.line("const unsigned char* const weights = static_cast<const unsigned char*>(call->weights);");
+    out.line("(void)weights;");
+  }
   const SymbolicTrace* sym = variant.symbolic;
   std::vector<std::string> vars;
   if (sym) {
@@ -116,7 +149,10 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
     switch (where.storage) {
       case Storage::Input: data = "tensor_data(call->inputs[" + std::to_string(where.index) + "])"; break;
       case Storage::Output: data = "tensor_data(call->outputs[" + std::to_string(where.index) + "])"; break;
-      case Storage::Constant: data = "const_cast<unsigned char*>(thunderc_weights + " + std::to_string(where.offset) + ")"; break;
+      case Storage::Constant:
+        data = "const_cast<unsigned char*>(" + std::string(cuda ? "weights" : "thunderc_weights") + " + " +
+               std::to_string(where.offset) + ")";
+        break;
       case Storage::Workspace: data = "ws + " + std::to_string(where.offset); break;
       case Storage::Alias: data = var(t, where.alias_of) + ".data"; break;
     }
@@ -155,7 +191,7 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
       }
     }
     b->second->emit_symbol(VariantContext(t, scratch == mem.scratch.end() ? "nullptr" : "ws + " + std::to_string(scratch->second),
-                                          symbolic_ints ? &int_exprs : nullptr),
+                                          symbolic_ints ? &int_exprs : nullptr, &sink, index, i),
                            s, out);
   }
   for (const auto& copy : mem.output_copies) {
@@ -165,8 +201,13 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
       for (std::size_t d = 0; d < t.type(copy.value).rank(); ++d)
         bytes += " * (size_t)" + sym->dim(t, copy.value, d).c_expr(vars);
     }
-    out.line("std::memcpy(tensor_data(call->outputs[" + std::to_string(copy.output) + "]), " + var(t, copy.value) +
-             ".data, " + bytes + ");");
+    if (cuda)
+      out.line("if (call->device_api->copy(call->device_api->context, tensor_data(call->outputs[" +
+               std::to_string(copy.output) + "]), " + var(t, copy.value) + ".data, " + bytes +
+               ", call->error, call->error_capacity) != 0) return 1;");
+    else
+      out.line("std::memcpy(tensor_data(call->outputs[" + std::to_string(copy.output) + "]), " + var(t, copy.value) +
+               ".data, " + bytes + ");");
   }
   out.line("return 0;");
   out.dedent();
@@ -177,9 +218,9 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
 }  // namespace
 
 GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, const ModulePlan& plan,
-                                const BackendSet& backends, const std::string& manifest, const std::string& header) {
+                                const BackendSet& backends, const std::string& header,
+                                const std::vector<std::string>& cuda_archs) {
   GeneratedModule m;
-  m.manifest = manifest;
   m.weights = plan.weights.bytes;
   std::set<std::string> used;
   for (const ModuleVariant& v : variants)
@@ -215,6 +256,7 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
   out.line("#define THUNDERC_EXPORT __attribute__((visibility(\"default\")))");
   out.line("extern \"C\" const unsigned char thunderc_weights[];        // model_data.S: weights.bin");
   out.line("extern \"C\" const unsigned char thunderc_manifest_json[];  // model_data.S: manifest.json");
+  out.line("extern \"C\" const unsigned char thunderc_manifest_json_end[];");
   out.line();
   out.line("static inline void* tensor_data(const DLTensor* t) {");
   out.line("  return static_cast<char*>(t->data) + t->byte_offset;");
@@ -223,12 +265,51 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
   out.line("extern \"C\" THUNDERC_EXPORT uint32_t thunderc_abi_version(void) { return THUNDERC_ABI_VERSION; }");
   out.line();
   out.line("extern \"C\" THUNDERC_EXPORT const char* thunderc_embedded_manifest(size_t* len) {");
-  out.line("  *len = " + std::to_string(manifest.size()) + ";");
+  out.line("  *len = static_cast<size_t>(thunderc_manifest_json_end - thunderc_manifest_json);");
   out.line("  return reinterpret_cast<const char*>(thunderc_manifest_json);");
   out.line("}");
   out.line();
   for (const std::string& e : used) backends.at(e)->emit_module_prelude(out);
-  for (std::size_t i = 0; i < variants.size(); ++i) emit_variant(i, variants[i], plan.memory[i], backends, out);
+  KernelSink sink;
+  for (std::size_t i = 0; i < variants.size(); ++i) emit_variant(i, variants[i], plan.memory[i], backends, sink, out);
+  std::string images_asm;
+  if (!sink.kernels.empty()) {
+    THUNDERC_CHECK(!cuda_archs.empty(), "CUDA kernels but no CUDA architecture to compile them for");
+    m.kernels = std::move(sink.kernels);
+    m.kernel_variant = std::move(sink.variant);
+    m.cuda_source = cuda_module_source(m.kernels);
+    for (const std::string& a : cuda_archs) m.cuda_images.push_back({a, false, "cuda_" + a + ".cubin", {}});
+    std::string newest = "compute_" + cuda_archs.back().substr(3);
+    m.cuda_images.push_back({newest, true, "cuda_" + newest + ".ptx", {}});
+    out.comment("The CUDA module: its images (model_data.S) and kernel names, for the runtime to load.");
+    for (std::size_t i = 0; i < m.cuda_images.size(); ++i) {
+      std::string l = "thunderc_cuda_image_" + std::to_string(i);
+      out.line("extern \"C\" const unsigned char " + l + "[];");
+      out.line("extern \"C\" const unsigned char " + l + "_end[];");
+      images_asm += "  .balign 64\n  .globl " + l + "\n  .hidden " + l + "\n" + l + ":\n  .incbin \"" +
+                    m.cuda_images[i].file + "\"\n  .globl " + l + "_end\n  .hidden " + l + "_end\n" + l +
+                    "_end:\n  .byte 0\n";
+    }
+    out.line("static const char* const thunderc_cuda_kernel_names[] = {");
+    for (const CudaKernel& k : m.kernels) out.line("  " + c_string_literal(k.name) + ",");
+    out.line("};");
+    // The exported symbol is "thunderc_cuda_module" (abi.h); in C++ that name is taken by the struct type.
+    out.line("extern \"C\" THUNDERC_EXPORT const thunderc_cuda_module* thunderc_get_cuda_module(void) __asm__(\"thunderc_cuda_module\");");
+    out.line("extern \"C\" THUNDERC_EXPORT const thunderc_cuda_module* thunderc_get_cuda_module(void) {");
+    out.line("  static const thunderc_cuda_image images[] = {");
+    for (std::size_t i = 0; i < m.cuda_images.size(); ++i) {
+      std::string l = "thunderc_cuda_image_" + std::to_string(i);
+      out.line("    {" + c_string_literal(m.cuda_images[i].arch) + ", " +
+               (m.cuda_images[i].ptx ? "THUNDERC_CUDA_PTX" : "THUNDERC_CUDA_CUBIN") + ", " + l + ", static_cast<size_t>(" +
+               l + "_end - " + l + ")},");
+    }
+    out.line("  };");
+    out.line("  static const thunderc_cuda_module module = {sizeof(thunderc_cuda_module), " +
+             std::to_string(m.cuda_images.size()) + ", images, " + std::to_string(m.kernels.size()) +
+             ", thunderc_cuda_kernel_names, thunderc_weights, " + std::to_string(plan.weights.bytes.size()) + "};");
+    out.line("  return &module;");
+    out.line("}");
+  }
   m.cpp = out.str();
 
   m.assembly =
@@ -245,7 +326,11 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
       "  .hidden thunderc_manifest_json\n"
       "thunderc_manifest_json:\n"
       "  .incbin \"manifest.json\"\n"
-      "  .byte 0\n"
+      "  .globl thunderc_manifest_json_end\n"
+      "  .hidden thunderc_manifest_json_end\n"
+      "thunderc_manifest_json_end:\n"
+      "  .byte 0\n" +
+      images_asm +
       "  .section .note.GNU-stack,\"\",@progbits\n";
   return m;
 }

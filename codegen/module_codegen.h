@@ -43,16 +43,35 @@ ModulePlan plan_module(const std::vector<ModuleVariant>& variants, const Backend
 // Name of variant i's exported entry point.
 std::string variant_entry(std::size_t i);
 
-struct GeneratedModule {
-  std::string cpp;        // model.cpp
-  std::string assembly;   // model_data.S, .incbin's weights.bin and manifest.json
-  std::vector<unsigned char> weights;
-  std::string manifest;
-  LinkInputs link;        // union of the backends used
+// A variant runs on CUDA when its inputs (or, without inputs, its outputs) are CUDA tensors.
+bool is_cuda_variant(const Trace& trace);
+
+// One compiled form of the CUDA module (codegen/nvfuser/nvrtc.h fills `data` after generate_module).
+struct CudaImageFile {
+  std::string arch;  // "sm_80", or "compute_90" for PTX
+  bool ptx = false;
+  std::string file;  // name beside model.cpp, e.g. "cuda_sm_80.cubin"
+  std::vector<unsigned char> data;
 };
 
-// `header` is a comment for the top of model.cpp (e.g. the command line); any text is safe.
+struct GeneratedModule {
+  std::string cpp;        // model.cpp
+  std::string assembly;   // model_data.S, .incbin's weights.bin, manifest.json and the CUDA images
+  std::vector<unsigned char> weights;
+  std::string manifest;   // set by the caller before building (model.cpp does not depend on it)
+  LinkInputs link;        // union of the backends used
+  // CUDA: every kernel of every variant (in launch-index order), the variant each belongs to, the module's
+  // source (kernels.cu) and the images to embed (one cubin per architecture, then PTX of the newest).
+  std::vector<CudaKernel> kernels;
+  std::vector<std::size_t> kernel_variant;
+  std::string cuda_source;
+  std::vector<CudaImageFile> cuda_images;
+};
+
+// `header` is a comment for the top of model.cpp (e.g. the command line); any text is safe. `cuda_archs`
+// ("sm_80", ...) are the architectures CUDA variants are compiled for.
 GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, const ModulePlan& plan,
-                                const BackendSet& backends, const std::string& manifest, const std::string& header);
+                                const BackendSet& backends, const std::string& header,
+                                const std::vector<std::string>& cuda_archs = {});
 
 }  // namespace thunderc

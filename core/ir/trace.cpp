@@ -160,4 +160,8 @@ Trace Trace::clone_without_symbols() const {
   return t;
 }
 
+void Trace::set_device(Device device) {
+  for (Value& v : values_) v.type.device = device;
+}
+
 }  // namespace thunderc

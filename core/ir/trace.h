@@ -74,6 +74,9 @@ class Trace {
 
   const Value& value(ValueId id) const;
   const TensorType& type(ValueId id) const { return value(id).type; }
+  // Moves every tensor of the trace (inputs, constants, intermediates, outputs) to `device`: the same program
+  // for another device (tests run one trace on the CPU and on CUDA). Claims and regions are kept.
+  void set_device(Device device);
   std::size_t num_values() const { return values_.size(); }
   const std::vector<ValueId>& inputs() const { return inputs_; }
   const std::vector<ValueId>& outputs() const { return outputs_; }

@@ -6,6 +6,7 @@
  *   int32_t     <entry>(const thunderc_call* call);     one per variant; names listed in the manifest
  * and, when any variant runs on CUDA:
  *   const thunderc_cuda_module* thunderc_cuda_module(void);  its kernels (cubins + PTX) and weights
+ *     (the symbol's name equals the struct's, so C/C++ code defines it under another name with an asm label)
  *
  * The runtime checks the version before calling anything else. No C++ exception crosses this line:
  * an entry returns 0 on success, or non-zero after writing a NUL-terminated message into call->error.

@@ -1,0 +1,528 @@
+#include "codegen/nvfuser/nvfuser_backend.h"
+
+#include "codegen/loops/region_lowering.h"
+#include "codegen/nvfuser/gemm.h"
+
+namespace thunderc {
+
+namespace {
+
+using namespace loops;
+
+constexpr unsigned kBlock = 256;          // threads per block of the elementwise and reduction kernels
+constexpr std::int64_t kMaxBlocks = 8192;  // grid-stride loops cover the rest (about 60 blocks per SM)
+constexpr std::int64_t kWarpRowsMax = 1024;  // reductions up to this extent use one warp per output element
+
+std::string u(std::int64_t v) { return std::to_string(v) + "u"; }
+
+// The host statements launching kernel `index` (already registered) with the given argument variables.
+void emit_launch(Lines& lines, const std::string& indent, std::size_t index, const CudaKernel& k,
+                 const std::vector<std::string>& arg_vars, const std::string& on_failure) {
+  std::string args;
+  for (const std::string& a : arg_vars) args += (args.empty() ? "" : ", ") + std::string("(void*)&") + a;
+  lines.push_back(indent + "{  // " + k.name + ": " + k.what);
+  lines.push_back(indent + "  void* args[] = {" + (args.empty() ? "nullptr" : args) + "};");
+  lines.push_back(indent + "  static const uint32_t grid[3] = {" + u(k.grid[0]) + ", " + u(k.grid[1]) + ", " + u(k.grid[2]) +
+                  "}, block[3] = {" + u(k.block[0]) + ", " + u(k.block[1]) + ", " + u(k.block[2]) + "};");
+  lines.push_back(indent + "  if (call->device_api->launch(call->device_api->context, " + u(static_cast<std::int64_t>(index)) +
+                  ", grid, block, " + u(k.shared_bytes) + ", args, call->error, call->error_capacity) != 0) " + on_failure);
+  lines.push_back(indent + "}");
+}
+
+// The CUDA target of the shared region lowering: every loop nest becomes a kernel.
+class CudaRegion : public RegionLowering {
+ public:
+  using RegionLowering::RegionLowering;
+
+  void write(SourceWriter& out) const override {
+    out.line("{");
+    for (const auto& b : bufs_) out.line("  " + b);
+    for (const auto& l : lines_) out.line(l);
+    out.line("}");
+  }
+
+ private:
+  // Index type for a kernel whose indices stay below `extent`.
+  static std::string index_type(std::int64_t extent) { return extent < (std::int64_t{1} << 31) - kBlock * kMaxBlocks ? "int" : "long long"; }
+
+  // Largest element offset any buffer of the region can be indexed at (conservative: its whole extent).
+  std::int64_t max_extent() const {
+    std::int64_t m = 0;
+    for (const auto& [v, b] : out_bufs_) m = std::max(m, t_.type(v).numel());
+    for (const Operand& in : region_.inputs)
+      if (in.is_tensor()) m = std::max(m, t_.type(in.value).numel());
+    return std::max(m, static_cast<std::int64_t>(scratch_));
+  }
+
+  // Registers a kernel whose body (statements, indented by 2) uses the buffers b0 .. b<n-1> existing now,
+  // and emits its launch.
+  void kernel(const std::string& what, const std::string& base, const Lines& body, std::int64_t blocks, unsigned threads) {
+    CudaKernel k;
+    k.name = ctx_ ? ctx_->kernel_name(base + "_k" + std::to_string(kernels_++)) : base;
+    k.what = what;
+    k.grid[0] = static_cast<unsigned>(std::max<std::int64_t>(blocks, 1));
+    k.block[0] = threads;
+    std::vector<std::string> vars;
+    std::string params;
+    for (std::size_t b = 0; b < buf_types_.size(); ++b) {
+      std::string type = std::string(buf_writable_[b] ? "" : "const ") + ctype(buf_types_[b]) + "*";
+      std::string name = "b" + std::to_string(b);
+      k.params.push_back({type, name});
+      vars.push_back(name);
+      params += (params.empty() ? "" : ", ") + type + " __restrict__ " + name;
+    }
+    std::string src = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " + k.name + "(" +
+                      params + ") {\n";
+    for (const std::string& l : body) src += "  " + l + "\n";
+    src += "}\n";
+    k.source = std::move(src);
+    if (!ctx_) return;
+    std::size_t index = ctx_->add_kernel(k);
+    emit_launch(lines_, std::string(indent_, ' '), index, k, vars, ctx_->on_failure());
+  }
+
+  std::string base() const {
+    std::string b = region_.subsymbols.size() == 1 ? region_.subsymbols[0].op->name : "fusion";
+    return b;
+  }
+
+  // Merged loop dimensions over `shape` for the accesses (as the CPU loops merge them).
+  struct Dim {
+    std::int64_t n;
+    std::vector<std::int64_t> s;
+  };
+  static std::vector<Dim> merged_dims(const Shape& shape, const std::vector<Access>& acc) {
+    std::vector<Dim> dims;
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 1) continue;
+      Dim dim{shape[d], {}};
+      for (const Access& a : acc) dim.s.push_back(a.strides[d]);
+      dims.push_back(dim);
+    }
+    for (std::size_t j = dims.size(); j-- > 1;) {
+      bool ok = true;
+      for (std::size_t a = 0; a < acc.size(); ++a) ok = ok && dims[j - 1].s[a] == dims[j].s[a] * dims[j].n;
+      if (ok) {
+        dims[j].n *= dims[j - 1].n;
+        dims.erase(dims.begin() + (j - 1));
+      }
+    }
+    return dims;
+  }
+
+  // Statements decomposing the flat index `flat` over `dims` (innermost last) into the accesses' offsets
+  // `prefix<a>`; returns the offset expressions.
+  static std::vector<std::string> decompose(Lines& body, const std::string& I, const std::string& flat,
+                                            const std::vector<Dim>& dims, const std::vector<Access>& acc,
+                                            const std::vector<std::string>& base, const std::string& tag) {
+    std::vector<std::string> idx = base;
+    if (dims.empty()) return idx;
+    std::vector<std::string> var(dims.size());
+    if (dims.size() == 1) {
+      var[0] = flat;
+    } else {
+      body.push_back(I + " r" + tag + " = " + flat + ";");
+      for (std::size_t l = dims.size(); l-- > 0;) {
+        var[l] = tag + "i" + std::to_string(l);
+        if (l == 0) body.push_back("const " + I + " " + var[l] + " = r" + tag + ";");
+        else {
+          body.push_back("const " + I + " " + var[l] + " = r" + tag + " % " + std::to_string(dims[l].n) + ";");
+          body.push_back("r" + tag + " /= " + std::to_string(dims[l].n) + ";");
+        }
+      }
+    }
+    for (std::size_t a = 0; a < acc.size(); ++a)
+      for (std::size_t l = 0; l < dims.size(); ++l) idx[a] = term(idx[a], var[l], dims[l].s[a]);
+    return idx;
+  }
+
+  // A grid-stride loop over n items; `item` appends the statements for item `i`.
+  void elementwise(const std::string& what, std::int64_t n, std::int64_t extent,
+                   const std::function<void(Lines&, const std::string& I)>& item) {
+    if (n == 0) return;
+    std::string I = index_type(std::max(n, extent));
+    Lines body;
+    body.push_back("for (" + I + " i = (" + I + ")blockIdx.x * " + std::to_string(kBlock) + " + threadIdx.x; i < " +
+                   std::to_string(n) + "; i += (" + I + ")gridDim.x * " + std::to_string(kBlock) + ") {");
+    Lines inner;
+    item(inner, I);
+    for (const std::string& l : inner) body.push_back("  " + l);
+    body.push_back("}");
+    std::int64_t blocks = std::min<std::int64_t>((n + kBlock - 1) / kBlock, kMaxBlocks);
+    kernel(what, base(), body, blocks, kBlock);
+  }
+
+  void store(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) override {
+    std::vector<Access> acc = {{dest, offset, strides}};
+    std::map<Access, std::size_t> index;
+    std::set<const Node*> seen;
+    double cost = 1;
+    collect(v.e, acc, index, seen, cost);
+    DType dd = buf_types_[dest];
+    std::vector<Dim> dims = merged_dims(v.shape, acc);
+    std::vector<std::string> base;
+    for (const Access& a : acc) base.push_back(std::to_string(a.offset));
+    elementwise("store b" + std::to_string(dest), numel(v.shape), max_extent(), [&](Lines& body, const std::string& I) {
+      std::vector<std::string> idx = decompose(body, I, "i", dims, acc, base, "");
+      Body b{index, idx, {}, {}, 0};
+      std::string r = gen(b, v.e);
+      body.insert(body.end(), b.lines.begin(), b.lines.end());
+      body.push_back("b" + std::to_string(dest) + "[" + idx[0] + "] = " + cast(r, v.e->dtype, dd) + ";");
+    });
+  }
+
+  void update(int buf, std::int64_t n, const std::string& f_of_v) override {
+    std::string B = "b" + std::to_string(buf);
+    elementwise("update " + B, n, max_extent(), [&](Lines& body, const std::string&) {
+      body.push_back("const " + std::string(ctype(buf_types_[buf])) + " v = " + B + "[i];");
+      body.push_back(B + "[i] = " + f_of_v + ";");
+    });
+  }
+
+  void reduce(const Val& x, const std::vector<bool>& red, int dest, bool is_max) override {
+    DType d = buf_types_[dest];
+    std::string T = ctype(d), B = "b" + std::to_string(dest);
+    Shape kept_shape, red_shape;
+    for (std::size_t i = 0; i < x.shape.size(); ++i) (red[i] ? red_shape : kept_shape).push_back(x.shape[i]);
+    std::int64_t K = numel(kept_shape), R = numel(red_shape);
+    if (K == 0) return;
+    std::vector<Access> acc;
+    std::map<Access, std::size_t> index;
+    std::set<const Node*> seen;
+    double cost = 1;
+    collect(x.e, acc, index, seen, cost);
+    // Per-dim strides of the accesses over the kept and the reduced dims.
+    std::vector<Access> kacc, racc;
+    for (const Access& a : acc) {
+      Access k{a.buf, 0, {}}, r{a.buf, 0, {}};
+      for (std::size_t i = 0; i < x.shape.size(); ++i) (red[i] ? r : k).strides.push_back(a.strides[i]);
+      kacc.push_back(k), racc.push_back(r);
+    }
+    std::vector<Dim> kdims = merged_dims(kept_shape, kacc), rdims = merged_dims(red_shape, racc);
+    std::string I = index_type(std::max({K * std::max<std::int64_t>(R, 1), max_extent()}));
+    std::string init = is_max ? lit(-INFINITY, d) : lit(0, d);
+    // NaN-propagating max, as torch.amax.
+    auto combine = [&](const std::string& a, const std::string& b) {
+      return is_max ? a + " = (" + a + " != " + a + " || " + a + " > " + b + ") ? " + a + " : " + b + ";"
+                    : a + " += " + b + ";";
+    };
+    bool warp_rows = R <= kWarpRowsMax;
+    const std::int64_t rows_per_block = warp_rows ? kBlock / 32 : 1;
+    const std::string stride = warp_rows ? "32" : std::to_string(kBlock);
+    Lines body;
+    body.push_back("const int lane = threadIdx.x & 31;");
+    body.push_back(warp_rows ? "const " + I + " k = (" + I + ")blockIdx.x * " + std::to_string(rows_per_block) +
+                                   " + (threadIdx.x >> 5);"
+                             : "const " + I + " k = blockIdx.x;");
+    if (!warp_rows) {
+      body.push_back("const int warp = threadIdx.x >> 5;");
+      body.push_back("__shared__ " + T + " partial[" + std::to_string(kBlock / 32) + "];");
+    }
+    if (warp_rows) body.push_back("if (k >= " + std::to_string(K) + ") return;");
+    body.push_back(T + " acc = " + init + ";");
+    std::vector<std::string> zero(acc.size());
+    for (std::size_t a = 0; a < acc.size(); ++a) zero[a] = std::to_string(acc[a].offset);
+    Lines kl;
+    std::vector<std::string> kidx = decompose(kl, I, "k", kdims, kacc, zero, "k");
+    body.insert(body.end(), kl.begin(), kl.end());
+    for (std::size_t a = 0; a < acc.size(); ++a) {
+      body.push_back("const " + I + " base" + std::to_string(a) + " = " + kidx[a] + ";");
+      kidx[a] = "base" + std::to_string(a);
+    }
+    body.push_back("for (" + I + " j = " + (warp_rows ? "lane" : "threadIdx.x") + "; j < " + std::to_string(R) +
+                   "; j += " + stride + ") {");
+    Lines inner;
+    std::vector<std::string> idx = decompose(inner, I, "j", rdims, racc, kidx, "j");
+    Body b{index, idx, {}, {}, 0};
+    std::string e = cast(gen(b, x.e), x.e->dtype, d);
+    inner.insert(inner.end(), b.lines.begin(), b.lines.end());
+    inner.push_back(combine("acc", "(" + e + ")"));
+    for (const std::string& l : inner) body.push_back("  " + l);
+    body.push_back("}");
+    body.push_back("for (int o = 16; o > 0; o >>= 1) {");
+    body.push_back("  const " + T + " other = __shfl_xor_sync(0xffffffffu, acc, o);");
+    body.push_back("  " + combine("acc", "other"));
+    body.push_back("}");
+    if (!warp_rows) {
+      body.push_back("if (lane == 0) partial[warp] = acc;");
+      body.push_back("__syncthreads();");
+      body.push_back("if (warp == 0) {");
+      body.push_back("  acc = lane < " + std::to_string(kBlock / 32) + " ? partial[lane] : " + init + ";");
+      body.push_back("  for (int o = 16; o > 0; o >>= 1) {");
+      body.push_back("    const " + T + " other = __shfl_xor_sync(0xffffffffu, acc, o);");
+      body.push_back("    " + combine("acc", "other"));
+      body.push_back("  }");
+      body.push_back("  if (lane == 0) " + B + "[k] = acc;");
+      body.push_back("}");
+    } else {
+      body.push_back("if (lane == 0) " + B + "[k] = acc;");
+    }
+    std::int64_t blocks = (K + rows_per_block - 1) / rows_per_block;
+    THUNDERC_CHECK(blocks < (std::int64_t{1} << 31), "nvfuser: reduction over ", K, " outputs needs too many blocks");
+    kernel(std::string(is_max ? "max" : "sum") + " over " + std::to_string(R) + " into b" + std::to_string(dest),
+           base(), body, blocks, kBlock);
+  }
+
+  void pool_loops(const PoolLoops& p) override {
+    std::int64_t n = p.planes * p.OH * p.OW;
+    elementwise("pooling into " + p.D, n, std::max(max_extent(), p.planes * p.H * p.W), [&](Lines& body, const std::string& I) {
+      body.push_back("const " + I + " ow = i % " + std::to_string(p.OW) + ";");
+      body.push_back("const " + I + " oh = (i / " + std::to_string(p.OW) + ") % " + std::to_string(p.OH) + ";");
+      body.push_back("const " + I + " p = i / " + std::to_string(p.OW * p.OH) + ";");
+      body.push_back("const " + p.T + "* __restrict__ in = " + p.X + " + " + std::to_string(p.x_offset) + " + p * " +
+                     std::to_string(p.H * p.W) + ";");
+      body.push_back(p.T + "* __restrict__ o = " + p.D + " + p * " + std::to_string(p.OH * p.OW) + ";");
+      body.insert(body.end(), p.body.begin(), p.body.end());
+    });
+  }
+
+  int kernels_ = 0;
+};
+
+// ---- GEMM-backed symbols ------------------------------------------------------------------------------
+
+std::string float_lit(double v) {
+  std::string s = format_double(v);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return "(" + s + "f)";
+}
+
+// Element strides of `src` broadcast to `dst` (right-aligned); 0 where broadcast.
+std::vector<std::int64_t> broadcast_strides(const Shape& src, const Shape& dst) {
+  std::vector<std::int64_t> out(dst.size(), 0);
+  Shape st = contiguous(src);
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    std::size_t j = i + dst.size() - src.size();
+    out[j] = src[i] == 1 && dst[j] != 1 ? 0 : st[i];
+  }
+  return out;
+}
+
+class GemmEmitter {
+ public:
+  GemmEmitter(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& out) : ctx_(ctx), t_(ctx.trace()), s_(s), out_(out) {}
+
+  void emit() {
+    const std::string& op = s_.op->name;
+    if (op == "conv2d") return conv2d();
+    cuda::GemmSpec g;
+    std::vector<std::string> extra_vars;
+    const TensorType& ot = t_.type(s_.outputs[0]);
+    if (op == "linear") {
+      const TensorType &a = in_type(0), &w = in_type(1);
+      g.K = a.shape.back();
+      g.N = w.shape[0];
+      g.M = g.K == 0 ? 0 : a.numel() / g.K;
+      if (g.K == 0) g.M = ot.numel() / std::max<std::int64_t>(g.N, 1);
+      g.a_row = g.K, g.a_col = 1;
+      g.b_row = 1, g.b_col = g.K;  // B[k][n] = weight[n][k]
+      g.c_row = g.N, g.c_col = 1;
+      if (has(2)) {
+        auto st = broadcast_strides(in_type(2).shape, {g.M, g.N});
+        g.extra_params = {"const float* __restrict__ bias"};
+        g.epilogue = "out = acc + bias[m * " + std::to_string(st[0]) + "LL + n * " + std::to_string(st[1]) + "LL];";
+        extra_vars.push_back(ptr(2));
+      }
+    } else if (op == "addmm") {
+      const TensorType &a = in_type(1), &b = in_type(2);
+      g.M = a.shape[0], g.K = a.shape[1], g.N = b.shape[1];
+      g.a_row = g.K, g.a_col = 1, g.b_row = g.N, g.b_col = 1, g.c_row = g.N, g.c_col = 1;
+      auto st = broadcast_strides(in_type(0).shape, {g.M, g.N});
+      g.extra_params = {"const float* __restrict__ bias"};
+      g.epilogue = "out = " + float_lit(s_.attrs.get_float("alpha")) + " * acc + " + float_lit(s_.attrs.get_float("beta")) +
+                   " * bias[m * " + std::to_string(st[0]) + "LL + n * " + std::to_string(st[1]) + "LL];";
+      if (s_.attrs.get_float("beta") == 0) g.epilogue = "out = " + float_lit(s_.attrs.get_float("alpha")) + " * acc;";
+      extra_vars.push_back(ptr(0));
+    } else {  // matmul, bmm: 2-D or batched; batch dims equal, or one operand without batch (checked by the checker)
+      const TensorType &a = in_type(0), &b = in_type(1);
+      std::size_t ra = a.rank(), rb = b.rank();
+      g.M = a.shape[ra - 2], g.K = a.shape[ra - 1], g.N = b.shape[rb - 1];
+      std::int64_t ba = a.numel() / std::max<std::int64_t>(g.M * g.K, 1), bb = b.numel() / std::max<std::int64_t>(g.K * g.N, 1);
+      if (g.M * g.K == 0) ba = numel(Shape(a.shape.begin(), a.shape.end() - 2));
+      if (g.K * g.N == 0) bb = numel(Shape(b.shape.begin(), b.shape.end() - 2));
+      g.a_row = g.K, g.a_col = 1, g.b_row = g.N, g.b_col = 1, g.c_row = g.N, g.c_col = 1;
+      if (bb == 1 && ba >= 1) {  // b shared: stack a's batches into M
+        g.M *= ba;
+      } else {
+        g.batch = std::max(ba, bb);
+        g.a_batch = ba == 1 ? 0 : g.M * g.K;
+        g.b_batch = bb == 1 ? 0 : g.K * g.N;
+        g.c_batch = g.M * g.N;
+      }
+    }
+    if (ot.numel() == 0) return;
+    if (g.K == 0) {  // empty sum: the epilogue of 0 everywhere
+      g.K = 0;
+    }
+    std::string name = ctx_.kernel_name(op);
+    cuda::KernelLaunch k = cuda::gemm_kernel(name, g);
+    std::vector<std::string> vars = {ptr_out(), op == "addmm" ? ptr(1) : ptr(0), op == "addmm" ? ptr(2) : ptr(1)};
+    vars.insert(vars.end(), extra_vars.begin(), extra_vars.end());
+    launch(k, vars, op + " " + std::to_string(g.batch) + "x" + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" +
+                        std::to_string(g.K) + " (" + k.path + ")");
+  }
+
+ private:
+  const TensorType& in_type(std::size_t i) const { return t_.type(s_.inputs[i].value); }
+  bool has(std::size_t i) const { return i < s_.inputs.size() && s_.inputs[i].is_tensor(); }
+  std::string ptr(std::size_t i) {
+    std::string v = "p" + std::to_string(vars_++);
+    decls_.push_back("const void* " + v + " = " + ctx_.buffer(s_.inputs[i].value) + ".data;");
+    return v;
+  }
+  std::string ptr_out() {
+    std::string v = "p" + std::to_string(vars_++);
+    decls_.push_back("void* " + v + " = " + ctx_.buffer(s_.outputs[0]) + ".data;");
+    return v;
+  }
+
+  void conv2d() {
+    const TensorType &x = in_type(0), &w = in_type(1), &y = t_.type(s_.outputs[0]);
+    auto pair = [&](const char* name) {
+      const IntList& v = s_.attrs.get_ints(name);
+      return v.size() == 1 ? IntList{v[0], v[0]} : v;
+    };
+    IntList st = pair("stride"), pd = pair("padding"), dl = pair("dilation");
+    cuda::Conv2dSpec c;
+    c.N = x.shape[0], c.C = x.shape[1], c.H = x.shape[2], c.W = x.shape[3];
+    c.K = w.shape[0], c.R = w.shape[2], c.S = w.shape[3], c.OH = y.shape[2], c.OW = y.shape[3];
+    c.stride_h = st[0], c.stride_w = st[1], c.pad_h = pd[0], c.pad_w = pd[1], c.dil_h = dl[0], c.dil_w = dl[1];
+    c.groups = s_.attrs.get_int("groups");
+    if (y.numel() == 0) return;
+    std::vector<std::string> vars = {ptr_out(), ptr(0), ptr(1)};
+    if (has(2)) {
+      c.extra_params = {"const float* __restrict__ bias"};
+      c.epilogue = "out = acc + bias[k];";
+      vars.push_back(ptr(2));
+    }
+    cuda::KernelLaunch k = cuda::conv2d_kernel(ctx_.kernel_name("conv2d"), c);
+    launch(k, vars, "conv2d " + std::to_string(c.N) + "x" + std::to_string(c.C) + "x" + std::to_string(c.H) + "x" +
+                        std::to_string(c.W) + " -> " + std::to_string(c.K) + " (" + k.path + ")");
+  }
+
+  void launch(const cuda::KernelLaunch& l, const std::vector<std::string>& vars, const std::string& what) {
+    CudaKernel k;
+    k.name = l.name;
+    k.source = l.source;
+    k.what = what;
+    for (int i = 0; i < 3; ++i) k.grid[i] = l.grid[i], k.block[i] = l.block[i];
+    k.shared_bytes = l.shared_bytes;
+    for (const std::string& p : l.params) k.params.push_back(split_param(p));
+    THUNDERC_CHECK(k.params.size() == vars.size(), "nvfuser: kernel ", l.name, " takes ", k.params.size(),
+                   " parameters, ", vars.size(), " given");
+    std::size_t index = ctx_.add_kernel(k);
+    Lines lines;
+    emit_launch(lines, "  ", index, k, vars, ctx_.on_failure());
+    out_.line("{");
+    for (const std::string& d : decls_) out_.line("  " + d);
+    for (const std::string& l2 : lines) out_.line(l2);
+    out_.line("}");
+  }
+
+  // "const float* __restrict__ bias" -> ("const float*", "bias")
+  static std::pair<std::string, std::string> split_param(const std::string& decl) {
+    std::size_t end = decl.find_last_not_of(' ');
+    std::size_t start = decl.find_last_of(" *&", end);
+    std::string name = decl.substr(start + 1, end - start);
+    std::string type = decl.substr(0, start + 1);
+    for (const char* q : {"__restrict__", "__restrict"}) {
+      std::size_t at = type.find(q);
+      if (at != std::string::npos) type.erase(at, std::string(q).size());
+    }
+    while (!type.empty() && type.back() == ' ') type.pop_back();
+    return {type, name};
+  }
+
+  const EmitContext& ctx_;
+  const Trace& t_;
+  const BoundSymbol& s_;
+  SourceWriter& out_;
+  std::vector<std::string> decls_;
+  int vars_ = 0;
+};
+
+bool gemm_backed(const BoundSymbol& s) {
+  const std::string& op = s.op->name;
+  return op == "linear" || op == "matmul" || op == "bmm" || op == "addmm" || op == "conv2d";
+}
+
+// Device versions of the names the shared lowering writes (std::exp, std::min<int64_t>, __builtin_inff(),
+// thunderc_expf ...). NVRTC has no standard library; in emulation the host's own definitions are used.
+const char* kPrelude = R"(// ---- prelude: what the shared loop lowering expects on the device ----
+#ifdef THUNDERC_CUDA_EMULATION
+#include "thunderc/cuda_emu.h"
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#else
+typedef long long int64_t;
+#define __builtin_inff() __int_as_float(0x7f800000)
+#define __builtin_inf() __longlong_as_double(0x7ff0000000000000LL)
+#define __builtin_nanf(s) __int_as_float(0x7fffffff)
+#define __builtin_nan(s) __longlong_as_double(0x7fffffffffffffffLL)
+namespace std {
+#define THUNDERC_UNARY(name, f, d) \
+  __device__ __forceinline__ float name(float x) { return f(x); } \
+  __device__ __forceinline__ double name(double x) { return d(x); }
+THUNDERC_UNARY(exp, ::expf, ::exp)
+THUNDERC_UNARY(log, ::logf, ::log)
+THUNDERC_UNARY(sqrt, ::sqrtf, ::sqrt)
+THUNDERC_UNARY(sin, ::sinf, ::sin)
+THUNDERC_UNARY(cos, ::cosf, ::cos)
+THUNDERC_UNARY(erf, ::erff, ::erf)
+THUNDERC_UNARY(tanh, ::tanhf, ::tanh)
+THUNDERC_UNARY(abs, ::fabsf, ::fabs)
+#undef THUNDERC_UNARY
+__device__ __forceinline__ float pow(float a, float b) { return ::powf(a, b); }
+__device__ __forceinline__ double pow(double a, double b) { return ::pow(a, b); }
+__device__ __forceinline__ bool isnan(float x) { return x != x; }
+__device__ __forceinline__ bool isnan(double x) { return x != x; }
+template <class T> __device__ __forceinline__ T min(T a, T b) { return b < a ? b : a; }
+template <class T> __device__ __forceinline__ T max(T a, T b) { return a < b ? b : a; }
+}  // namespace std
+#endif
+static __device__ __forceinline__ float thunderc_expf(float x) { return expf(x); }
+static __device__ __forceinline__ float thunderc_tanhf(float x) { return tanhf(x); }
+static __device__ __forceinline__ float thunderc_erff(float x) { return erff(x); }
+// ---- kernels ----
+)";
+
+}  // namespace
+
+void NvfuserBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
+  if (!sym.is_region() && gemm_backed(sym)) {
+    GemmEmitter(ctx, sym, out).emit();
+    return;
+  }
+  BoundSymbol region = as_region(sym);
+  CudaRegion e(ctx.trace(), region, &ctx);
+  e.run();
+  e.write(out);
+}
+
+std::size_t NvfuserBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {
+  if (!sym.is_region() && gemm_backed(sym)) return 0;
+  BoundSymbol region = as_region(sym);
+  CudaRegion e(trace, region, nullptr);
+  e.run();
+  return e.scratch_bytes();
+}
+
+std::string cuda_module_source(const std::vector<CudaKernel>& kernels) {
+  std::string src = "// Generated by thunderc " THUNDERC_VERSION ": the model's CUDA kernels (NVRTC, no #include). Do not edit.\n";
+  src += kPrelude;
+  for (const CudaKernel& k : kernels) src += "\n// " + k.what + "\n" + k.source;
+  src += "\n#ifdef THUNDERC_CUDA_EMULATION\n// Host launchers for the emulated mode (tests/cuda_emu/).\n";
+  for (const CudaKernel& k : kernels) {
+    std::string call;
+    for (std::size_t i = 0; i < k.params.size(); ++i)
+      call += (i ? ", " : "") + std::string("*(") + k.params[i].first + "*)args[" + std::to_string(i) + "]";
+    src += "extern \"C\" void thunderc_emu_launch_" + k.name +
+           "(const unsigned* grid, const unsigned* block, unsigned shared_bytes, void** args) {\n"
+           "  thunderc_emu::launch(grid, block, shared_bytes, [&] { " + k.name + "(" + call + "); });\n}\n";
+  }
+  src += "#endif\n";
+  return src;
+}
+
+}  // namespace thunderc
