@@ -174,9 +174,28 @@ void bench_command(const BenchFlags& f) {
   const int threads = model.num_threads();
   const std::vector<VariantInfo> variants = model.variants();
   const VariantInfo& v = variants.at(choose_variant(model, variants, f));
-  if (v.device.device_type != kDLCPU)
+  // A CUDA variant is timed on cuda:0 (any CUDA device serves it; the first one here).
+  const bool on_gpu = v.device.device_type == kDLCUDA;
+  const DLDevice device = on_gpu ? DLDevice{kDLCUDA, 0} : DLDevice{kDLCPU, 0};
+  if (v.device.device_type != kDLCPU && !on_gpu)
     user_error("variant #", v.id, " of ", f.model, " runs on ", commands::device_text(v.device),
-               "; bench feeds host memory and can time cpu variants only");
+               "; bench times cpu and cuda variants only");
+  std::string image;
+  if (on_gpu) {
+    if (!f.compare.empty()) {
+      std::string why;
+      if (!commands::torchscript_cuda_available(&why))
+        user_error("--compare: variant #", v.id, " of ", f.model, " runs on CUDA, but ", why,
+                   ", so TorchScript cannot run on the same device; run without --compare");
+    }
+    try {
+      image = model.prepare_device(device);
+    } catch (const Error& e) {
+      throw UserError(commands::runtime_message(e, "variant #" + std::to_string(v.id) + " of '" + f.model +
+                                                       "' cannot run on " + commands::device_text(device),
+                                                f.model));
+    }
+  }
 
   std::vector<HostTensor> inputs;
   std::vector<DLTensor> in_dl;
@@ -214,12 +233,46 @@ void bench_command(const BenchFlags& f) {
   std::vector<double> times;
   times.reserve(static_cast<size_t>(f.iterations));
   try {
-    for (int i = 0; i < f.warmup; ++i) model.run(in_dl, out_dl);
-    for (int i = 0; i < f.iterations; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      model.run(in_dl, out_dl);
-      const auto t1 = std::chrono::steady_clock::now();
-      times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    if (!on_gpu) {
+      for (int i = 0; i < f.warmup; ++i) model.run(in_dl, out_dl);
+      for (int i = 0; i < f.iterations; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        model.run(in_dl, out_dl);
+        const auto t1 = std::chrono::steady_clock::now();
+        times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+    } else {
+      // Inputs and outputs on the device; each call timed with CUDA events on a stream of its own.
+      std::vector<DeviceTensor> d_in, d_out;
+      std::vector<DLTensor> d_in_dl, d_out_dl;
+      for (const HostTensor& t : inputs) d_in.push_back(DeviceTensor::from_host(t, device));
+      for (const HostTensor& t : outputs) d_out.push_back(DeviceTensor(t.dtype(), t.shape(), device));
+      for (const DeviceTensor& t : d_in) d_in_dl.push_back(t.dl());
+      for (const DeviceTensor& t : d_out) d_out_dl.push_back(t.dl());
+      struct Stream {
+        DLDevice device;
+        void* s = nullptr;
+        ~Stream() { thunderc_status_free(thunderc_device_stream_destroy(device, s)); }
+      } stream{device};
+      check(thunderc_device_stream_create(device, &stream.s));
+      struct Event {
+        thunderc_device_event e = nullptr;
+        ~Event() { thunderc_device_event_destroy(e); }
+      } start, stop;
+      check(thunderc_device_event_create(device, &start.e));
+      check(thunderc_device_event_create(device, &stop.e));
+      RunOptions options;
+      options.cuda_stream = stream.s;
+      for (int i = 0; i < f.warmup; ++i) model.run(d_in_dl, d_out_dl, options);
+      for (int i = 0; i < f.iterations; ++i) {
+        check(thunderc_device_event_record(start.e, stream.s));
+        model.run(d_in_dl, d_out_dl, options);
+        check(thunderc_device_event_record(stop.e, stream.s));
+        float ms = 0;
+        check(thunderc_device_event_elapsed_ms(start.e, stop.e, &ms));  // waits for the call
+        times.push_back(ms);
+      }
+      for (size_t i = 0; i < outputs.size(); ++i) outputs[i] = d_out[i].to_host(stream.s);
     }
   } catch (const Error& e) {
     throw UserError(commands::runtime_message(e, "running '" + f.model + "' failed", f.model));
@@ -229,7 +282,7 @@ void bench_command(const BenchFlags& f) {
   std::optional<commands::TorchScriptTiming> ref;
   Stats theirs;
   if (!f.compare.empty()) {
-    ref = commands::bench_torchscript(f.compare, inputs, outputs, threads, f.warmup, f.iterations);
+    ref = commands::bench_torchscript(f.compare, inputs, outputs, threads, f.warmup, f.iterations, on_gpu);
     theirs = stats_of(ref->times_ms);
   }
 
@@ -238,6 +291,8 @@ void bench_command(const BenchFlags& f) {
     j["model"] = f.model;
     j["variant"] = v.id;
     j["signature"] = v.signature;
+    j["device"] = commands::device_text(device);
+    if (on_gpu) j["image"] = image;
     j["median_ms"] = ours.median;
     j["min_ms"] = ours.min;
     j["p90_ms"] = ours.p90;
@@ -260,7 +315,11 @@ void bench_command(const BenchFlags& f) {
 
   std::cout << "model:       " << f.model << ", variant #" << v.id << " (" << v.signature << ")\n";
   std::cout << "inputs:      random, seed " << kSeed << " (floats in [-1, 1), integers in [0, 10))\n";
-  std::cout << "threads:     " << threads << " (" << threads_source(f) << ")\n";
+  if (on_gpu)
+    std::cout << "device:      " << commands::device_text(device) << " (" << image
+              << "); timed with CUDA events on a stream of its own\n";
+  else
+    std::cout << "threads:     " << threads << " (" << threads_source(f) << ")\n";
   std::cout << "iterations:  " << f.iterations << " timed, after " << f.warmup << " warmup\n";
   std::cout << "thunderc:    min " << ms(ours.min) << ", median " << ms(ours.median) << ", p90 " << ms(ours.p90)
             << "\n";

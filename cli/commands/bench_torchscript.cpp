@@ -3,6 +3,7 @@
 #include "cli/commands/bench_torchscript.h"
 
 #include <ATen/Parallel.h>
+#include <torch/cuda.h>
 #include <torch/script.h>
 
 #include <chrono>
@@ -49,12 +50,24 @@ std::string shape_str(at::IntArrayRef s) {
 
 }  // namespace
 
+bool torchscript_cuda_available(std::string* why) {
+  bool ok = false;
+  try {
+    ok = torch::cuda::is_available();
+  } catch (const std::exception&) {
+    ok = false;
+  }
+  if (!ok && why) *why = "LibTorch here has no CUDA (torch::cuda::is_available() is false)";
+  return ok;
+}
+
 TorchScriptTiming bench_torchscript(const std::string& pt_path, const std::vector<HostTensor>& inputs,
                                     const std::vector<HostTensor>& expected, int threads, int warmup,
-                                    int iterations) {
+                                    int iterations, bool cuda) {
+  const c10::Device device = cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   torch::jit::Module module;
   try {
-    module = torch::jit::load(pt_path, c10::Device(c10::kCPU));
+    module = torch::jit::load(pt_path, device);
     module.eval();
     module = torch::jit::freeze(module);
   } catch (const c10::Error& e) {
@@ -65,18 +78,23 @@ TorchScriptTiming bench_torchscript(const std::string& pt_path, const std::vecto
   if (threads > 0) at::set_num_threads(threads);
 
   std::vector<c10::IValue> args;
-  for (const HostTensor& t : inputs) args.emplace_back(view_of(t));
+  for (const HostTensor& t : inputs) args.emplace_back(cuda ? view_of(t).to(device) : view_of(t));
+  auto sync = [cuda] {
+    if (cuda) torch::cuda::synchronize();
+  };
 
   TorchScriptTiming result;
   std::vector<at::Tensor> outs;
   try {
     c10::InferenceMode inference;
     for (int i = 0; i < warmup; ++i) module.forward(args);
+    sync();
     result.times_ms.reserve(static_cast<size_t>(iterations));
     c10::IValue last;
     for (int i = 0; i < iterations; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       last = module.forward(args);
+      sync();
       const auto t1 = std::chrono::steady_clock::now();
       result.times_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     }

@@ -20,8 +20,13 @@ struct TorchScriptTiming {
 // `inputs` (host tensors, shared with LibTorch without copies), and compares its outputs (a tensor, or a
 // tuple/list of tensors, flattened in order) with `expected`. UserError when the model cannot be loaded or
 // run, or its outputs do not line up with `expected` (count, shape).
+// cuda: run the module and its inputs on cuda:0 (timing each call up to torch::cuda::synchronize); needs
+// torchscript_cuda_available().
 TorchScriptTiming bench_torchscript(const std::string& pt_path, const std::vector<HostTensor>& inputs,
                                     const std::vector<HostTensor>& expected, int threads, int warmup,
-                                    int iterations);
+                                    int iterations, bool cuda = false);
+
+// Whether this LibTorch can run on CUDA; when not, *why says so ("LibTorch here has no CUDA ...").
+bool torchscript_cuda_available(std::string* why);
 
 }  // namespace thunderc::commands

@@ -71,14 +71,43 @@ std::string inputs_text(const Model& model) {
   return s.empty() ? "(none)" : s;
 }
 
+std::string unavailable_reason(DLDevice device) {
+  thunderc_status st = thunderc_device_available(device);
+  if (!st) return "no " + device_text(device) + " here";
+  std::string why = thunderc_status_message(st);
+  thunderc_status_free(st);
+  return why;
+}
+
 std::string variants_text(const Model& model) {
   std::string s;
   for (const VariantInfo& v : model.variants()) {
     if (!s.empty()) s += "; ";
     s += "#" + std::to_string(v.id) + " " + v.signature;
-    if (!v.available) s += " (unavailable: no " + device_text(v.device) + " here)";
+    if (!v.available) s += " (unavailable: " + unavailable_reason(v.device) + ")";
   }
   return s;
+}
+
+std::optional<DLDevice> cuda_device_for(const Model& model, const std::vector<HostTensor>& inputs) {
+  std::vector<DLTensor> dl;
+  for (const HostTensor& t : inputs) dl.push_back(t.dl());
+  size_t v = 0;
+  thunderc_status host = thunderc_model_select_variant(model.get(), dl.data(), dl.size(), &v);
+  if (!host) return std::nullopt;  // a CPU variant takes the host tensors
+  // Would a CUDA variant take the same tensors on cuda:0? (Selection reads only shapes, dtypes and devices.)
+  const DLDevice gpu{kDLCUDA, 0};
+  for (DLTensor& t : dl) t.device = gpu;
+  thunderc_status cuda = thunderc_model_select_variant(model.get(), dl.data(), dl.size(), &v);
+  if (!cuda) {
+    thunderc_status_free(host);
+    return gpu;
+  }
+  // Report the CUDA variant's trouble when one matched but cannot run here, else why nothing matched.
+  const bool device_missing = thunderc_status_code(cuda) == THUNDERC_STATUS_DEVICE_UNAVAILABLE;
+  thunderc_status_free(device_missing ? host : cuda);
+  check(device_missing ? cuda : host);
+  return std::nullopt;
 }
 
 }  // namespace commands
@@ -216,7 +245,20 @@ void run_command(const RunFlags& f) {
 
   std::vector<HostTensor> outputs;
   try {
-    outputs = model.run(inputs);
+    const std::optional<DLDevice> gpu = commands::cuda_device_for(model, inputs);
+    if (!gpu) {
+      outputs = model.run(inputs);
+    } else {
+      // A CUDA variant: inputs to the device, run, outputs back.
+      const std::string image = model.prepare_device(*gpu);
+      std::vector<DeviceTensor> on_device;
+      std::vector<DLTensor> in_dl;
+      for (const HostTensor& t : inputs) on_device.push_back(DeviceTensor::from_host(t, *gpu));
+      for (const DeviceTensor& t : on_device) in_dl.push_back(t.dl());
+      std::vector<ManagedTensor> outs = model.run_alloc(in_dl);
+      for (const ManagedTensor& t : outs) outputs.push_back(t.to_host());  // waits for the run
+      std::cout << "device: " << commands::device_text(*gpu) << " (" << image << ")\n";
+    }
   } catch (const Error& e) {
     throw UserError(commands::runtime_message(e, "running '" + f.model + "' failed", f.model));
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,15 @@ std::string tensor_text(DLDataType dtype, const std::vector<int64_t>& shape);
 std::string device_text(DLDevice device);
 // "x: float32, mask: bool" (the model's inputs, in call order).
 std::string inputs_text(const Model& model);
-// "#0 x: float32[2, 3] cpu; #1 x: float32[4, 3] cpu" (unavailable variants are marked).
+// "#0 x: float32[2, 3] cpu; #1 x: float32[4, 3] cpu" (unavailable variants are marked, with the reason).
 std::string variants_text(const Model& model);
+// Why `device` cannot be used here (thunderc_device_available's message), or "no <device> here".
+std::string unavailable_reason(DLDevice device);
+
+// Where `run` should run host `inputs` (read from .npy): nullopt when a CPU variant takes them as they are;
+// cuda:0 when a CUDA variant takes them once copied there. Throws thunderc::Error with the runtime's message
+// when neither can (DEVICE_UNAVAILABLE when a CUDA variant matches but there is no usable GPU).
+std::optional<DLDevice> cuda_device_for(const Model& model, const std::vector<HostTensor>& inputs);
 
 }  // namespace commands
 }  // namespace thunderc

@@ -240,7 +240,8 @@ class RegionLowering {
       vals_[out] = v;
     }
     for (ValueId o : region_.outputs)
-      THUNDERC_CHECK(written_.count(o), "cpp codegen: region output ", t_.value(o).name, " was not written");
+      THUNDERC_CHECK(written_.count(o), "loop codegen: region output ", t_.value(o).name, " was not written");
+    finish();
   }
 
   std::size_t scratch_bytes() const { return scratch_; }
@@ -416,6 +417,8 @@ class RegionLowering {
     Lines body;
   };
   virtual void pool_loops(const PoolLoops& p) = 0;
+  // Called once after the last loop nest (a target that defers work emits it here).
+  virtual void finish() {}
 
   Val materialize(ValueId v, const Val& x, bool is_value = true) {
     DType d = x.e->dtype;

@@ -3,6 +3,8 @@
 #include "codegen/loops/region_lowering.h"
 #include "codegen/nvfuser/gemm.h"
 
+#include <optional>
+
 namespace thunderc {
 
 namespace {
@@ -153,6 +155,7 @@ class CudaRegion : public RegionLowering {
   }
 
   void store(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) override {
+    flush_row();
     std::vector<Access> acc = {{dest, offset, strides}};
     std::map<Access, std::size_t> index;
     std::set<const Node*> seen;
@@ -173,19 +176,72 @@ class CudaRegion : public RegionLowering {
 
   void update(int buf, std::int64_t n, const std::string& f_of_v) override {
     std::string B = "b" + std::to_string(buf);
+    if (row_ && row_->stats.count(buf) && n == row_->K) {  // a statistic of the pending row kernel
+      row_->body.push_back("if (" + row_->writer + ") { const " + std::string(ctype(buf_types_[buf])) + " v = " + B +
+                           "[k]; " + B + "[k] = " + f_of_v + "; }");
+      return;
+    }
+    flush_row();
     elementwise("update " + B, n, max_extent(), [&](Lines& body, const std::string&) {
       body.push_back("const " + std::string(ctype(buf_types_[buf])) + " v = " + B + "[i];");
       body.push_back(B + "[i] = " + f_of_v + ";");
     });
   }
 
+  // Reductions over the same rows (the same shape and reduced dims) that follow one another, with the updates
+  // of their results, become passes of ONE kernel: one warp per row when the reduced extent is at most 1024
+  // (8 rows per 256-thread block), else one block per row. Each pass leaves its result in every thread
+  // (butterfly shuffles, then shared memory across warps), one thread stores it, and the next pass starts
+  // after a barrier, so it may read the stored statistics (softmax: max, then sum of exp(x - max);
+  // layer_norm: mean, then the sum of squared deviations). The final elementwise step (normalizing) stays
+  // an expression, fused into whatever stores it.
+  struct RowKernel {
+    Shape shape;
+    std::vector<bool> red;
+    std::int64_t K = 0, R = 0;
+    bool warp_rows = true;
+    std::string I, writer, what;
+    std::set<int> stats;  // buffers the passes wrote (element k of each)
+    Lines body;
+    int passes = 0;
+  };
+
+  // Loads of `e` from the pending kernel's statistics read element k of the row (stat_leaf's strides).
+  bool reads_own_rows(const NodeP& e) const {
+    Shape kept = row_->shape;
+    for (std::size_t i = 0; i < kept.size(); ++i)
+      if (row_->red[i]) kept[i] = 1;
+    std::vector<std::int64_t> want = contiguous(kept);
+    for (std::size_t i = 0; i < kept.size(); ++i)
+      if (row_->red[i]) want[i] = 0;
+    bool ok = true;
+    std::set<const Node*> seen;
+    std::function<void(const NodeP&)> walk = [&](const NodeP& n) {
+      if (!seen.insert(n.get()).second) return;
+      if (n->kind == Node::Load && row_->stats.count(n->buf) && (n->offset != 0 || n->strides != want)) ok = false;
+      for (const NodeP& a : n->args) walk(a);
+    };
+    walk(e);
+    return ok;
+  }
+
   void reduce(const Val& x, const std::vector<bool>& red, int dest, bool is_max) override {
+    if (row_ && !(row_->shape == x.shape && row_->red == red && reads_own_rows(x.e))) flush_row();
     DType d = buf_types_[dest];
     std::string T = ctype(d), B = "b" + std::to_string(dest);
     Shape kept_shape, red_shape;
     for (std::size_t i = 0; i < x.shape.size(); ++i) (red[i] ? red_shape : kept_shape).push_back(x.shape[i]);
     std::int64_t K = numel(kept_shape), R = numel(red_shape);
     if (K == 0) return;
+    if (!row_) {
+      row_ = RowKernel{};
+      row_->shape = x.shape, row_->red = red, row_->K = K, row_->R = R;
+      row_->warp_rows = R <= kWarpRowsMax;
+      row_->I = index_type(std::max({K * std::max<std::int64_t>(R, 1), max_extent()}));
+      row_->writer = row_->warp_rows ? "lane == 0" : "threadIdx.x == 0";
+    }
+    RowKernel& rk = *row_;
+    const std::string& I = rk.I;
     std::vector<Access> acc;
     std::map<Access, std::size_t> index;
     std::set<const Node*> seen;
@@ -199,71 +255,81 @@ class CudaRegion : public RegionLowering {
       kacc.push_back(k), racc.push_back(r);
     }
     std::vector<Dim> kdims = merged_dims(kept_shape, kacc), rdims = merged_dims(red_shape, racc);
-    std::string I = index_type(std::max({K * std::max<std::int64_t>(R, 1), max_extent()}));
     std::string init = is_max ? lit(-INFINITY, d) : lit(0, d);
     // NaN-propagating max, as torch.amax.
     auto combine = [&](const std::string& a, const std::string& b) {
       return is_max ? a + " = (" + a + " != " + a + " || " + a + " > " + b + ") ? " + a + " : " + b + ";"
                     : a + " += " + b + ";";
     };
-    bool warp_rows = R <= kWarpRowsMax;
-    const std::int64_t rows_per_block = warp_rows ? kBlock / 32 : 1;
-    const std::string stride = warp_rows ? "32" : std::to_string(kBlock);
-    Lines body;
-    body.push_back("const int lane = threadIdx.x & 31;");
-    body.push_back(warp_rows ? "const " + I + " k = (" + I + ")blockIdx.x * " + std::to_string(rows_per_block) +
-                                   " + (threadIdx.x >> 5);"
-                             : "const " + I + " k = blockIdx.x;");
-    if (!warp_rows) {
-      body.push_back("const int warp = threadIdx.x >> 5;");
-      body.push_back("__shared__ " + T + " partial[" + std::to_string(kBlock / 32) + "];");
-    }
-    if (warp_rows) body.push_back("if (k >= " + std::to_string(K) + ") return;");
-    body.push_back(T + " acc = " + init + ";");
+    const std::string P = std::to_string(rk.passes);
+    Lines& body = rk.body;
+    if (rk.passes > 0) body.push_back(rk.warp_rows ? "__syncwarp();" : "__syncthreads();");
+    body.push_back("{  // pass " + P + ": " + (is_max ? "max" : "sum") + " into " + B);
+    Lines p;
     std::vector<std::string> zero(acc.size());
     for (std::size_t a = 0; a < acc.size(); ++a) zero[a] = std::to_string(acc[a].offset);
-    Lines kl;
-    std::vector<std::string> kidx = decompose(kl, I, "k", kdims, kacc, zero, "k");
-    body.insert(body.end(), kl.begin(), kl.end());
+    std::vector<std::string> kidx = decompose(p, I, "k", kdims, kacc, zero, "k");
     for (std::size_t a = 0; a < acc.size(); ++a) {
-      body.push_back("const " + I + " base" + std::to_string(a) + " = " + kidx[a] + ";");
+      p.push_back("const " + I + " base" + std::to_string(a) + " = " + kidx[a] + ";");
       kidx[a] = "base" + std::to_string(a);
     }
-    body.push_back("for (" + I + " j = " + (warp_rows ? "lane" : "threadIdx.x") + "; j < " + std::to_string(R) +
-                   "; j += " + stride + ") {");
+    p.push_back(T + " acc = " + init + ";");
+    p.push_back("for (" + I + " j = " + (rk.warp_rows ? "lane" : "threadIdx.x") + "; j < " + std::to_string(R) +
+                "; j += " + (rk.warp_rows ? "32" : std::to_string(kBlock)) + ") {");
     Lines inner;
     std::vector<std::string> idx = decompose(inner, I, "j", rdims, racc, kidx, "j");
     Body b{index, idx, {}, {}, 0};
     std::string e = cast(gen(b, x.e), x.e->dtype, d);
     inner.insert(inner.end(), b.lines.begin(), b.lines.end());
     inner.push_back(combine("acc", "(" + e + ")"));
-    for (const std::string& l : inner) body.push_back("  " + l);
-    body.push_back("}");
-    body.push_back("for (int o = 16; o > 0; o >>= 1) {");
-    body.push_back("  const " + T + " other = __shfl_xor_sync(0xffffffffu, acc, o);");
-    body.push_back("  " + combine("acc", "other"));
-    body.push_back("}");
-    if (!warp_rows) {
-      body.push_back("if (lane == 0) partial[warp] = acc;");
-      body.push_back("__syncthreads();");
-      body.push_back("if (warp == 0) {");
-      body.push_back("  acc = lane < " + std::to_string(kBlock / 32) + " ? partial[lane] : " + init + ";");
-      body.push_back("  for (int o = 16; o > 0; o >>= 1) {");
-      body.push_back("    const " + T + " other = __shfl_xor_sync(0xffffffffu, acc, o);");
-      body.push_back("    " + combine("acc", "other"));
-      body.push_back("  }");
-      body.push_back("  if (lane == 0) " + B + "[k] = acc;");
-      body.push_back("}");
-    } else {
-      body.push_back("if (lane == 0) " + B + "[k] = acc;");
+    for (const std::string& l : inner) p.push_back("  " + l);
+    p.push_back("}");
+    p.push_back("for (int o = 16; o > 0; o >>= 1) {");
+    p.push_back("  const " + T + " other = __shfl_xor_sync(0xffffffffu, acc, o);");
+    p.push_back("  " + combine("acc", "other"));
+    p.push_back("}");
+    if (!rk.warp_rows) {  // every warp holds its part; combine the parts in the same order in every thread
+      const std::string warps = std::to_string(kBlock / 32);
+      p.push_back("__shared__ " + T + " partial" + P + "[" + warps + "];");
+      p.push_back("if (lane == 0) partial" + P + "[threadIdx.x >> 5] = acc;");
+      p.push_back("__syncthreads();");
+      p.push_back("acc = partial" + P + "[0];");
+      p.push_back("for (int w = 1; w < " + warps + "; ++w) { const " + T + " other = partial" + P + "[w]; " +
+                  combine("acc", "other") + " }");
     }
-    std::int64_t blocks = (K + rows_per_block - 1) / rows_per_block;
-    THUNDERC_CHECK(blocks < (std::int64_t{1} << 31), "nvfuser: reduction over ", K, " outputs needs too many blocks");
-    kernel(std::string(is_max ? "max" : "sum") + " over " + std::to_string(R) + " into b" + std::to_string(dest),
+    p.push_back("if (" + rk.writer + ") " + B + "[k] = acc;");
+    for (const std::string& l : p) body.push_back("  " + l);
+    body.push_back("}");
+    rk.stats.insert(dest);
+    rk.what += (rk.passes ? ", " : "") + std::string(is_max ? "max" : "sum");
+    ++rk.passes;
+  }
+
+  void flush_row() {
+    if (!row_) return;
+    RowKernel rk = std::move(*row_);
+    row_.reset();
+    const std::int64_t rows_per_block = rk.warp_rows ? kBlock / 32 : 1;
+    Lines body;
+    body.push_back("const int lane = threadIdx.x & 31;");
+    body.push_back(rk.warp_rows ? "const " + rk.I + " k = (" + rk.I + ")blockIdx.x * " + std::to_string(rows_per_block) +
+                                      " + (threadIdx.x >> 5);"
+                                : "const " + rk.I + " k = blockIdx.x;");
+    if (rk.warp_rows) body.push_back("if (k >= " + std::to_string(rk.K) + ") return;");
+    body.insert(body.end(), rk.body.begin(), rk.body.end());
+    std::int64_t blocks = (rk.K + rows_per_block - 1) / rows_per_block;
+    THUNDERC_CHECK(blocks < (std::int64_t{1} << 31), "nvfuser: a reduction over ", rk.K, " rows needs too many blocks");
+    kernel("rows: " + rk.what + " over " + std::to_string(rk.R) + " (" + std::to_string(rk.K) + " rows, " +
+               (rk.warp_rows ? "a warp" : "a block") + " per row)",
            base(), body, blocks, kBlock);
   }
 
+  void finish() override { flush_row(); }
+
+  std::optional<RowKernel> row_;
+
   void pool_loops(const PoolLoops& p) override {
+    flush_row();
     std::int64_t n = p.planes * p.OH * p.OW;
     elementwise("pooling into " + p.D, n, std::max(max_extent(), p.planes * p.H * p.W), [&](Lines& body, const std::string& I) {
       body.push_back("const " + I + " ow = i % " + std::to_string(p.OW) + ";");

@@ -1,7 +1,8 @@
 // The CUDA driver API, reached through dlopen("libcuda.so.1") at run time: the runtime never links CUDA,
-// so it loads on machines without a GPU and reports DEVICE_UNAVAILABLE only for variants that need one.
+// so it loads on machines without a GPU and reports DEVICE_UNAVAILABLE only for what needs one.
 #include <dlfcn.h>
 
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -10,131 +11,180 @@
 namespace thunderc::rt {
 namespace {
 
-using CUresult = int;
-using CUdevice = int;
-using CUcontext = void*;
-using CUdeviceptr = unsigned long long;
-
-struct Driver {
-  void* lib = nullptr;
-  CUresult (*cuInit)(unsigned) = nullptr;
-  CUresult (*cuDeviceGetCount)(int*) = nullptr;
-  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
-  CUresult (*cuCtxPushCurrent)(CUcontext) = nullptr;
-  CUresult (*cuCtxPopCurrent)(CUcontext*) = nullptr;
-  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;
-  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
-  CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;
-  CudaProbe probe;
-  std::mutex ctx_mutex;
-  std::vector<CUcontext> contexts;  // primary context per device, retained for the process lifetime
-
-  std::string err(const char* what, CUresult r) const {
-    const char* s = nullptr;
-    if (cuGetErrorString) cuGetErrorString(r, &s);
-    return std::string(what) + " failed with CUDA error " + std::to_string(r) + (s ? std::string(" (") + s + ")" : "");
-  }
-};
-
 template <class F>
 bool sym(void* lib, const char* name, F* out) {
   *out = reinterpret_cast<F>(dlsym(lib, name));
   return *out != nullptr;
 }
 
-Driver& driver() {
-  static Driver d;
+// The first of `names` the library exports.
+template <class F>
+bool sym_any(void* lib, std::initializer_list<const char*> names, F* out) {
+  for (const char* n : names)
+    if (sym(lib, n, out)) return true;
+  return false;
+}
+
+struct DriverState {
+  CudaDriver d;
+  std::mutex ctx_mutex;
+  std::vector<cu::CUcontext> contexts;  // primary context per device, retained for the process lifetime
+};
+
+DriverState& state() {
+  static DriverState* s = new DriverState;  // never destroyed: outputs may be freed during static destruction
   static std::once_flag once;
   std::call_once(once, [] {
+    CudaDriver& d = s->d;
+    dlerror();
     d.lib = dlopen("libcuda.so.1", RTLD_LOCAL | RTLD_NOW);
     if (!d.lib) {
       const char* e = dlerror();
-      d.probe.error = std::string("no CUDA driver (dlopen libcuda.so.1: ") + (e ? e : "unknown error") + ")";
+      d.error = std::string("no CUDA driver (dlopen libcuda.so.1: ") + (e ? e : "unknown error") + ")";
       return;
     }
-    if (!sym(d.lib, "cuInit", &d.cuInit) || !sym(d.lib, "cuDeviceGetCount", &d.cuDeviceGetCount) ||
-        !sym(d.lib, "cuDeviceGet", &d.cuDeviceGet) ||
-        !sym(d.lib, "cuDevicePrimaryCtxRetain", &d.cuDevicePrimaryCtxRetain) ||
-        !sym(d.lib, "cuCtxPushCurrent_v2", &d.cuCtxPushCurrent) ||
-        !sym(d.lib, "cuCtxPopCurrent_v2", &d.cuCtxPopCurrent) || !sym(d.lib, "cuMemAlloc_v2", &d.cuMemAlloc) ||
-        !sym(d.lib, "cuMemFree_v2", &d.cuMemFree)) {
-      d.probe.error = "the CUDA driver libcuda.so.1 lacks required symbols";
-      return;
-    }
+    std::string missing;
+    auto need = [&](bool found, const char* name) {
+      if (!found) missing += (missing.empty() ? "" : ", ") + std::string(name);
+    };
+    need(sym(d.lib, "cuInit", &d.cuInit), "cuInit");
+    need(sym(d.lib, "cuDeviceGetCount", &d.cuDeviceGetCount), "cuDeviceGetCount");
+    need(sym(d.lib, "cuDeviceGet", &d.cuDeviceGet), "cuDeviceGet");
+    need(sym(d.lib, "cuDeviceGetAttribute", &d.cuDeviceGetAttribute), "cuDeviceGetAttribute");
+    need(sym(d.lib, "cuDevicePrimaryCtxRetain", &d.cuDevicePrimaryCtxRetain), "cuDevicePrimaryCtxRetain");
+    need(sym(d.lib, "cuCtxPushCurrent_v2", &d.cuCtxPushCurrent), "cuCtxPushCurrent_v2");
+    need(sym(d.lib, "cuCtxPopCurrent_v2", &d.cuCtxPopCurrent), "cuCtxPopCurrent_v2");
+    need(sym(d.lib, "cuCtxSynchronize", &d.cuCtxSynchronize), "cuCtxSynchronize");
+    need(sym(d.lib, "cuMemAlloc_v2", &d.cuMemAlloc), "cuMemAlloc_v2");
+    need(sym(d.lib, "cuMemFree_v2", &d.cuMemFree), "cuMemFree_v2");
+    need(sym(d.lib, "cuMemcpyHtoD_v2", &d.cuMemcpyHtoD), "cuMemcpyHtoD_v2");
+    need(sym(d.lib, "cuMemcpyHtoDAsync_v2", &d.cuMemcpyHtoDAsync), "cuMemcpyHtoDAsync_v2");
+    need(sym(d.lib, "cuMemcpyDtoHAsync_v2", &d.cuMemcpyDtoHAsync), "cuMemcpyDtoHAsync_v2");
+    need(sym(d.lib, "cuMemcpyDtoDAsync_v2", &d.cuMemcpyDtoDAsync), "cuMemcpyDtoDAsync_v2");
+    need(sym(d.lib, "cuStreamCreate", &d.cuStreamCreate), "cuStreamCreate");
+    need(sym_any(d.lib, {"cuStreamDestroy_v2", "cuStreamDestroy"}, &d.cuStreamDestroy), "cuStreamDestroy_v2");
+    need(sym(d.lib, "cuStreamSynchronize", &d.cuStreamSynchronize), "cuStreamSynchronize");
+    need(sym(d.lib, "cuEventCreate", &d.cuEventCreate), "cuEventCreate");
+    need(sym_any(d.lib, {"cuEventDestroy_v2", "cuEventDestroy"}, &d.cuEventDestroy), "cuEventDestroy_v2");
+    need(sym(d.lib, "cuEventRecord", &d.cuEventRecord), "cuEventRecord");
+    need(sym(d.lib, "cuEventSynchronize", &d.cuEventSynchronize), "cuEventSynchronize");
+    need(sym_any(d.lib, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, &d.cuEventElapsedTime),
+         "cuEventElapsedTime");
+    need(sym(d.lib, "cuModuleLoadDataEx", &d.cuModuleLoadDataEx), "cuModuleLoadDataEx");
+    need(sym(d.lib, "cuModuleUnload", &d.cuModuleUnload), "cuModuleUnload");
+    need(sym(d.lib, "cuModuleGetFunction", &d.cuModuleGetFunction), "cuModuleGetFunction");
+    need(sym(d.lib, "cuLaunchKernel", &d.cuLaunchKernel), "cuLaunchKernel");
+    sym(d.lib, "cuFuncSetAttribute", &d.cuFuncSetAttribute);
+    sym(d.lib, "cuGetErrorName", &d.cuGetErrorName);
     sym(d.lib, "cuGetErrorString", &d.cuGetErrorString);
-    d.probe.driver_loaded = true;
-    if (CUresult r = d.cuInit(0); r != 0) {
-      d.probe.error = d.err("cuInit", r);
+    if (!missing.empty()) {
+      d.error = "the CUDA driver libcuda.so.1 lacks required functions (" + missing + ")";
+      return;
+    }
+    if (cu::CUresult r = d.cuInit(0); r != cu::kSuccess) {
+      d.error = "the CUDA driver cannot start: " + d.failed("cuInit", r);
       return;
     }
     int count = 0;
-    if (CUresult r = d.cuDeviceGetCount(&count); r != 0) {
-      d.probe.error = d.err("cuDeviceGetCount", r);
+    if (cu::CUresult r = d.cuDeviceGetCount(&count); r != cu::kSuccess) {
+      d.error = d.failed("cuDeviceGetCount", r);
       return;
     }
-    d.probe.device_count = count;
-    d.contexts.assign(static_cast<size_t>(count), nullptr);
-    if (count == 0) d.probe.error = "the CUDA driver reports no devices";
+    d.loaded = true;
+    d.device_count = count < 0 ? 0 : count;
+    s->contexts.assign(static_cast<size_t>(d.device_count), nullptr);
+    if (d.device_count == 0) d.error = "the CUDA driver reports no devices";
   });
-  return d;
+  return *s;
 }
 
 }  // namespace
 
-const CudaProbe& cuda_probe() { return driver().probe; }
-
-void* cuda_alloc(int device, size_t bytes, std::string* error) {
-  Driver& d = driver();
-  if (device < 0 || device >= d.probe.device_count) {
-    *error = "CUDA device " + std::to_string(device) + " is not available";
-    return nullptr;
-  }
-  CUcontext ctx = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(d.ctx_mutex);
-    if (!d.contexts[static_cast<size_t>(device)]) {
-      CUdevice dev = 0;
-      if (CUresult r = d.cuDeviceGet(&dev, device); r != 0) {
-        *error = d.err("cuDeviceGet", r);
-        return nullptr;
-      }
-      if (CUresult r = d.cuDevicePrimaryCtxRetain(&ctx, dev); r != 0) {
-        *error = d.err("cuDevicePrimaryCtxRetain", r);
-        return nullptr;
-      }
-      d.contexts[static_cast<size_t>(device)] = ctx;
-    }
-    ctx = d.contexts[static_cast<size_t>(device)];
-  }
-  if (CUresult r = d.cuCtxPushCurrent(ctx); r != 0) {
-    *error = d.err("cuCtxPushCurrent", r);
-    return nullptr;
-  }
-  CUdeviceptr p = 0;
-  const CUresult r = d.cuMemAlloc(&p, bytes == 0 ? 1 : bytes);
-  CUcontext popped = nullptr;
-  d.cuCtxPopCurrent(&popped);
-  if (r != 0) {
-    *error = d.err("cuMemAlloc", r);
-    return nullptr;
-  }
-  return reinterpret_cast<void*>(static_cast<uintptr_t>(p));
+std::string CudaDriver::error_text(cu::CUresult r) const {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (cuGetErrorName && cuGetErrorName(r, &name) != cu::kSuccess) name = nullptr;
+  if (cuGetErrorString && cuGetErrorString(r, &text) != cu::kSuccess) text = nullptr;
+  std::string s = name ? std::string(name) : "CUDA error " + std::to_string(r);
+  if (text) s += std::string(" (") + text + ")";
+  return s;
 }
 
-void cuda_free(int device, void* ptr) {
-  if (!ptr) return;
-  Driver& d = driver();
-  CUcontext ctx = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(d.ctx_mutex);
-    if (device < 0 || static_cast<size_t>(device) >= d.contexts.size()) return;
-    ctx = d.contexts[static_cast<size_t>(device)];
+const CudaDriver& cuda_driver() { return state().d; }
+
+thunderc_status_code_t cuda_status_code(cu::CUresult r, thunderc_status_code_t otherwise) {
+  if (r == cu::kOutOfMemory) return THUNDERC_STATUS_OUT_OF_MEMORY;
+  if (r == cu::kInvalidValue || r == cu::kInvalidHandle) return THUNDERC_STATUS_INVALID_ARGUMENT;
+  return otherwise;
+}
+
+void require_cuda_device(DLDevice device) {
+  const CudaDriver& d = cuda_driver();
+  const std::string name = device_to_string(device);
+  if (device.device_type != kDLCUDA)
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, name + " is not a CUDA device");
+  if (d.device_count == 0) fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE, name + " is not available: " + d.error);
+  if (device.device_id < 0 || device.device_id >= d.device_count)
+    fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE, name + " is not available: the CUDA driver reports " +
+                                                 std::to_string(d.device_count) + " device(s) (cuda:0" +
+                                                 (d.device_count > 1 ? " .. cuda:" + std::to_string(d.device_count - 1)
+                                                                     : std::string()) +
+                                                 ")");
+}
+
+cu::CUcontext cuda_primary_context(int ordinal) {
+  require_cuda_device(DLDevice{kDLCUDA, ordinal});
+  DriverState& s = state();
+  std::lock_guard<std::mutex> lock(s.ctx_mutex);
+  cu::CUcontext& ctx = s.contexts[static_cast<size_t>(ordinal)];
+  if (!ctx) {
+    cu::CUdevice dev = 0;
+    if (cu::CUresult r = s.d.cuDeviceGet(&dev, ordinal); r != cu::kSuccess)
+      fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE, "cuda:" + std::to_string(ordinal) + ": " + s.d.failed("cuDeviceGet", r));
+    cu::CUcontext c = nullptr;
+    if (cu::CUresult r = s.d.cuDevicePrimaryCtxRetain(&c, dev); r != cu::kSuccess)
+      fail(cuda_status_code(r, THUNDERC_STATUS_DEVICE_UNAVAILABLE),
+           "cuda:" + std::to_string(ordinal) + ": " + s.d.failed("cuDevicePrimaryCtxRetain", r));
+    ctx = c;
   }
-  if (!ctx || d.cuCtxPushCurrent(ctx) != 0) return;
-  d.cuMemFree(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(ptr)));
-  CUcontext popped = nullptr;
-  d.cuCtxPopCurrent(&popped);
+  return ctx;
+}
+
+CudaContextScope::CudaContextScope(cu::CUcontext ctx) {
+  const CudaDriver& d = cuda_driver();
+  if (cu::CUresult r = d.cuCtxPushCurrent(ctx); r != cu::kSuccess)
+    fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE, d.failed("cuCtxPushCurrent", r));
+}
+
+CudaContextScope::~CudaContextScope() {
+  cu::CUcontext popped = nullptr;
+  cuda_driver().cuCtxPopCurrent(&popped);
+}
+
+void* cuda_alloc(int ordinal, size_t bytes, std::string* error) {
+  try {
+    CudaContextScope scope(cuda_primary_context(ordinal));
+    const CudaDriver& d = cuda_driver();
+    cu::CUdeviceptr p = 0;
+    if (cu::CUresult r = d.cuMemAlloc(&p, bytes == 0 ? 1 : bytes); r != cu::kSuccess) {
+      *error = d.failed("cuMemAlloc", r);
+      return nullptr;
+    }
+    return cu::to_ptr(p);
+  } catch (const RtError& e) {
+    *error = e.what();
+    return nullptr;
+  }
+}
+
+void cuda_free(int ordinal, void* ptr) {
+  if (!ptr) return;
+  try {
+    CudaContextScope scope(cuda_primary_context(ordinal));
+    cuda_driver().cuMemFree(cu::to_dev(ptr));
+  } catch (const RtError&) {
+    // Nothing to report to: a deleter cannot fail.
+  }
 }
 
 }  // namespace thunderc::rt

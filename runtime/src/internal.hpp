@@ -24,6 +24,9 @@ class RtError : public std::exception {
   std::string message_;
 };
 
+// A status for the C API (defined in runtime.cpp, where thunderc_status_s is).
+thunderc_status make_api_status(thunderc_status_code_t code, const char* message) noexcept;
+
 [[noreturn]] inline void fail(thunderc_status_code_t code, std::string message) {
   throw RtError(code, std::move(message));
 }
@@ -122,14 +125,98 @@ Manifest parse_manifest(const std::string& text, const std::string& origin);
 // Throws RtError(IO) with a clear message.
 void check_elf_file(const std::string& path);
 
-// ---- CUDA driver, probed at run time through dlopen("libcuda.so.1") -------------------------------
-struct CudaProbe {
-  bool driver_loaded = false;
+// ---- CUDA driver, reached at run time through dlopen("libcuda.so.1") (cuda_driver.cpp) ----------------
+namespace cu {
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void*;
+using CUmodule = void*;
+using CUfunction = void*;
+using CUstream = void*;
+using CUevent = void*;
+using CUdeviceptr = unsigned long long;
+constexpr CUresult kSuccess = 0;
+constexpr CUresult kInvalidValue = 1;
+constexpr CUresult kOutOfMemory = 2;
+constexpr CUresult kInvalidHandle = 400;
+constexpr int kAttrComputeCapabilityMajor = 75;
+constexpr int kAttrComputeCapabilityMinor = 76;
+constexpr int kJitErrorLogBuffer = 5;
+constexpr int kJitErrorLogBufferSizeBytes = 6;
+constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;
+
+inline void* to_ptr(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
+inline CUdeviceptr to_dev(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
+}  // namespace cu
+
+struct CudaDriver {
+  void* lib = nullptr;
+  cu::CUresult (*cuInit)(unsigned) = nullptr;
+  cu::CUresult (*cuDeviceGetCount)(int*) = nullptr;
+  cu::CUresult (*cuDeviceGet)(cu::CUdevice*, int) = nullptr;
+  cu::CUresult (*cuDeviceGetAttribute)(int*, int, cu::CUdevice) = nullptr;
+  cu::CUresult (*cuDevicePrimaryCtxRetain)(cu::CUcontext*, cu::CUdevice) = nullptr;
+  cu::CUresult (*cuCtxPushCurrent)(cu::CUcontext) = nullptr;
+  cu::CUresult (*cuCtxPopCurrent)(cu::CUcontext*) = nullptr;
+  cu::CUresult (*cuCtxSynchronize)() = nullptr;
+  cu::CUresult (*cuMemAlloc)(cu::CUdeviceptr*, size_t) = nullptr;
+  cu::CUresult (*cuMemFree)(cu::CUdeviceptr) = nullptr;
+  cu::CUresult (*cuMemcpyHtoD)(cu::CUdeviceptr, const void*, size_t) = nullptr;
+  cu::CUresult (*cuMemcpyHtoDAsync)(cu::CUdeviceptr, const void*, size_t, cu::CUstream) = nullptr;
+  cu::CUresult (*cuMemcpyDtoHAsync)(void*, cu::CUdeviceptr, size_t, cu::CUstream) = nullptr;
+  cu::CUresult (*cuMemcpyDtoDAsync)(cu::CUdeviceptr, cu::CUdeviceptr, size_t, cu::CUstream) = nullptr;
+  cu::CUresult (*cuStreamCreate)(cu::CUstream*, unsigned) = nullptr;
+  cu::CUresult (*cuStreamDestroy)(cu::CUstream) = nullptr;
+  cu::CUresult (*cuStreamSynchronize)(cu::CUstream) = nullptr;
+  cu::CUresult (*cuEventCreate)(cu::CUevent*, unsigned) = nullptr;
+  cu::CUresult (*cuEventDestroy)(cu::CUevent) = nullptr;
+  cu::CUresult (*cuEventRecord)(cu::CUevent, cu::CUstream) = nullptr;
+  cu::CUresult (*cuEventSynchronize)(cu::CUevent) = nullptr;
+  cu::CUresult (*cuEventElapsedTime)(float*, cu::CUevent, cu::CUevent) = nullptr;
+  cu::CUresult (*cuModuleLoadDataEx)(cu::CUmodule*, const void*, unsigned, int*, void**) = nullptr;
+  cu::CUresult (*cuModuleUnload)(cu::CUmodule) = nullptr;
+  cu::CUresult (*cuModuleGetFunction)(cu::CUfunction*, cu::CUmodule, const char*) = nullptr;
+  cu::CUresult (*cuLaunchKernel)(cu::CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                 cu::CUstream, void**, void**) = nullptr;
+  // Optional (NULL when the driver lacks them).
+  cu::CUresult (*cuFuncSetAttribute)(cu::CUfunction, int, int) = nullptr;
+  cu::CUresult (*cuGetErrorName)(cu::CUresult, const char**) = nullptr;
+  cu::CUresult (*cuGetErrorString)(cu::CUresult, const char**) = nullptr;
+
+  bool loaded = false;   // libcuda.so.1 opened, every required symbol found, cuInit succeeded
   int device_count = 0;
-  std::string error;  // why no device is usable, when device_count == 0
+  std::string error;     // why no CUDA device is usable, when device_count == 0
+
+  // "CUDA_ERROR_INVALID_VALUE (invalid argument)", or "CUDA error 1" when the driver cannot name it.
+  std::string error_text(cu::CUresult r) const;
+  // "<what> failed: CUDA_ERROR_... (...)"
+  std::string failed(const std::string& what, cu::CUresult r) const { return what + " failed: " + error_text(r); }
 };
-const CudaProbe& cuda_probe();
-void* cuda_alloc(int device, size_t bytes, std::string* error);  // NULL on failure
-void cuda_free(int device, void* ptr);
+
+// The process-wide driver (dlopen'ed and cuInit'ed once, on first use). Never throws.
+const CudaDriver& cuda_driver();
+
+// Status code for a failed driver call (OUT_OF_MEMORY, INVALID_ARGUMENT for INVALID_VALUE/HANDLE, else
+// `otherwise`).
+thunderc_status_code_t cuda_status_code(cu::CUresult r, thunderc_status_code_t otherwise);
+
+// Throws DEVICE_UNAVAILABLE unless `device` is a CUDA device present here ("cuda:3 is not available: ...").
+void require_cuda_device(DLDevice device);
+
+// The primary context of CUDA device `ordinal`, retained once for the process lifetime. Throws RtError.
+cu::CUcontext cuda_primary_context(int ordinal);
+
+// Makes `ctx` current on this thread for the scope (cuCtxPushCurrent / cuCtxPopCurrent). Throws RtError.
+class CudaContextScope {
+ public:
+  explicit CudaContextScope(cu::CUcontext ctx);
+  ~CudaContextScope();
+  CudaContextScope(const CudaContextScope&) = delete;
+  CudaContextScope& operator=(const CudaContextScope&) = delete;
+};
+
+// Device memory on `ordinal` (the primary context is made current for the call). NULL + *error on failure.
+void* cuda_alloc(int ordinal, size_t bytes, std::string* error);
+void cuda_free(int ordinal, void* ptr);
 
 }  // namespace thunderc::rt

@@ -1,6 +1,7 @@
 // libthunderc_runtime: the C API (runtime.h) on top of the loader, manifest checks and dispatcher.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cuda_exec.hpp"
 #include "internal.hpp"
 
 #ifndef THUNDERC_RUNTIME_VERSION_STRING
@@ -87,6 +89,14 @@ void* host_alloc(size_t bytes) { return std::aligned_alloc(kAlign, round_up(byte
 
 }  // namespace
 
+thunderc_status thunderc::rt::make_api_status(thunderc_status_code_t code, const char* message) noexcept {
+  try {
+    return make_status(code, message);
+  } catch (...) {
+    return &g_oom_status;
+  }
+}
+
 // ---- model ----------------------------------------------------------------------------------------
 
 struct thunderc_model {
@@ -100,14 +110,17 @@ struct thunderc_model {
   // without checks once set). -1: none yet.
   mutable std::atomic<long> memo{-1};
 
-  // Workspace pool: free buffers per variant, reused across calls (thread-safe).
+  // Workspace pool of the CPU variants: free buffers per variant, reused across calls (thread-safe).
   std::mutex pool_mutex;
   std::vector<std::vector<void*>> free_workspaces;
+  // The CUDA side (module, per-device state, workspace pools per stream); NULL without CUDA variants.
+  std::unique_ptr<CudaModel> cuda;
 
   ~thunderc_model() {
     for (size_t v = 0; v < free_workspaces.size(); ++v) {
       for (void* p : free_workspaces[v]) release_buffer(manifest.variants[v].device, p);
     }
+    cuda.reset();  // before dlclose: its images live in the .so
     if (handle) dlclose(handle);
   }
 
@@ -142,7 +155,7 @@ class WorkspaceLease {
  public:
   WorkspaceLease(thunderc_model* m, size_t variant) : m_(m), variant_(variant) {
     const Variant& v = m->manifest.variants[variant];
-    if (v.workspace_bytes == 0) return;
+    if (v.workspace_bytes == 0 || v.device.device_type == kDLCUDA) return;  // CUDA: CudaModel's pools
     {
       std::lock_guard<std::mutex> lock(m->pool_mutex);
       auto& list = m->free_workspaces[variant];
@@ -290,8 +303,8 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
                                            std::to_string(abi) + ")");
 
   // 5. Entries and devices.
-  bool any_available = false;
-  std::string unavailable;
+  size_t cuda_workspace = 0;
+  std::string cuda_variants;
   for (Variant& v : model->manifest.variants) {
     dlerror();
     v.fn = reinterpret_cast<thunderc_entry_fn>(dlsym(model->handle, v.entry.c_str()));
@@ -301,23 +314,29 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
                                          std::to_string(v.id) + " (" + (e ? e : "symbol not found") + ")");
     }
     if (v.device.device_type == kDLCUDA) {
-      const CudaProbe& probe = cuda_probe();
-      if (v.device.device_id >= probe.device_count) {
+      // "cuda:N" means any CUDA device: the variant can run when the driver reports at least one.
+      const CudaDriver& driver = cuda_driver();
+      if (driver.device_count == 0) {
         v.available = false;
-        v.unavailable_reason = probe.device_count == 0 ? probe.error
-                                                       : "only " + std::to_string(probe.device_count) +
-                                                             " CUDA device(s) present";
+        v.unavailable_reason = driver.error;
       }
-    }
-    if (v.available) {
-      any_available = true;
-    } else if (unavailable.find(v.device_name) == std::string::npos) {
-      unavailable += (unavailable.empty() ? "" : ", ") + v.device_name + ": " + v.unavailable_reason;
+      cuda_workspace = std::max(cuda_workspace, v.workspace_bytes);
+      if (cuda_variants.size() < 64) cuda_variants += (cuda_variants.empty() ? "#" : ", #") + std::to_string(v.id);
+    } else if (v.device.device_type != kDLCPU) {
+      v.available = false;
+      v.unavailable_reason = "this runtime runs only cpu and cuda variants";
     }
   }
-  if (!any_available)
-    fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE,
-         "no variant of '" + model->path + "' can run on this machine (" + unavailable + ")");
+  if (!cuda_variants.empty()) {
+    dlerror();
+    auto cuda_fn = reinterpret_cast<thunderc_cuda_module_fn>(dlsym(model->handle, "thunderc_cuda_module"));
+    if (!cuda_fn)
+      fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' has CUDA variants (" + cuda_variants +
+                                         ") but does not export thunderc_cuda_module, which holds their kernels");
+    model->cuda = std::make_unique<CudaModel>(cuda_fn(), model->path, cuda_workspace);
+  }
+  // A model whose variants all need a device this machine lacks still opens (to be inspected); running it
+  // fails with DEVICE_UNAVAILABLE.
 
   model->free_workspaces.resize(model->manifest.variants.size());
   *out_model = model.release();
@@ -353,9 +372,44 @@ std::string guard_mismatch(const Guard& g, const DLTensor& t) {
   for (size_t i = 0; i < g.shape.size(); ++i)
     if (g.sym[i] < 0 && g.shape[i] != t.shape[i])
       return "expected shape " + g.shape_text + ", got " + shape_to_string(t.shape, t.ndim);
-  if (g.device.device_type != t.device.device_type || g.device.device_id != t.device.device_id)
+  if (g.device.device_type == kDLCUDA) {
+    // A CUDA guard accepts any CUDA device (all inputs on the same one: call_mismatch).
+    if (t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAHost)
+      return "expected a CUDA tensor (on the GPU), got a host (" + device_to_string(t.device) +
+             ") tensor; copy it to the GPU first (e.g. thunderc_device_copy_to_device)";
+    if (t.device.device_type != kDLCUDA) return "expected a CUDA tensor, got " + device_to_string(t.device);
+  } else if (g.device.device_type != t.device.device_type || g.device.device_id != t.device.device_id) {
     return "expected device " + device_to_string(g.device) + ", got " + device_to_string(t.device);
+  }
   if (!is_contiguous(t)) return "expected a contiguous tensor, got strides " + shape_to_string(t.strides, t.ndim);
+  return {};
+}
+
+// Why v rejects the call as a whole once every guard accepts its input (empty when it accepts it): CUDA
+// inputs must all be on one device.
+std::string call_mismatch(const Variant& v, const std::vector<TensorDesc>& names, const DLTensor* inputs, size_t n) {
+  if (v.device.device_type != kDLCUDA) return {};
+  for (size_t i = 1; i < n; ++i)
+    if (inputs[i].device.device_id != inputs[0].device.device_id)
+      return "input '" + names[i].name + "' is on " + device_to_string(inputs[i].device) + " but input '" +
+             names[0].name + "' is on " + device_to_string(inputs[0].device) +
+             " (all inputs and outputs must be on one CUDA device)";
+  return {};
+}
+
+// Why v does not accept these inputs, or empty (availability aside).
+std::string variant_mismatch(const thunderc_model* m, const Variant& v, const DLTensor* inputs, size_t n) {
+  const Manifest& mf = m->manifest;
+  for (size_t i = 0; i < n; ++i) {
+    std::string why = guard_mismatch(v.guards[i], inputs[i]);
+    if (!why.empty()) return "input '" + mf.inputs[i].name + "': " + why;
+  }
+  std::string why = call_mismatch(v, mf.inputs, inputs, n);
+  if (!why.empty()) return why;
+  if (v.symbolic()) {
+    SmallVec<int64_t> values(v.dims.size());
+    return bind_dims(v, mf.inputs, inputs, n, values.data());
+  }
   return {};
 }
 
@@ -374,6 +428,7 @@ size_t select_variant(const thunderc_model* m, const DLTensor* inputs, size_t n)
     if (!v.available) return false;
     for (size_t i = 0; i < n; ++i)
       if (!guard_mismatch(v.guards[i], inputs[i]).empty()) return false;
+    if (!call_mismatch(v, mf.inputs, inputs, n).empty()) return false;
     if (v.symbolic()) {
       SmallVec<int64_t> values(v.dims.size());
       if (!bind_dims(v, mf.inputs, inputs, n, values.data()).empty()) return false;
@@ -391,6 +446,25 @@ size_t select_variant(const thunderc_model* m, const DLTensor* inputs, size_t n)
     return v.id;
   }
 
+  // No variant can run here at all (e.g. a CUDA model without a CUDA driver).
+  bool any_available = false;
+  std::string unavailable;
+  for (const Variant& v : mf.variants) {
+    if (v.available) {
+      any_available = true;
+    } else if (unavailable.find(v.device_name + ": ") == std::string::npos) {
+      unavailable += (unavailable.empty() ? "" : ", ") + v.device_name + ": " + v.unavailable_reason;
+    }
+  }
+  if (!any_available)
+    fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE, "no variant of " + m->name + " can run on this machine (" + unavailable + ")");
+  // A variant for these inputs exists but its device is missing.
+  for (const Variant& v : mf.variants)
+    if (!v.available && variant_mismatch(m, v, inputs, n).empty())
+      fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE, "variant #" + std::to_string(v.id) + " of " + m->name + " (" +
+                                                   v.signature + ") accepts these inputs but cannot run here: " +
+                                                   v.unavailable_reason);
+
   std::string msg = "no variant of " + m->name + " accepts these inputs: ";
   for (size_t i = 0; i < n; ++i) {
     if (i) msg += ", ";
@@ -404,20 +478,8 @@ size_t select_variant(const thunderc_model* m, const DLTensor* inputs, size_t n)
     if (!v.available) {
       msg += " (unavailable: " + v.unavailable_reason + ")";
     } else {
-      bool guards_ok = true;
-      for (size_t i = 0; i < n; ++i) {
-        const std::string why = guard_mismatch(v.guards[i], inputs[i]);
-        if (!why.empty()) {
-          msg += " (input '" + mf.inputs[i].name + "': " + why + ")";
-          guards_ok = false;
-          break;
-        }
-      }
-      if (guards_ok && v.symbolic()) {
-        SmallVec<int64_t> values(v.dims.size());
-        const std::string why = bind_dims(v, mf.inputs, inputs, n, values.data());
-        if (!why.empty()) msg += " (" + why + ")";
-      }
+      const std::string why = variant_mismatch(m, v, inputs, n);
+      if (!why.empty()) msg += " (" + why + ")";
     }
     msg += ";";
   }
@@ -432,7 +494,15 @@ DLTensor normalized(const DLTensor& t) {
   return c;
 }
 
-void call_entry(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n, DLTensor* outs, size_t k) {
+// The device a call of v with these inputs runs on: a CUDA variant runs on its inputs' CUDA device (any
+// ordinal; the manifest's when it has no inputs), a CPU variant on the CPU.
+DLDevice call_device(const Variant& v, const DLTensor* inputs, size_t n) {
+  if (v.device.device_type == kDLCUDA && n > 0) return DLDevice{kDLCUDA, inputs[0].device.device_id};
+  return v.device;
+}
+
+void call_entry(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n, DLTensor* outs, size_t k,
+                DLDevice device, void* stream) {
   const Variant& v = m->manifest.variants[vi];
   SmallVec<DLTensor> in_copy(n);
   SmallVec<const DLTensor*> in_ptrs(n);
@@ -443,7 +513,6 @@ void call_entry(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n, 
   SmallVec<DLTensor*> out_ptrs(k);
   for (size_t i = 0; i < k; ++i) out_ptrs[i] = &outs[i];
 
-  WorkspaceLease ws(m, vi);
   char error[2048];
   error[0] = '\0';
   thunderc_call call{};
@@ -451,17 +520,32 @@ void call_entry(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n, 
   call.num_inputs = n;
   call.outputs = out_ptrs.data();
   call.num_outputs = k;
-  call.workspace = ws.get();
-  call.workspace_bytes = ws.get() ? v.workspace_bytes : 0;
   call.num_threads = m->num_threads;
   call.error = error;
   call.error_capacity = sizeof error;
+  call.device = DLDevice{kDLCPU, 0};
   int32_t rc = 0;
-  try {
-    rc = v.fn(&call);
-  } catch (...) {
-    fail(THUNDERC_STATUS_KERNEL_FAILED, "variant #" + std::to_string(v.id) + " (" + v.entry + ") of " + m->name +
-                                            " threw a C++ exception across the ABI");
+  if (v.device.device_type == kDLCUDA) {
+    if (!m->cuda) fail(THUNDERC_STATUS_INTERNAL, "internal error: CUDA variant without CUDA state");
+    call.workspace_bytes = v.workspace_bytes;
+    try {
+      rc = m->cuda->call(device.device_id, v.fn, &call, stream);
+    } catch (const RtError&) {
+      throw;
+    } catch (...) {
+      fail(THUNDERC_STATUS_KERNEL_FAILED, "variant #" + std::to_string(v.id) + " (" + v.entry + ") of " + m->name +
+                                              " threw a C++ exception across the ABI");
+    }
+  } else {
+    WorkspaceLease ws(m, vi);
+    call.workspace = ws.get();
+    call.workspace_bytes = ws.get() ? v.workspace_bytes : 0;
+    try {
+      rc = v.fn(&call);
+    } catch (...) {
+      fail(THUNDERC_STATUS_KERNEL_FAILED, "variant #" + std::to_string(v.id) + " (" + v.entry + ") of " + m->name +
+                                              " threw a C++ exception across the ABI");
+    }
   }
   if (rc != 0) {
     error[sizeof error - 1] = '\0';
@@ -471,20 +555,21 @@ void call_entry(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n, 
   }
 }
 
-// `shape`: the output's shape for this call (output_shape()), output_shapes[i].size() entries.
-void check_output(const thunderc_model* m, const Variant& v, size_t i, const DLTensor& t, const int64_t* shape) {
+// `shape`: the output's shape for this call (output_shape()), output_shapes[i].size() entries; `device`: the
+// call's device (call_device()).
+void check_output(const thunderc_model* m, const Variant& v, size_t i, const DLTensor& t, const int64_t* shape,
+                  DLDevice device) {
   const TensorDesc& d = m->manifest.outputs[i];
   const std::string what = "output '" + d.name + "' (#" + std::to_string(i) + ")";
   check_tensor_struct(t, what);
   const int ndim = static_cast<int>(v.output_shapes[i].size());
-  bool same = dtype_equal(t.dtype, d.dtype) && t.ndim == ndim &&
-              t.device.device_type == v.device.device_type && t.device.device_id == v.device.device_id &&
-              is_contiguous(t);
+  bool same = dtype_equal(t.dtype, d.dtype) && t.ndim == ndim && t.device.device_type == device.device_type &&
+              t.device.device_id == device.device_id && is_contiguous(t);
   for (int k = 0; same && k < ndim; ++k) same = shape[k] == t.shape[k];
   if (!same)
     fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " for variant #" + std::to_string(v.id) + " of " + m->name +
                                                ": expected a contiguous " + d.dtype_name + shape_to_string(shape, ndim) +
-                                               " " + v.device_name + " tensor, got " + describe(t));
+                                               " " + device_to_string(device) + " tensor, got " + describe(t));
 }
 
 // The symbols' values for a call that selected v (empty for fixed variants).
@@ -507,6 +592,22 @@ void owned_output_deleter(DLManagedTensor* self) {
   auto* o = static_cast<OwnedOutput*>(self->manager_ctx);
   thunderc_model::release_buffer(o->device, o->data);
   delete o;
+}
+
+thunderc_run_options read_run_options(const thunderc_run_options* options) {
+  thunderc_run_options opts;
+  thunderc_run_options_init(&opts);
+  if (options) {
+    if (options->struct_size < offsetof(thunderc_run_options, cuda_stream) + sizeof(void*) ||
+        options->struct_size > sizeof(thunderc_run_options))
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, "thunderc_run_options.struct_size is " +
+                                                 std::to_string(options->struct_size) +
+                                                 "; call thunderc_run_options_init() (this runtime expects " +
+                                                 std::to_string(sizeof(thunderc_run_options)) + ")");
+    std::memcpy(&opts, options, options->struct_size);
+    opts.struct_size = sizeof opts;
+  }
+  return opts;
 }
 
 thunderc_status check_model(const thunderc_model* m) {
@@ -694,16 +795,25 @@ THUNDERC_API thunderc_status thunderc_model_output_shape(const thunderc_model* m
   });
 }
 
-THUNDERC_API thunderc_status thunderc_model_run(thunderc_model* model, const DLTensor* inputs, size_t num_inputs,
-                                                DLTensor* outputs, size_t num_outputs) {
+THUNDERC_API void thunderc_run_options_init(thunderc_run_options* options) {
+  if (!options) return;
+  std::memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+}
+
+THUNDERC_API thunderc_status thunderc_model_run_with_options(thunderc_model* model, const DLTensor* inputs,
+                                                             size_t num_inputs, DLTensor* outputs, size_t num_outputs,
+                                                             const thunderc_run_options* options) {
   if (thunderc_status st = check_model(model)) return st;
   return guarded([&] {
+    const thunderc_run_options opts = read_run_options(options);
     const size_t vi = select_variant(model, inputs, num_inputs);
     const Variant& v = model->manifest.variants[vi];
     if (num_outputs != model->manifest.outputs.size())
       fail(THUNDERC_STATUS_INVALID_ARGUMENT, model->name + " has " + std::to_string(model->manifest.outputs.size()) +
                                                  " output(s), got " + std::to_string(num_outputs) + " output buffers");
     if (num_outputs > 0 && !outputs) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "outputs is NULL");
+    const DLDevice device = call_device(v, inputs, num_inputs);
     SmallVec<DLTensor> outs(num_outputs);
     SmallVec<int64_t> values(v.dims.size());
     bound_values(model, v, inputs, num_inputs, values.data());
@@ -711,30 +821,39 @@ THUNDERC_API thunderc_status thunderc_model_run(thunderc_model* model, const DLT
       if (v.symbolic()) {
         int64_t shape[64];
         output_shape(v, i, values.data(), shape);
-        check_output(model, v, i, outputs[i], shape);
+        check_output(model, v, i, outputs[i], shape, device);
       } else {
-        check_output(model, v, i, outputs[i], v.output_shapes[i].data());
+        check_output(model, v, i, outputs[i], v.output_shapes[i].data(), device);
       }
       outs[i] = normalized(outputs[i]);
     }
-    call_entry(model, vi, inputs, num_inputs, outs.data(), num_outputs);
+    call_entry(model, vi, inputs, num_inputs, outs.data(), num_outputs, device, opts.cuda_stream);
   });
 }
 
-THUNDERC_API thunderc_status thunderc_model_run_alloc(thunderc_model* model, const DLTensor* inputs,
-                                                      size_t num_inputs, DLManagedTensor** outputs,
-                                                      size_t num_outputs) {
+THUNDERC_API thunderc_status thunderc_model_run(thunderc_model* model, const DLTensor* inputs, size_t num_inputs,
+                                                DLTensor* outputs, size_t num_outputs) {
+  return thunderc_model_run_with_options(model, inputs, num_inputs, outputs, num_outputs, nullptr);
+}
+
+THUNDERC_API thunderc_status thunderc_model_run_alloc_with_options(thunderc_model* model, const DLTensor* inputs,
+                                                                   size_t num_inputs, DLManagedTensor** outputs,
+                                                                   size_t num_outputs,
+                                                                   const thunderc_run_options* options) {
   if (outputs)
     for (size_t i = 0; i < num_outputs; ++i) outputs[i] = nullptr;
   if (thunderc_status st = check_model(model)) return st;
   std::vector<OwnedOutput*> owned;
   thunderc_status st = guarded([&] {
+    const thunderc_run_options opts = read_run_options(options);
     const size_t vi = select_variant(model, inputs, num_inputs);
     const Variant& v = model->manifest.variants[vi];
     if (num_outputs != model->manifest.outputs.size())
       fail(THUNDERC_STATUS_INVALID_ARGUMENT, model->name + " has " + std::to_string(model->manifest.outputs.size()) +
                                                  " output(s), got room for " + std::to_string(num_outputs));
     if (num_outputs > 0 && !outputs) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "outputs is NULL");
+    const DLDevice device = call_device(v, inputs, num_inputs);
+    if (device.device_type == kDLCUDA && model->cuda) model->cuda->prepare(device.device_id);  // its errors first
     owned.reserve(num_outputs);
     SmallVec<DLTensor> outs(num_outputs);
     SmallVec<int64_t> values(v.dims.size());
@@ -743,15 +862,15 @@ THUNDERC_API thunderc_status thunderc_model_run_alloc(thunderc_model* model, con
       const int ndim = static_cast<int>(v.output_shapes[i].size());
       const DLDataType dtype = model->manifest.outputs[i].dtype;
       auto* o = new OwnedOutput{};
-      o->device = v.device;
+      o->device = device;
       owned.push_back(o);
       output_shape(v, i, values.data(), o->shape);
       size_t bytes = 0;
       dense_nbytes(o->shape, ndim, dtype, &bytes);  // validated at open (at the symbols' maxima)
-      o->data = thunderc_model::acquire_buffer(v.device, bytes, "output");
+      o->data = thunderc_model::acquire_buffer(device, bytes, "output");
       DLTensor& t = o->managed.dl_tensor;
       t.data = o->data;
-      t.device = v.device;
+      t.device = device;
       t.ndim = ndim;
       t.dtype = dtype;
       t.shape = o->shape;
@@ -761,7 +880,7 @@ THUNDERC_API thunderc_status thunderc_model_run_alloc(thunderc_model* model, con
       o->managed.deleter = owned_output_deleter;
       outs[i] = t;
     }
-    call_entry(model, vi, inputs, num_inputs, outs.data(), num_outputs);
+    call_entry(model, vi, inputs, num_inputs, outs.data(), num_outputs, device, opts.cuda_stream);
   });
   if (st) {
     for (OwnedOutput* o : owned) owned_output_deleter(&o->managed);
@@ -769,6 +888,27 @@ THUNDERC_API thunderc_status thunderc_model_run_alloc(thunderc_model* model, con
   }
   for (size_t i = 0; i < num_outputs; ++i) outputs[i] = &owned[i]->managed;
   return nullptr;
+}
+
+THUNDERC_API thunderc_status thunderc_model_run_alloc(thunderc_model* model, const DLTensor* inputs,
+                                                      size_t num_inputs, DLManagedTensor** outputs,
+                                                      size_t num_outputs) {
+  return thunderc_model_run_alloc_with_options(model, inputs, num_inputs, outputs, num_outputs, nullptr);
+}
+
+THUNDERC_API thunderc_status thunderc_model_prepare_device(thunderc_model* model, DLDevice device,
+                                                           const char** out_image) {
+  if (out_image) *out_image = nullptr;
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    if (device.device_type != kDLCUDA)
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, "thunderc_model_prepare_device: " + device_to_string(device) +
+                                                 " is not a CUDA device (only CUDA devices have state to prepare)");
+    if (!model->cuda)
+      fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE, model->name + " has no CUDA variant");
+    const std::string& image = model->cuda->prepare(device.device_id);
+    if (out_image) *out_image = image.c_str();
+  });
 }
 
 }  // extern "C"

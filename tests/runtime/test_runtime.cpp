@@ -96,7 +96,7 @@ T test_hook(const std::string& so, const char* name) {
 
 TEST_CASE("versions") {
   CHECK(thunderc_runtime_api_version() == THUNDERC_RUNTIME_API_VERSION);
-  CHECK(thunderc_runtime_abi_version() == 1u);
+  CHECK(thunderc_runtime_abi_version() == 2u);
   CHECK(std::string(thunderc_runtime_version()) == "0.1.0");
   CHECK(thunderc_status_code(nullptr) == THUNDERC_STATUS_OK);
   CHECK(std::string(thunderc_status_message(nullptr)) == "OK");
@@ -524,7 +524,7 @@ TEST_CASE("wrong ABI version, not a thunderc model, missing entry") {
   thunderc_model* m = nullptr;
   Status abi(thunderc_model_open(model_path("wrong_abi").c_str(), nullptr, &m));
   CHECK(abi.code() == THUNDERC_STATUS_ABI_MISMATCH);
-  CHECK(abi.message().find("built for thunderc ABI version 99, but this runtime supports ABI version 1") !=
+  CHECK(abi.message().find("built for thunderc ABI version 99, but this runtime supports ABI version 2") !=
         std::string::npos);
 
   Status plain(thunderc_model_open(model_path("not_a_model").c_str(), nullptr, &m));
@@ -581,10 +581,10 @@ TEST_CASE("corrupt or invalid manifests") {
       {"format", replace(good, "\"thunderc-manifest\"", "\"onnx\""), "format: expected \"thunderc-manifest\""},
       {"format_version", replace(good, "\"format_version\": 1", "\"format_version\": 7"),
        "format_version: version 7 is not supported"},
-      {"abi_version type", replace(good, "\"abi_version\": 1", "\"abi_version\": \"1\""),
+      {"abi_version type", replace(good, "\"abi_version\": 2", "\"abi_version\": \"2\""),
        "abi_version: expected a non-negative integer, got string"},
-      {"abi_version mismatch", replace(good, "\"abi_version\": 1", "\"abi_version\": 2"),
-       "abi_version 2 differs from the ABI version the .so reports (1)", THUNDERC_STATUS_ABI_MISMATCH},
+      {"abi_version mismatch", replace(good, "\"abi_version\": 2", "\"abi_version\": 3"),
+       "abi_version 3 differs from the ABI version the .so reports (2)", THUNDERC_STATUS_ABI_MISMATCH},
       {"inputs missing", replace(good, "\"inputs\"", "\"inputz\""), "inputs: missing"},
       {"input dtype", replace(good, "{\"dtype\": \"float32\", \"name\": \"x\"}", "{\"dtype\": \"complex64\", \"name\": \"x\"}"),
        "inputs[0].dtype: unknown dtype 'complex64'"},
@@ -630,22 +630,31 @@ TEST_CASE("CUDA variants need a driver") {
     if (h) dlclose(h);
     return h != nullptr;
   }();
+  if (has_cuda) {
+    MESSAGE("this machine has a CUDA driver; the no-driver checks are skipped");
+    return;
+  }
   const std::string good = read_file(model_path("two_variants", ".json"));
-  // Both variants on cuda:7 (no machine this runs on has 8 GPUs... the check below allows for it).
+  // Both variants on cuda:7 (env_manifest exports a thunderc_cuda_module): it opens, nothing is available,
+  // and running says why.
   std::string all_cuda = good;
   for (int i = 0; i < 2; ++i) all_cuda = replace(all_cuda, "\"device\": \"cpu\", \"dtype\"", "\"device\": \"cuda:7\", \"dtype\"");
   thunderc_model* m = nullptr;
-  Status st = open_with_manifest(all_cuda, &m);
-  if (st.ok()) {
-    thunderc_model_close(m);
-    MESSAGE("this machine has at least 8 CUDA devices; skipping");
-    return;
+  {
+    Status st = open_with_manifest(all_cuda, &m);
+    REQUIRE_MESSAGE(st.ok(), st.message());
   }
+  std::vector<float> x = iota(6);
+  std::vector<int64_t> xs{2, 3};
+  DLTensor in = f32(x, xs);
+  DLManagedTensor* outs[2] = {nullptr, nullptr};
+  Status st(thunderc_model_run_alloc(m, &in, 1, outs, 2));
   CHECK(st.code() == THUNDERC_STATUS_DEVICE_UNAVAILABLE);
-  CHECK(st.message().find("can run on this machine (cuda:7: ") != std::string::npos);
-  if (!has_cuda) CHECK(st.message().find("no CUDA driver") != std::string::npos);
+  CHECK_MESSAGE(st.message().find("no variant of env_manifest.so can run on this machine (cuda:7: no CUDA driver") == 0,
+                st.message());
+  thunderc_model_close(m);
 
-  // Variant 0 on cuda:7, variant 1 on the CPU: opens; dispatch skips the unavailable variant.
+  // Variant 0 on cuda:7, variant 1 on the CPU: dispatch skips the unavailable variant.
   const std::string mixed = replace(good, "\"device\": \"cpu\", \"dtype\"", "\"device\": \"cuda:7\", \"dtype\"");
   Status st2 = open_with_manifest(mixed, &m);
   REQUIRE_MESSAGE(st2.ok(), st2.message());
@@ -654,14 +663,17 @@ TEST_CASE("CUDA variants need a driver") {
   CHECK(info.available == 0);
   CHECK(info.device.device_type == kDLCUDA);
   CHECK(info.device.device_id == 7);
-  std::vector<float> x = iota(6);
-  std::vector<int64_t> xs{2, 3};
-  DLTensor in = f32(x, xs);
   in.device = DLDevice{kDLCUDA, 7};
-  DLManagedTensor* outs[2] = {nullptr, nullptr};
   Status st3(thunderc_model_run_alloc(m, &in, 1, outs, 2));
-  CHECK(st3.code() == THUNDERC_STATUS_NO_MATCHING_VARIANT);
-  CHECK(st3.message().find("#0 x: float32[2, 3] cuda:7 (unavailable: ") != std::string::npos);
+  CHECK(st3.code() == THUNDERC_STATUS_DEVICE_UNAVAILABLE);
+  CHECK_MESSAGE(st3.message().find("variant #0 of env_manifest.so (x: float32[2, 3] cuda:7) accepts these inputs but "
+                                   "cannot run here: no CUDA driver") == 0,
+                st3.message());
+  in.device = DLDevice{kDLCPU, 0};
+  Status st4(thunderc_model_run_alloc(m, &in, 1, outs, 2));
+  CHECK(st4.code() == THUNDERC_STATUS_NO_MATCHING_VARIANT);
+  CHECK_MESSAGE(st4.message().find("#0 x: float32[2, 3] cuda:7 (unavailable: no CUDA driver") != std::string::npos,
+                st4.message());
   run_caller(m, iota(12), 4);
   thunderc_model_close(m);
 }

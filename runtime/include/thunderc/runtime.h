@@ -167,6 +167,92 @@ THUNDERC_API thunderc_status thunderc_model_run_alloc(thunderc_model* model, con
                                                       size_t num_inputs, DLManagedTensor** outputs,
                                                       size_t num_outputs);
 
+/* ---- running with options (CUDA streams) ------------------------------------------------------- */
+
+/* Per-call options. Initialise with thunderc_run_options_init (sets struct_size), then set fields. */
+typedef struct thunderc_run_options {
+  size_t struct_size; /* sizeof(thunderc_run_options); set by thunderc_run_options_init */
+  void* cuda_stream;  /* CUDA variants: the CUstream to enqueue the work on; NULL: the default (legacy)
+                         stream of the inputs' device. Ignored by CPU variants. */
+} thunderc_run_options;
+
+THUNDERC_API void thunderc_run_options_init(thunderc_run_options* options);
+
+/* thunderc_model_run / thunderc_model_run_alloc with options (NULL options = defaults, the same as the
+ * plain functions).
+ *
+ * CUDA variants: the manifest's "cuda:N" means "any CUDA device": inputs and outputs must all be CUDA
+ * tensors (kDLCUDA) on one ordinal, which is the device the call runs on. A host tensor is refused with a
+ * message naming the input (copy it first, e.g. thunderc_device_copy_to_device). The call is asynchronous
+ * like a CUDA kernel launch: it returns once the kernels are enqueued on the stream; synchronize the stream
+ * (thunderc_device_synchronize, or a copy to the host on the same stream) before reading the outputs on the
+ * host. run_alloc outputs are device memory (cuMemAlloc) that the deleter frees. */
+THUNDERC_API thunderc_status thunderc_model_run_with_options(thunderc_model* model, const DLTensor* inputs,
+                                                             size_t num_inputs, DLTensor* outputs,
+                                                             size_t num_outputs,
+                                                             const thunderc_run_options* options);
+THUNDERC_API thunderc_status thunderc_model_run_alloc_with_options(thunderc_model* model, const DLTensor* inputs,
+                                                                   size_t num_inputs, DLManagedTensor** outputs,
+                                                                   size_t num_outputs,
+                                                                   const thunderc_run_options* options);
+
+/* Sets up, as the first CUDA call on that device would, the model's state on CUDA device `device`
+ * (primary context, module image, kernels, weights upload). Optional: moves the one-time cost out of the
+ * first run. *out_image (may be NULL) receives what was loaded, e.g. "sm_90 cubin" or "compute_80 PTX
+ * (JIT-compiled for sm_86)"; owned by the model. DEVICE_UNAVAILABLE when the model has no CUDA variant,
+ * there is no driver/device, or no image fits the device (the message names its sm_XY and the model's
+ * architectures); KERNEL_FAILED/OUT_OF_MEMORY when loading or uploading fails. */
+THUNDERC_API thunderc_status thunderc_model_prepare_device(thunderc_model* model, DLDevice device,
+                                                           const char** out_image);
+
+/* ---- devices ----------------------------------------------------------------------------------- *
+ * Small helpers so that tools need no CUDA library of their own; the runtime reaches the CUDA driver
+ * through dlopen("libcuda.so.1"). `device` is {kDLCPU, 0} or {kDLCUDA, ordinal}; for kDLCPU the helpers
+ * work on host memory (alloc is 64-byte aligned, copies are memcpy, streams and synchronize are no-ops,
+ * events read a steady host clock). `stream` is a CUstream (NULL: the default stream). Copies are
+ * synchronous for the host: they return when the bytes have arrived, after the work already enqueued on
+ * `stream`. Statuses: DEVICE_UNAVAILABLE (no driver, no such device), INVALID_ARGUMENT (bad device type,
+ * NULL pointer, a driver INVALID_VALUE/INVALID_HANDLE), OUT_OF_MEMORY, KERNEL_FAILED (any other driver
+ * error, e.g. an earlier kernel's asynchronous fault reported by a copy or synchronize). */
+
+/* CPU: 1. CUDA: the number of CUDA devices, 0 when there is no driver or device (not an error; see
+ * thunderc_device_available for why). Other device types: INVALID_ARGUMENT. */
+THUNDERC_API thunderc_status thunderc_device_count(DLDeviceType device_type, int32_t* out_count);
+/* NULL (OK) when `device` can be used here, else DEVICE_UNAVAILABLE saying why, e.g.
+ * "cuda:0 is not available: no CUDA driver (dlopen libcuda.so.1: ...)". */
+THUNDERC_API thunderc_status thunderc_device_available(DLDevice device);
+/* Compute capability of a CUDA device (CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR/MINOR). */
+THUNDERC_API thunderc_status thunderc_device_compute_capability(DLDevice device, int32_t* out_major,
+                                                                int32_t* out_minor);
+
+THUNDERC_API thunderc_status thunderc_device_alloc(DLDevice device, size_t bytes, void** out_ptr);
+/* Accepts NULL. */
+THUNDERC_API thunderc_status thunderc_device_free(DLDevice device, void* ptr);
+/* Host -> device `bytes` bytes (host_src is ordinary host memory). */
+THUNDERC_API thunderc_status thunderc_device_copy_to_device(DLDevice device, void* device_dst, const void* host_src,
+                                                            size_t bytes, void* stream);
+/* Device -> host; waits for earlier work on `stream` (e.g. a run), so the bytes are the results. */
+THUNDERC_API thunderc_status thunderc_device_copy_to_host(DLDevice device, void* host_dst, const void* device_src,
+                                                          size_t bytes, void* stream);
+/* Waits for `stream` (NULL: everything on the device, cuCtxSynchronize). */
+THUNDERC_API thunderc_status thunderc_device_synchronize(DLDevice device, void* stream);
+/* A new stream on `device` (CUDA: cuStreamCreate, default flags); CPU: a dummy non-NULL handle. */
+THUNDERC_API thunderc_status thunderc_device_stream_create(DLDevice device, void** out_stream);
+/* Synchronizes, then destroys. Accepts NULL. A model keeps a workspace pool per stream: destroy a stream
+ * only when no run on it is in flight (this function waits for it). */
+THUNDERC_API thunderc_status thunderc_device_stream_destroy(DLDevice device, void* stream);
+
+/* Timing with events (CUDA events on CUDA devices; a steady host clock on the CPU):
+ *   create two events, record one before and one after the work on the same stream, then
+ *   thunderc_device_event_elapsed_ms waits for `end` and gives the milliseconds between them. */
+typedef struct thunderc_device_event_s* thunderc_device_event;
+THUNDERC_API thunderc_status thunderc_device_event_create(DLDevice device, thunderc_device_event* out_event);
+THUNDERC_API thunderc_status thunderc_device_event_record(thunderc_device_event event, void* stream);
+THUNDERC_API thunderc_status thunderc_device_event_elapsed_ms(thunderc_device_event start, thunderc_device_event end,
+                                                              float* out_ms);
+/* Accepts NULL. */
+THUNDERC_API void thunderc_device_event_destroy(thunderc_device_event event);
+
 /* ---- small helpers ----------------------------------------------------------------------------- */
 
 /* PyTorch dtype name ("float32", "bool", ...) of a DLDataType, or NULL if thunderc has none. */

@@ -36,6 +36,83 @@ inline void check(thunderc_status status) {
   throw e;
 }
 
+// Options of one run (thunderc_run_options).
+struct RunOptions {
+  void* cuda_stream = nullptr;  // CUDA variants: the CUstream to enqueue on; nullptr: the default stream
+};
+
+// Copies `bytes` bytes of a tensor on `device` (CPU or CUDA) to host memory, after the work on `stream`.
+inline void copy_to_host(DLDevice device, void* host_dst, const void* src, size_t bytes, void* stream = nullptr) {
+  check(thunderc_device_copy_to_host(device, host_dst, src, bytes, stream));
+}
+
+// A dense tensor in memory of one device (CUDA device memory or host memory), from thunderc_device_alloc; move-only.
+class DeviceTensor {
+ public:
+  DeviceTensor() = default;
+  DeviceTensor(DLDataType dtype, std::vector<int64_t> shape, DLDevice device)
+      : dtype_(dtype), shape_(std::move(shape)), device_(device) {
+    check(thunderc_device_alloc(device_, nbytes(), &data_));
+  }
+  // A copy of `h` on `device` (synchronous for the host; ordered on `stream`).
+  static DeviceTensor from_host(const HostTensor& h, DLDevice device, void* stream = nullptr) {
+    DeviceTensor t(h.dtype(), h.shape(), device);
+    check(thunderc_device_copy_to_device(device, t.data_, h.raw(), h.nbytes(), stream));
+    return t;
+  }
+  DeviceTensor(DeviceTensor&& o) noexcept
+      : dtype_(o.dtype_), shape_(std::move(o.shape_)), device_(o.device_), data_(std::exchange(o.data_, nullptr)) {}
+  DeviceTensor& operator=(DeviceTensor&& o) noexcept {
+    if (this != &o) {
+      reset();
+      dtype_ = o.dtype_;
+      shape_ = std::move(o.shape_);
+      device_ = o.device_;
+      data_ = std::exchange(o.data_, nullptr);
+    }
+    return *this;
+  }
+  DeviceTensor(const DeviceTensor&) = delete;
+  DeviceTensor& operator=(const DeviceTensor&) = delete;
+  ~DeviceTensor() { reset(); }
+
+  // A DLTensor view (valid while this object lives).
+  DLTensor dl() const {
+    DLTensor t{};
+    t.data = data_;
+    t.device = device_;
+    t.ndim = static_cast<int32_t>(shape_.size());
+    t.dtype = dtype_;
+    t.shape = const_cast<int64_t*>(shape_.data());
+    return t;
+  }
+  // Waits for the work on `stream` and copies the tensor to a new host tensor.
+  HostTensor to_host(void* stream = nullptr) const {
+    HostTensor h(dtype_, shape_);
+    if (h.nbytes()) copy_to_host(device_, h.raw(), data_, h.nbytes(), stream);
+    return h;
+  }
+  size_t nbytes() const {
+    size_t n = (static_cast<size_t>(dtype_.bits) * dtype_.lanes + 7) / 8;
+    for (int64_t d : shape_) n *= static_cast<size_t>(d);
+    return n;
+  }
+  DLDevice device() const { return device_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  DLDataType dtype() const { return dtype_; }
+  void* data() const { return data_; }
+
+ private:
+  void reset() noexcept {
+    if (data_) thunderc_status_free(thunderc_device_free(device_, data_));
+    data_ = nullptr;
+  }
+  DLDataType dtype_{};
+  std::vector<int64_t> shape_;
+  DLDevice device_{kDLCPU, 0};
+  void* data_ = nullptr;
+};
+
 // An output allocated by the runtime (owns a DLManagedTensor; calls its deleter).
 class ManagedTensor {
  public:
@@ -68,11 +145,15 @@ class ManagedTensor {
                                   dtype_string(dtype_of<T>()));
     return reinterpret_cast<const T*>(static_cast<const char*>(dl().data) + dl().byte_offset);
   }
-  // Copies a CPU tensor into a HostTensor.
-  HostTensor to_host() const {
-    if (dl().device.device_type != kDLCPU) throw std::invalid_argument("ManagedTensor::to_host: not a CPU tensor");
+  // Copies the tensor (CPU, or CUDA after the work on `stream`) into a HostTensor.
+  HostTensor to_host(void* stream = nullptr) const {
     HostTensor h(dl().dtype, shape());
-    if (h.nbytes()) std::memcpy(h.raw(), static_cast<const char*>(dl().data) + dl().byte_offset, h.nbytes());
+    const void* src = static_cast<const char*>(dl().data) + dl().byte_offset;
+    if (h.nbytes() == 0) return h;
+    if (dl().device.device_type == kDLCPU)
+      std::memcpy(h.raw(), src, h.nbytes());
+    else
+      copy_to_host(dl().device, h.raw(), src, h.nbytes(), stream);
     return h;
   }
 
@@ -189,22 +270,37 @@ class Model {
     return std::vector<int64_t>(shape, shape + ndim);
   }
 
-  // Caller-provided outputs (see thunderc_model_run).
-  void run(const std::vector<DLTensor>& inputs, std::vector<DLTensor>& outputs) {
-    check(thunderc_model_run(m_, inputs.data(), inputs.size(), outputs.data(), outputs.size()));
+  // Caller-provided outputs (see thunderc_model_run). CUDA variants: device tensors in and out (DeviceTensor),
+  // enqueued on options.cuda_stream.
+  void run(const std::vector<DLTensor>& inputs, std::vector<DLTensor>& outputs, const RunOptions& options = {}) {
+    thunderc_run_options o;
+    thunderc_run_options_init(&o);
+    o.cuda_stream = options.cuda_stream;
+    check(thunderc_model_run_with_options(m_, inputs.data(), inputs.size(), outputs.data(), outputs.size(), &o));
   }
 
-  // Runtime-allocated outputs.
-  std::vector<ManagedTensor> run_alloc(const std::vector<DLTensor>& inputs) {
+  // Runtime-allocated outputs (device memory for CUDA variants; ManagedTensor::to_host copies them back).
+  std::vector<ManagedTensor> run_alloc(const std::vector<DLTensor>& inputs, const RunOptions& options = {}) {
+    thunderc_run_options o;
+    thunderc_run_options_init(&o);
+    o.cuda_stream = options.cuda_stream;
     std::vector<DLManagedTensor*> raw(num_outputs(), nullptr);
-    check(thunderc_model_run_alloc(m_, inputs.data(), inputs.size(), raw.data(), raw.size()));
+    check(thunderc_model_run_alloc_with_options(m_, inputs.data(), inputs.size(), raw.data(), raw.size(), &o));
     std::vector<ManagedTensor> out;
     out.reserve(raw.size());
     for (DLManagedTensor* t : raw) out.emplace_back(t);
     return out;
   }
 
-  // CPU convenience: host tensors in, freshly allocated host tensors out (no copy of the outputs).
+  // Sets up CUDA device `device` now (as the first run there would); returns the image loaded ("sm_90 cubin").
+  std::string prepare_device(DLDevice device) {
+    const char* image = nullptr;
+    check(thunderc_model_prepare_device(m_, device, &image));
+    return image ? image : "";
+  }
+
+  // CPU convenience: host tensors in, freshly allocated host tensors out (no copy of the outputs). For CUDA
+  // variants use DeviceTensor::from_host and run_alloc.
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) {
     std::vector<DLTensor> in;
     in.reserve(inputs.size());

@@ -7,6 +7,8 @@
 //   TEST_OMIT_VARIANT_1       do not export thunderc_variant_1
 //   TEST_MANIFEST_FROM_ENV    embedded manifest = contents of the file named by $THUNDERC_TEST_MANIFEST
 //   TEST_NO_ABI               export none of the ABI symbols (a plain shared library)
+//   TEST_CUDA_MODULE          also export a (kernel-less) thunderc_cuda_module, so that the manifest may put
+//                             variants on CUDA (the runtime refuses CUDA variants without one)
 //
 // Test hooks (not part of the ABI) let tests observe dispatch and workspace reuse.
 #include <cmath>
@@ -120,6 +122,17 @@ EXPORT const char* thunderc_embedded_manifest(size_t* len) {
 EXPORT int32_t thunderc_variant_0(const thunderc_call* call) { return run(call, 0, 2); }
 #ifndef TEST_OMIT_VARIANT_1
 EXPORT int32_t thunderc_variant_1(const thunderc_call* call) { return run(call, 1, 4); }
+#endif
+#ifdef TEST_CUDA_MODULE
+// abi.h's typedef thunderc_cuda_module takes the name, so the exported function gets it through an asm label.
+EXPORT const thunderc_cuda_module* thunderc_test_cuda_module(void) __asm__("thunderc_cuda_module");
+EXPORT const thunderc_cuda_module* thunderc_test_cuda_module(void) {
+  static const char ptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n";
+  static const thunderc_cuda_image image = {"compute_80", THUNDERC_CUDA_PTX,
+                                            reinterpret_cast<const unsigned char*>(ptx), sizeof ptx - 1};
+  static const thunderc_cuda_module m = {sizeof(thunderc_cuda_module), 1, &image, 0, nullptr, nullptr, 0};
+  return &m;
+}
 #endif
 #endif  // TEST_NO_ABI
 

@@ -1,0 +1,384 @@
+// The CUDA path of the runtime: see cuda_exec.hpp and docs/runtime.md ("CUDA variants").
+#include "cuda_exec.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+namespace thunderc::rt {
+
+struct CudaModel::Device {
+  int ordinal = 0;
+  std::mutex init_mutex;
+  std::atomic<bool> ready{false};
+  bool failed = false;  // a permanent failure, repeated to every later call
+  thunderc_status_code_t fail_code = THUNDERC_STATUS_OK;
+  std::string fail_message;
+
+  int major = 0, minor = 0;
+  std::string image;  // "sm_90 cubin"
+  cu::CUcontext ctx = nullptr;
+  cu::CUmodule module = nullptr;
+  std::vector<cu::CUfunction> functions;
+  std::unique_ptr<std::atomic<uint32_t>[]> shared_optin;  // per kernel: dynamic shared bytes opted in so far
+  void* weights = nullptr;
+
+  std::mutex pool_mutex;
+  std::unordered_map<void*, std::vector<void*>> free_blocks;  // workspace blocks by stream
+};
+
+namespace {
+
+constexpr uint32_t kDefaultSharedLimit = 48 * 1024;
+
+std::string basename_of(const std::string& path) {
+  const auto pos = path.find_last_of('/');
+  return pos == std::string::npos ? path : path.substr(pos + 1);
+}
+
+// "sm_90" / "sm_90a" / "compute_80" / "sm_100" -> major, minor.
+bool parse_arch(const char* arch, int* major, int* minor) {
+  if (!arch) return false;
+  std::string s = arch;
+  size_t pos = 0;
+  if (s.rfind("sm_", 0) == 0) pos = 3;
+  else if (s.rfind("compute_", 0) == 0) pos = 8;
+  else return false;
+  int value = 0, digits = 0;
+  while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9' && digits < 4) value = value * 10 + (s[pos++] - '0'), ++digits;
+  if (digits < 2) return false;
+  if (pos < s.size() && !(pos + 1 == s.size() && (s[pos] == 'a' || s[pos] == 'f'))) return false;
+  *major = value / 10;
+  *minor = value % 10;
+  return true;
+}
+
+void write_error(char* error, size_t capacity, const std::string& message) {
+  if (error && capacity > 0) std::snprintf(error, capacity, "%s", message.c_str());
+}
+
+std::string dims_text(const uint32_t d[3]) {
+  return "[" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " + std::to_string(d[2]) + "]";
+}
+
+}  // namespace
+
+// What a generated entry's device_api.context points at during one call.
+struct CudaCall {
+  const CudaModel* model;
+  CudaModel::Device* dev;
+  cu::CUstream stream;
+
+  static int32_t launch(void* context, uint32_t kernel, const uint32_t grid[3], const uint32_t block[3],
+                        uint32_t shared_bytes, void** args, char* error, size_t error_capacity) noexcept {
+    auto* c = static_cast<CudaCall*>(context);
+    try {
+      const CudaDriver& d = cuda_driver();
+      if (!c || !grid || !block) {
+        write_error(error, error_capacity, "device_api.launch: NULL context, grid or block");
+        return 1;
+      }
+      const auto& names = c->model->kernel_names_;
+      if (kernel >= names.size()) {
+        write_error(error, error_capacity, "device_api.launch: kernel index " + std::to_string(kernel) +
+                                               " out of range (the model has " + std::to_string(names.size()) +
+                                               " kernels)");
+        return 1;
+      }
+      const std::string where = [&] {
+        return "kernel '" + names[kernel] + "' (grid " + dims_text(grid) + ", block " + dims_text(block) + ", " +
+               std::to_string(shared_bytes) + " bytes of dynamic shared memory) on cuda:" +
+               std::to_string(c->dev->ordinal);
+      }();
+      cu::CUfunction f = c->dev->functions[kernel];
+      // More than 48 KiB of dynamic shared memory needs an opt-in per function (once, to the largest size used).
+      if (shared_bytes > kDefaultSharedLimit && d.cuFuncSetAttribute) {
+        std::atomic<uint32_t>& opted = c->dev->shared_optin[kernel];
+        uint32_t cur = opted.load(std::memory_order_acquire);
+        if (shared_bytes > cur) {
+          if (cu::CUresult r = d.cuFuncSetAttribute(f, cu::kFuncAttrMaxDynamicSharedSizeBytes,
+                                                    static_cast<int>(shared_bytes));
+              r != cu::kSuccess) {
+            write_error(error, error_capacity,
+                        where + ": cannot allow that much shared memory: " +
+                            d.failed("cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)", r));
+            return r;
+          }
+          while (shared_bytes > cur && !opted.compare_exchange_weak(cur, shared_bytes)) {
+          }
+        }
+      }
+      if (cu::CUresult r = d.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
+                                            c->stream, args, nullptr);
+          r != cu::kSuccess) {
+        write_error(error, error_capacity, where + ": " + d.failed("cuLaunchKernel", r));
+        return r;
+      }
+      return 0;
+    } catch (const std::exception& e) {
+      write_error(error, error_capacity, std::string("device_api.launch: ") + e.what());
+      return 1;
+    } catch (...) {
+      write_error(error, error_capacity, "device_api.launch: unknown error");
+      return 1;
+    }
+  }
+
+  static int32_t copy(void* context, void* dst, const void* src, size_t bytes, char* error,
+                      size_t error_capacity) noexcept {
+    auto* c = static_cast<CudaCall*>(context);
+    if (!c) {
+      write_error(error, error_capacity, "device_api.copy: NULL context");
+      return 1;
+    }
+    if (bytes == 0) return 0;
+    const CudaDriver& d = cuda_driver();
+    if (cu::CUresult r = d.cuMemcpyDtoDAsync(cu::to_dev(dst), cu::to_dev(src), bytes, c->stream); r != cu::kSuccess) {
+      try {
+        write_error(error, error_capacity, "device-to-device copy of " + std::to_string(bytes) + " bytes on cuda:" +
+                                               std::to_string(c->dev->ordinal) + ": " +
+                                               d.failed("cuMemcpyDtoDAsync", r));
+      } catch (...) {
+        write_error(error, error_capacity, "device-to-device copy failed");
+      }
+      return r;
+    }
+    return 0;
+  }
+};
+
+CudaModel::CudaModel(const thunderc_cuda_module* mod, std::string model_path, size_t workspace_bytes)
+    : path_(std::move(model_path)), workspace_bytes_(workspace_bytes) {
+  const std::string what = "'" + path_ + "': thunderc_cuda_module()";
+  auto bad = [&](const std::string& why) { fail(THUNDERC_STATUS_MANIFEST, what + " " + why); };
+  if (!mod) bad("returned NULL");
+  if (mod->struct_size < sizeof(thunderc_cuda_module))
+    bad("has struct_size " + std::to_string(mod->struct_size) + ", expected at least " +
+        std::to_string(sizeof(thunderc_cuda_module)));
+  if (mod->num_images == 0 || !mod->images) bad("lists no images (cubins or PTX)");
+  for (size_t i = 0; i < mod->num_images; ++i) {
+    const thunderc_cuda_image& im = mod->images[i];
+    Image m;
+    const std::string at = "image #" + std::to_string(i);
+    if (!parse_arch(im.arch, &m.major, &m.minor))
+      bad(at + " has architecture '" + (im.arch ? im.arch : "(null)") + "'; expected sm_XY or compute_XY");
+    m.arch = im.arch;
+    if (im.kind != THUNDERC_CUDA_CUBIN && im.kind != THUNDERC_CUDA_PTX)
+      bad(at + " (" + m.arch + ") has kind " + std::to_string(im.kind) + "; expected 1 (cubin) or 2 (PTX)");
+    m.kind = im.kind;
+    if (!im.data || im.size == 0) bad(at + " (" + m.arch + ") is empty");
+    m.data = im.data;
+    m.size = im.size;
+    archs_text_ += (i ? ", " : "") + m.arch + (m.kind == THUNDERC_CUDA_CUBIN ? " (cubin)" : " (PTX)");
+    images_.push_back(std::move(m));
+  }
+  if (mod->num_kernels > 0 && !mod->kernel_names) bad("has " + std::to_string(mod->num_kernels) + " kernels but no names");
+  for (size_t k = 0; k < mod->num_kernels; ++k) {
+    const char* n = mod->kernel_names[k];
+    if (!n || !*n) bad("kernel #" + std::to_string(k) + " has no name");
+    kernel_names_.emplace_back(n);
+  }
+  if (mod->weights_size > 0 && !mod->weights) bad("has " + std::to_string(mod->weights_size) + " bytes of weights at NULL");
+  weights_ = mod->weights;
+  weights_size_ = mod->weights_size;
+
+  const CudaDriver& d = cuda_driver();
+  for (int i = 0; i < d.device_count; ++i) {
+    devices_.push_back(std::make_unique<Device>());
+    devices_.back()->ordinal = i;
+  }
+}
+
+CudaModel::~CudaModel() {
+  for (auto& dev : devices_) release_device(*dev);
+}
+
+void CudaModel::release_device(Device& dev) noexcept {
+  if (!dev.ctx) return;
+  const CudaDriver& d = cuda_driver();
+  if (d.cuCtxPushCurrent(dev.ctx) != cu::kSuccess) return;
+  for (auto& [stream, blocks] : dev.free_blocks)
+    for (void* p : blocks) d.cuMemFree(cu::to_dev(p));
+  dev.free_blocks.clear();
+  if (dev.weights) d.cuMemFree(cu::to_dev(dev.weights));
+  dev.weights = nullptr;
+  if (dev.module) d.cuModuleUnload(dev.module);
+  dev.module = nullptr;
+  dev.functions.clear();
+  cu::CUcontext popped = nullptr;
+  d.cuCtxPopCurrent(&popped);
+}
+
+void CudaModel::init_device(Device& dev) {
+  const CudaDriver& d = cuda_driver();
+  const std::string name = "cuda:" + std::to_string(dev.ordinal);
+  const std::string model = basename_of(path_);
+  cu::CUcontext ctx = cuda_primary_context(dev.ordinal);
+  CudaContextScope scope(ctx);
+  dev.ctx = ctx;
+
+  cu::CUdevice cudev = 0;
+  if (cu::CUresult r = d.cuDeviceGet(&cudev, dev.ordinal); r != cu::kSuccess)
+    fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE, name + ": " + d.failed("cuDeviceGet", r));
+  if (cu::CUresult r = d.cuDeviceGetAttribute(&dev.major, cu::kAttrComputeCapabilityMajor, cudev); r != cu::kSuccess)
+    fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE, name + ": " + d.failed("cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)", r));
+  if (cu::CUresult r = d.cuDeviceGetAttribute(&dev.minor, cu::kAttrComputeCapabilityMinor, cudev); r != cu::kSuccess)
+    fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE, name + ": " + d.failed("cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)", r));
+  const std::string sm = "sm_" + std::to_string(dev.major) + std::to_string(dev.minor);
+
+  // The cubin for exactly this architecture, else the newest PTX not newer than the device.
+  const Image* chosen = nullptr;
+  for (const Image& im : images_)
+    if (im.kind == THUNDERC_CUDA_CUBIN && im.major == dev.major && im.minor == dev.minor) {
+      chosen = &im;
+      break;
+    }
+  if (!chosen) {
+    for (const Image& im : images_) {
+      if (im.kind != THUNDERC_CUDA_PTX) continue;
+      if (im.major > dev.major || (im.major == dev.major && im.minor > dev.minor)) continue;
+      if (!chosen || im.major > chosen->major || (im.major == chosen->major && im.minor > chosen->minor)) chosen = &im;
+    }
+  }
+  if (!chosen)
+    fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE,
+         model + " has no CUDA code that runs on " + name + " (" + sm + "): it has " + archs_text_ +
+             " (a cubin runs only on its own architecture, PTX on its own and newer ones); recompile the model "
+             "for " + sm);
+  dev.image = chosen->kind == THUNDERC_CUDA_CUBIN ? chosen->arch + " cubin"
+                                                  : chosen->arch + " PTX (JIT-compiled for " + sm + ")";
+
+  char log[8192];
+  log[0] = '\0';
+  int options[2] = {cu::kJitErrorLogBuffer, cu::kJitErrorLogBufferSizeBytes};
+  void* values[2] = {log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof log))};
+  if (cu::CUresult r = d.cuModuleLoadDataEx(&dev.module, chosen->data, 2, options, values); r != cu::kSuccess) {
+    dev.module = nullptr;
+    log[sizeof log - 1] = '\0';
+    std::string msg = "cannot load the " + dev.image + " of " + model + " on " + name + ": " +
+                      d.failed("cuModuleLoadDataEx", r);
+    if (log[0]) msg += "; JIT log: " + std::string(log);
+    fail(cuda_status_code(r, THUNDERC_STATUS_DEVICE_UNAVAILABLE) == THUNDERC_STATUS_OUT_OF_MEMORY
+             ? THUNDERC_STATUS_OUT_OF_MEMORY
+             : THUNDERC_STATUS_DEVICE_UNAVAILABLE,
+         msg);
+  }
+  dev.functions.assign(kernel_names_.size(), nullptr);
+  for (size_t k = 0; k < kernel_names_.size(); ++k) {
+    if (cu::CUresult r = d.cuModuleGetFunction(&dev.functions[k], dev.module, kernel_names_[k].c_str());
+        r != cu::kSuccess)
+      fail(THUNDERC_STATUS_KERNEL_FAILED, "kernel '" + kernel_names_[k] + "' of " + model + " is not in its " +
+                                              dev.image + " loaded on " + name + ": " +
+                                              d.failed("cuModuleGetFunction", r));
+  }
+  dev.shared_optin.reset(new std::atomic<uint32_t>[kernel_names_.size() + 1]);
+  for (size_t k = 0; k <= kernel_names_.size(); ++k) dev.shared_optin[k].store(kDefaultSharedLimit);
+
+  if (weights_size_ > 0) {
+    cu::CUdeviceptr p = 0;
+    if (cu::CUresult r = d.cuMemAlloc(&p, weights_size_); r != cu::kSuccess)
+      fail(cuda_status_code(r, THUNDERC_STATUS_KERNEL_FAILED),
+           "cannot allocate " + std::to_string(weights_size_) + " bytes for the weights of " + model + " on " + name +
+               ": " + d.failed("cuMemAlloc", r));
+    dev.weights = cu::to_ptr(p);
+    if (cu::CUresult r = d.cuMemcpyHtoD(p, weights_, weights_size_); r != cu::kSuccess)
+      fail(cuda_status_code(r, THUNDERC_STATUS_KERNEL_FAILED),
+           "cannot upload the weights of " + model + " to " + name + ": " + d.failed("cuMemcpyHtoD", r));
+  }
+}
+
+CudaModel::Device& CudaModel::ready_device(int ordinal) {
+  require_cuda_device(DLDevice{kDLCUDA, ordinal});
+  if (ordinal < 0 || static_cast<size_t>(ordinal) >= devices_.size())
+    fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE, "cuda:" + std::to_string(ordinal) + " is not available");
+  Device& dev = *devices_[static_cast<size_t>(ordinal)];
+  if (dev.ready.load(std::memory_order_acquire)) return dev;
+  std::lock_guard<std::mutex> lock(dev.init_mutex);
+  if (dev.ready.load(std::memory_order_relaxed)) return dev;
+  if (dev.failed) fail(dev.fail_code, dev.fail_message);
+  try {
+    init_device(dev);
+  } catch (const RtError& e) {
+    release_device(dev);
+    // Out of memory may pass; anything else (no image for the device, a kernel missing) will not.
+    if (e.code() != THUNDERC_STATUS_OUT_OF_MEMORY) {
+      dev.failed = true;
+      dev.fail_code = e.code();
+      dev.fail_message = e.what();
+    }
+    throw;
+  }
+  dev.ready.store(true, std::memory_order_release);
+  return dev;
+}
+
+const std::string& CudaModel::prepare(int ordinal) { return ready_device(ordinal).image; }
+
+namespace {
+
+// A workspace block of one stream's pool, lent to one call (the context is current).
+class PoolLease {
+ public:
+  PoolLease(CudaModel::Device& dev, void* stream, size_t bytes, const std::string& model)
+      : dev_(dev), stream_(stream) {
+    if (bytes == 0) return;
+    {
+      std::lock_guard<std::mutex> lock(dev.pool_mutex);
+      auto& list = dev.free_blocks[stream];
+      if (!list.empty()) {
+        ptr_ = list.back();
+        list.pop_back();
+        return;
+      }
+    }
+    const CudaDriver& d = cuda_driver();
+    cu::CUdeviceptr p = 0;
+    if (cu::CUresult r = d.cuMemAlloc(&p, bytes); r != cu::kSuccess)
+      fail(cuda_status_code(r, THUNDERC_STATUS_KERNEL_FAILED) == THUNDERC_STATUS_OUT_OF_MEMORY
+               ? THUNDERC_STATUS_OUT_OF_MEMORY
+               : THUNDERC_STATUS_KERNEL_FAILED,
+           "cannot allocate " + std::to_string(bytes) + " bytes of workspace for " + model + " on cuda:" +
+               std::to_string(dev.ordinal) + ": " + d.failed("cuMemAlloc", r));
+    ptr_ = cu::to_ptr(p);
+  }
+  ~PoolLease() {
+    if (!ptr_) return;
+    // Safe to reuse at once: the next call on this stream is ordered after this call's work.
+    try {
+      std::lock_guard<std::mutex> lock(dev_.pool_mutex);
+      dev_.free_blocks[stream_].push_back(ptr_);
+    } catch (...) {
+      cuda_driver().cuMemFree(cu::to_dev(ptr_));
+    }
+  }
+  PoolLease(const PoolLease&) = delete;
+  PoolLease& operator=(const PoolLease&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  CudaModel::Device& dev_;
+  void* stream_;
+  void* ptr_ = nullptr;
+};
+
+}  // namespace
+
+int32_t CudaModel::call(int ordinal, thunderc_entry_fn fn, thunderc_call* call, void* stream) {
+  Device& dev = ready_device(ordinal);
+  CudaContextScope scope(dev.ctx);
+  PoolLease ws(dev, stream, call->workspace_bytes > 0 ? workspace_bytes_ : 0, basename_of(path_));
+  CudaCall ctx{this, &dev, stream};
+  thunderc_device_api api{};
+  api.struct_size = sizeof api;
+  api.context = &ctx;
+  api.launch = &CudaCall::launch;
+  api.copy = &CudaCall::copy;
+  call->workspace = ws.get();
+  if (!ws.get()) call->workspace_bytes = 0;
+  call->device = DLDevice{kDLCUDA, ordinal};
+  call->stream = stream;
+  call->weights = dev.weights;
+  call->device_api = &api;
+  return fn(call);
+}
+
+}  // namespace thunderc::rt
