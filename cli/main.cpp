@@ -376,7 +376,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
               plural(ops, "operation").c_str(), r.executors.names_str().c_str());
   std::printf("  weights: %zu tensors, %s embedded; %.1f s\n", summary.weight_count,
               format_bytes(summary.weight_bytes).c_str(), seconds);
-  if (summary.cuda_kernels > 0) {
+  if (options.device.kind == DeviceKind::CUDA) {
     std::string archs;
     for (const std::string& a : request.cuda_archs) archs += (archs.empty() ? "" : ", ") + a;
     std::printf("  CUDA: %zu kernels, cubins for %s + PTX for the newest\n", summary.cuda_kernels, archs.c_str());

@@ -12,7 +12,7 @@ CompileSummary compile_model(const CompileRequest& request, const Toolchain& too
                                            request.cuda_archs);
   // The CUDA module is compiled first: the manifest records each kernel's registers and shared memory.
   CudaCompileResult cuda;
-  if (!module.kernels.empty()) {
+  if (!module.cuda_source.empty()) {
     std::vector<std::string> names;
     for (const CudaKernel& k : module.kernels) names.push_back(k.name);
     cuda = compile_cuda(module.cuda_source, request.cuda_archs, names);

@@ -109,7 +109,7 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
     vs.push_back(variant);
   }
   m["variants"] = vs;
-  if (cuda.module && !cuda.module->kernels.empty()) {
+  if (cuda.module && !cuda.module->cuda_source.empty()) {
     json images = json::array();
     for (const CudaImageFile& im : cuda.module->cuda_images)
       images.push_back({{"arch", im.arch}, {"kind", im.ptx ? "ptx" : "cubin"}, {"bytes", im.data.size()}});

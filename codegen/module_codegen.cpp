@@ -273,7 +273,9 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
   KernelSink sink;
   for (std::size_t i = 0; i < variants.size(); ++i) emit_variant(i, variants[i], plan.memory[i], backends, sink, out);
   std::string images_asm;
-  if (!sink.kernels.empty()) {
+  // Every model with a CUDA variant exports its CUDA module, even one without kernels (only views).
+  bool any_cuda = std::any_of(variants.begin(), variants.end(), [](const ModuleVariant& v) { return is_cuda_variant(*v.trace); });
+  if (any_cuda) {
     THUNDERC_CHECK(!cuda_archs.empty(), "CUDA kernels but no CUDA architecture to compile them for");
     m.kernels = std::move(sink.kernels);
     m.kernel_variant = std::move(sink.variant);

@@ -193,9 +193,22 @@ TEST_CASE("errors") {
     CHECK_OUTPUT(r, "torch, cpp, blas, nvfuser, cublas, cudnn");
   }
   SUBCASE("executor for another device") {
+    Result r = thunderc({"examine", sample("mlp.pt"), "--device", "cpu", "--executors", "cudnn"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "--device cpu does not match --executors: cudnn runs on cuda only");
+  }
+  SUBCASE("CPU and CUDA executors in one list") {
+    Result r = thunderc({"examine", sample("mlp.pt"), "--executors", "cpp,nvfuser"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "mixes CPU executors (cpp) with CUDA executors (nvfuser)");
+  }
+  SUBCASE("a CUDA executor that claims nothing yet: every operation is listed with the executors asked") {
     Result r = thunderc({"examine", sample("mlp.pt"), "--executors", "cudnn"});
     CHECK(r.code == 1);
-    CHECK_OUTPUT(r, "executor 'cudnn' runs on cuda, not on cpu");
+    CHECK_OUTPUT(r, "no executor can run");
+    CHECK_OUTPUT(r, "linear");
+    CHECK_OUTPUT(r, "cudnn");
+    CHECK_OUTPUT(r, "not implemented yet");
   }
   SUBCASE("bad --device") {
     Result r = thunderc({"examine", sample("mlp.pt"), "--device", "tpu"});

@@ -76,7 +76,13 @@ TEST_CASE("registry lists the six executors in order") {
   CHECK(find_executor("blas")->implements("linear"));
   CHECK(find_executor("cpp")->implements("softmax"));
   CHECK_FALSE(find_executor("cpp")->implements("conv2d"));
-  for (const char* name : {"nvfuser", "cublas", "cudnn"}) {
+  const Executor* nv = find_executor("nvfuser");
+  CHECK(nv->implemented());
+  for (const char* name : {"softmax", "layer_norm", "linear", "matmul", "conv2d", "max_pool2d"})
+    CHECK(nv->implements(name));
+  CHECK(nv->serves(DeviceKind::CUDA));
+  CHECK_FALSE(nv->serves(DeviceKind::CPU));
+  for (const char* name : {"cublas", "cudnn"}) {
     const Executor* e = find_executor(name);
     REQUIRE(e);
     CHECK_FALSE(e->implemented());
@@ -120,15 +126,42 @@ TEST_CASE("torch on CUDA follows what the frontend reports") {
   set_torch_cuda_support(false, "LibTorch was built without CUDA");
 }
 
-TEST_CASE("default executors: cpp and blas on cpu, the CUDA defaults are not implemented yet") {
+TEST_CASE("default executors: cpp and blas on cpu, nvfuser on cuda where NVRTC is found") {
   CHECK(default_executor_names(DeviceKind::CPU) == std::vector<std::string>{"cpp", "blas"});
   CHECK(default_executor_names(DeviceKind::CUDA) == std::vector<std::string>{"nvfuser", "cublas", "cudnn"});
   ExecutorSelection cpu = default_executors(DeviceKind::CPU);
   CHECK(cpu.names() == std::vector<std::string>{"cpp", "blas"});
   CHECK(cpu.notes.empty());
   ExecutorSelection cuda = default_executors(DeviceKind::CUDA);
-  CHECK(cuda.executors.empty());
-  CHECK(cuda.notes.size() == 3);
+  Availability nvrtc = find_executor("nvfuser")->availability(DeviceKind::CUDA);
+  if (nvrtc.available) {
+    CHECK(cuda.names() == std::vector<std::string>{"nvfuser"});
+    CHECK(cuda.notes.size() == 2);  // cublas, cudnn: not implemented yet
+  } else {
+    CHECK(cuda.executors.empty());
+    CHECK(cuda.notes.size() == 3);
+    CHECK(contains(nvrtc.reason, "NVRTC"));
+  }
+}
+
+TEST_CASE("select_device: --device, or the device every executor in --executors serves") {
+  CHECK(select_device(std::nullopt, {}) == Device::cpu());
+  CHECK(select_device(std::nullopt, {"cpp", "blas"}) == Device::cpu());
+  CHECK(select_device(std::nullopt, {"nvfuser", "cudnn"}) == Device::cuda(0));
+  CHECK(select_device(std::nullopt, {"torch"}) == Device::cpu());  // torch serves both
+  CHECK(select_device(Device::cuda(1), {"torch"}) == Device::cuda(1));
+  CHECK(select_device(Device::cuda(0), {"nvfuser"}) == Device::cuda(0));
+  auto message = [](const std::optional<Device>& d, const std::vector<std::string>& e) {
+    try {
+      select_device(d, e);
+    } catch (const UserError& err) {
+      return std::string(err.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(contains(message(std::nullopt, {"cpp", "nvfuser"}), "mixes CPU executors (cpp) with CUDA executors (nvfuser)"));
+  CHECK(contains(message(Device::cpu(), {"nvfuser"}), "--device cpu does not match --executors: nvfuser runs on cuda only"));
+  CHECK(contains(message(Device::cuda(0), {"blas"}), "blas runs on cpu only"));
 }
 
 TEST_CASE("resolve_executors") {

@@ -18,7 +18,7 @@ inline std::string compile_trace(const thunderc::Trace& trace, const std::vector
   thunderc::CompileRequest req;
   req.source = {"test:" + name, "", "test"};
   req.options.executors = executors;
-  req.options.device = "cpu";
+  req.options.device = trace.inputs().empty() ? "cpu" : trace.type(trace.inputs()[0]).device.str();
   for (thunderc::ValueId v : trace.inputs()) req.input_names.push_back(trace.value(v).name);
   req.variants = {thunderc::ModuleVariant{&trace, name}};
   req.out_so = (dir / (name + ".so")).string();

@@ -1,6 +1,10 @@
-// Helpers for the cpp executor tests: hand-built traces, compiled once with the torch executor (the
-// reference: ATen through the shim) and once with cpp (+ torch for anything cpp rejects), both with
+// Helpers for the loop executors' conformance suite: hand-built traces, compiled once with the torch
+// executor (the reference: ATen through the shim) and once with the executor under test, both with
 // compile_model, run through libthunderc_runtime on the same seeded inputs and compared.
+//
+// One suite, every backend (conformance_test.cpp): built as test_codegen_cpp it checks `cpp` (+ torch for
+// anything cpp rejects); built with THUNDERC_CONFORMANCE_NVFUSER (tests/codegen/nvfuser) the same traces are
+// moved to CUDA, claimed by `nvfuser` alone and run end to end through the CUDA emulator (emu_model.h).
 #pragma once
 
 #include <cmath>
@@ -17,6 +21,9 @@
 #include "core/ir/verifier.h"
 #include "core/transforms/fusion.h"
 #include "thunderc/runtime.hpp"
+#ifdef THUNDERC_CONFORMANCE_NVFUSER
+#include "codegen/nvfuser/emu_model.h"
+#endif
 
 namespace cpptest {
 
@@ -36,6 +43,7 @@ inline Trace claimed(Trace trace, const std::vector<std::string>& executors) {
   auto unclaimed = claim_executors(trace, exs);
   if (!unclaimed.empty()) throw std::runtime_error("unclaimed symbol: " + unclaimed[0].op);
   if (std::find(executors.begin(), executors.end(), "cpp") != executors.end()) trace = fuse_cpp_regions(trace);
+  if (std::find(executors.begin(), executors.end(), "nvfuser") != executors.end()) trace = fuse_regions(trace, "nvfuser");
   verify_trace(trace, "test");
   return trace;
 }
@@ -103,7 +111,8 @@ inline Mismatch compare(const std::vector<HostTensor>& got, const std::vector<Ho
 }
 
 // Tolerances: float32 results agree to rtol 1e-5 / atol 1e-5 (reductions sum in another order than ATen,
-// transcendental functions come from glibc instead of SLEEF); float64 to 1e-10.
+// transcendental functions come from glibc instead of SLEEF); float64 to 1e-10. The emulated CUDA kernels
+// run the same arithmetic on the host (glibc's math), reducing in warp/block order.
 struct Tol {
   double rtol = 1e-5, atol = 1e-5;
 };
@@ -114,6 +123,26 @@ inline void check_against_torch(const Trace& trace, const std::string& name, boo
                                 std::size_t min_cpp = 1) {
   verify_trace(trace, "test");
   Trace ref = claimed(trace, {"torch"});
+#ifdef THUNDERC_CONFORMANCE_NVFUSER
+  Trace on_cuda = trace;
+  on_cuda.set_device(Device::cuda(0));
+  Trace fast = claimed(on_cuda, {"nvfuser"});  // no fallback on CUDA here: nvfuser must claim everything
+  std::size_t cpp = 0;
+  for (const BoundSymbol& s : fast.symbols()) cpp += s.executor == "nvfuser";
+  INFO(print_trace(fast));
+  CHECK(cpp >= min_cpp);
+  thunderc::Model mref(compile(ref, {"torch"}, name + "_torch"));
+  std::string sources = std::string(THUNDERC_TEST_TMP) + "/" + name + "_nvfuser_src";
+  nvfuser_emu::EmulatedModel mcuda(compile(fast, {"nvfuser"}, name + "_nvfuser", sources), sources);
+  for (unsigned seed : {1u, 2u}) {
+    auto in = random_inputs(trace, seed, positive);
+    auto want = mref.run(in);
+    auto got = mcuda.run(in);
+    Mismatch m = compare(got, want, tol.rtol, tol.atol);
+    INFO(name << ": output " << m.output << " element " << m.index << ": nvfuser " << m.got << ", torch " << m.want);
+    CHECK_FALSE(m.any);
+  }
+#else
   Trace fast = claimed(trace, {"cpp", "torch"});
   std::size_t cpp = 0;
   for (const BoundSymbol& s : fast.symbols()) cpp += s.executor == "cpp";
@@ -129,6 +158,7 @@ inline void check_against_torch(const Trace& trace, const std::string& name, boo
     INFO(name << ": output " << m.output << " element " << m.index << ": cpp " << m.got << ", torch " << m.want);
     CHECK_FALSE(m.any);
   }
+#endif
 }
 
 }  // namespace cpptest

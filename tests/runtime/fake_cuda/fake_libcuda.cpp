@@ -44,6 +44,7 @@ enum : CUresult {
   CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+  CUDA_ERROR_NOT_SUPPORTED = 801,
 };
 
 struct ErrorInfo {
@@ -192,6 +193,14 @@ void copy_name(char* dst, size_t cap, const std::string& src) { std::snprintf(ds
 }  // namespace
 
 // ---- initialization, devices, contexts -------------------------------------------------------------
+
+// NVRTC looks this up when a libcuda.so.1 is loaded in the process (tests compile models in-process while
+// the fake is loaded); a driver without private export tables says so and NVRTC compiles on its own.
+EXPORT CUresult cuGetExportTable(const void** table, const void* table_id) {
+  (void)table_id;
+  if (table) *table = nullptr;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
 
 EXPORT CUresult cuInit(unsigned flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;

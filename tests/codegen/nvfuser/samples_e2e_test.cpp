@@ -1,0 +1,107 @@
+// The samples compiled for CUDA by the thunderc binary, as a user would (the design card's command,
+// `--executors nvfuser,cudnn`, and `--device cuda`), then run through the runtime with the fake driver and the
+// CUDA emulator, against LibTorch's own output (samples/<name>.expected.npy, made by samples/make_samples.py).
+// Tolerance: rtol 1e-4, atol 1e-5 (float32; GEMMs and reductions sum in another order than LibTorch's CPU
+// kernels).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "codegen/nvfuser/emu_model.h"
+#include "common/run_process.h"
+#include "thunderc/npy.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Compiled {
+  std::string so;
+  fs::path sources;
+  nlohmann::json manifest;
+};
+
+Compiled compile_sample(const std::string& name, const std::vector<std::string>& flags) {
+  fs::path dir = fs::path(THUNDERC_TEST_TMP) / ("sample_" + name);
+  fs::create_directories(dir);
+  Compiled c{(dir / (name + ".so")).string(), dir / "src", {}};
+  std::vector<std::string> args = {std::string(THUNDERC_SAMPLES_DIR) + "/" + name + ".pt", "-o", c.so, "--keep-sources",
+                                   c.sources.string()};
+  args.insert(args.end(), flags.begin(), flags.end());
+  auto r = thunderc_test::run_program(THUNDERC_BIN, args);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  std::ifstream in(dir / (name + ".json"));
+  c.manifest = nlohmann::json::parse(in);
+  return c;
+}
+
+double max_rel_excess(const thunderc::HostTensor& got, const thunderc::HostTensor& want, double rtol, double atol,
+                      std::size_t* bad) {
+  const float* g = static_cast<const float*>(got.raw());
+  const float* w = static_cast<const float*>(want.raw());
+  double worst = 0;
+  for (std::size_t i = 0; i < want.numel(); ++i) {
+    double err = std::abs(double(g[i]) - double(w[i]));
+    double allowed = atol + rtol * std::abs(double(w[i]));
+    if (!(err <= allowed)) {
+      ++*bad;
+      worst = std::max(worst, err);
+    }
+  }
+  return worst;
+}
+
+void check_sample(const std::string& name, const std::vector<std::string>& flags) {
+  Compiled c = compile_sample(name, flags);
+  // The manifest: a CUDA variant with kernels compiled for sm_80 and sm_90 (cubins) plus PTX.
+  const auto& v = c.manifest["variants"][0];
+  CHECK(v["device"] == "cuda:0");
+  CHECK(c.manifest["cuda"]["archs"] == nlohmann::json({"sm_80", "sm_90"}));
+  std::vector<std::string> images;
+  for (const auto& im : c.manifest["cuda"]["images"]) images.push_back(im["arch"].get<std::string>() + ":" + im["kind"].get<std::string>());
+  CHECK(images == std::vector<std::string>{"sm_80:cubin", "sm_90:cubin", "compute_90:ptx"});
+  REQUIRE(v["cuda"]["kernels"].size() > 0);
+  for (const auto& k : v["cuda"]["kernels"]) {
+    INFO(k.dump());
+    CHECK(k["resources"]["sm_80"]["registers"].get<int>() > 0);
+    CHECK(k["resources"]["sm_90"]["registers"].get<int>() > 0);
+    CHECK(k["block"][0].get<int>() * k["block"][1].get<int>() * k["block"][2].get<int>() <= 1024);
+  }
+  for (const auto& [executor, count] : v["executors"].items()) CHECK(executor == "nvfuser");
+  // No LibTorch, no CUDA library: the runtime reaches the driver itself.
+  auto needed = thunderc_test::run_shell("readelf -d " + thunderc_test::shell_quote(c.so));
+  REQUIRE(needed.code == 0);
+  for (const char* lib : {"libtorch", "libc10", "aten_shim", "libcuda", "libcudart", "libnvrtc"}) {
+    INFO(lib);
+    CHECK(needed.out.find(lib) == std::string::npos);
+  }
+  // Run it: the runtime loads the sm_90 cubin for the fake's compute capability 9.0, the kernels run emulated.
+  nvfuser_emu::EmulatedModel m(c.so, c.sources);
+  thunderc::HostTensor x = thunderc::npy::load(std::string(THUNDERC_SAMPLES_DIR) + "/" + name + ".input.npy");
+  thunderc::HostTensor want = thunderc::npy::load(std::string(THUNDERC_SAMPLES_DIR) + "/" + name + ".expected.npy");
+  std::vector<thunderc::HostTensor> in;
+  in.push_back(std::move(x));
+  auto got = m.run(in);
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].shape() == want.shape());
+  std::size_t bad = 0;
+  double worst = max_rel_excess(got[0], want, 1e-4, 1e-5, &bad);
+  INFO(name << ": " << bad << " elements outside rtol 1e-4 / atol 1e-5, worst abs error " << worst);
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("samples: the card's command --executors nvfuser,cudnn, run emulated, match LibTorch") {
+  SUBCASE("mlp") { check_sample("mlp", {"--executors", "nvfuser,cudnn"}); }
+  SUBCASE("cnn") { check_sample("cnn", {"--executors", "nvfuser,cudnn"}); }
+  SUBCASE("gpt_block") { check_sample("gpt_block", {"--executors", "nvfuser,cudnn"}); }
+}
+
+TEST_CASE("samples: --device cuda, run emulated, match LibTorch") {
+  SUBCASE("mlp_scripted") { check_sample("mlp_scripted", {"--device", "cuda", "--shapes", "x=1x64"}); }
+  SUBCASE("gpt_block_scripted") { check_sample("gpt_block_scripted", {"--device", "cuda", "--shapes", "x=1x16x64"}); }
+}
