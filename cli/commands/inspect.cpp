@@ -170,6 +170,24 @@ void print_summary(std::ostream& os, const std::string& so_path, const json& m, 
       }
     os << "      executors: " << (execs.empty() ? "(none)" : execs + " (" + std::to_string(total) + " operations)")
        << "\n";
+    // CUDA variants: the kernels in launch order, with their launch configuration and ptxas' registers.
+    if (auto c = v.find("cuda"); c != v.end() && c->is_object()) {
+      const auto& kernels = c->value("kernels", nlohmann::json::array());
+      std::string archs;
+      for (const auto& a : c->value("archs", nlohmann::json::array())) archs += (archs.empty() ? "" : ", ") + a.get<std::string>();
+      os << "      cuda:      " << kernels.size() << " kernel" << (kernels.size() == 1 ? "" : "s") << ", cubins for "
+         << archs << "\n";
+      for (const auto& k : kernels) {
+        auto dims = [](const nlohmann::json& d) {
+          return std::to_string(d[0].get<long>()) + "x" + std::to_string(d[1].get<long>()) + "x" + std::to_string(d[2].get<long>());
+        };
+        std::string regs;
+        for (auto it = k["resources"].begin(); it != k["resources"].end(); ++it)
+          regs += (regs.empty() ? "" : ", ") + it.key() + " " + std::to_string((*it)["registers"].get<int>()) + " regs";
+        os << "        " << k.value("name", std::string()) << "  grid " << dims(k["grid"]) << " block " << dims(k["block"])
+           << (regs.empty() ? "" : "  (" + regs + ")") << "\n          " << k.value("what", std::string()) << "\n";
+      }
+    }
   }
 }
 

@@ -143,15 +143,17 @@ class CudaRegion : public RegionLowering {
                    const std::function<void(Lines&, const std::string& I)>& item) {
     if (n == 0) return;
     std::string I = index_type(std::max(n, extent));
+    // Small work gets a smaller block (whole warps), so no block is mostly idle.
+    const unsigned threads = static_cast<unsigned>(std::min<std::int64_t>(kBlock, (n + 31) / 32 * 32));
     Lines body;
-    body.push_back("for (" + I + " i = (" + I + ")blockIdx.x * " + std::to_string(kBlock) + " + threadIdx.x; i < " +
-                   std::to_string(n) + "; i += (" + I + ")gridDim.x * " + std::to_string(kBlock) + ") {");
+    body.push_back("for (" + I + " i = (" + I + ")blockIdx.x * " + std::to_string(threads) + " + threadIdx.x; i < " +
+                   std::to_string(n) + "; i += (" + I + ")gridDim.x * " + std::to_string(threads) + ") {");
     Lines inner;
     item(inner, I);
     for (const std::string& l : inner) body.push_back("  " + l);
     body.push_back("}");
-    std::int64_t blocks = std::min<std::int64_t>((n + kBlock - 1) / kBlock, kMaxBlocks);
-    kernel(what, base(), body, blocks, kBlock);
+    std::int64_t blocks = std::min<std::int64_t>((n + threads - 1) / threads, kMaxBlocks);
+    kernel(what, base(), body, blocks, threads);
   }
 
   void store(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) override {
@@ -309,7 +311,9 @@ class CudaRegion : public RegionLowering {
     if (!row_) return;
     RowKernel rk = std::move(*row_);
     row_.reset();
-    const std::int64_t rows_per_block = rk.warp_rows ? kBlock / 32 : 1;
+    // A warp per row: up to 8 rows per block (fewer when there are fewer rows).
+    const std::int64_t rows_per_block = rk.warp_rows ? std::min<std::int64_t>(kBlock / 32, rk.K) : 1;
+    const unsigned threads = rk.warp_rows ? static_cast<unsigned>(rows_per_block * 32) : kBlock;
     Lines body;
     body.push_back("const int lane = threadIdx.x & 31;");
     body.push_back(rk.warp_rows ? "const " + rk.I + " k = (" + rk.I + ")blockIdx.x * " + std::to_string(rows_per_block) +
@@ -321,7 +325,7 @@ class CudaRegion : public RegionLowering {
     THUNDERC_CHECK(blocks < (std::int64_t{1} << 31), "nvfuser: a reduction over ", rk.K, " rows needs too many blocks");
     kernel("rows: " + rk.what + " over " + std::to_string(rk.R) + " (" + std::to_string(rk.K) + " rows, " +
                (rk.warp_rows ? "a warp" : "a block") + " per row)",
-           base(), body, blocks, kBlock);
+           base(), body, blocks, threads);
   }
 
   void finish() override { flush_row(); }
