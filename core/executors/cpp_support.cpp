@@ -98,9 +98,29 @@ bool cuda_gemm(const Trace& t, const BoundSymbol& s) {
     if (in.is_tensor() && t.type(in.value).dtype != DType::Float32) return false;
   for (ValueId o : s.outputs)
     if (t.type(o).dtype != DType::Float32) return false;
-  if (s.op->name == "matmul") {  // 1-D operands are vectors: the kernels take 2-D and batched 3-D+ products
-    for (const Operand& in : s.inputs)
-      if (in.is_tensor() && t.type(in.value).rank() < 2) return false;
+  if (s.op->name == "matmul") {
+    // 2-D and batched products whose batch dims are equal, or absent (all 1) on one side: one batch stride
+    // per operand. 1-D operands (vectors) and batch dims broadcast against each other are left to others.
+    const TensorType &a = t.type(s.inputs[0].value), &b = t.type(s.inputs[1].value);
+    if (a.rank() < 2 || b.rank() < 2) return false;
+    Shape ba(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
+    auto count = [](const Shape& s) {
+      std::int64_t n = 1;
+      for (auto d : s) n *= d;
+      return n;
+    };
+    auto strip = [](Shape s) {
+      while (!s.empty() && s.front() == 1) s.erase(s.begin());
+      return s;
+    };
+    if (count(ba) != 1 && count(bb) != 1 && strip(ba) != strip(bb)) return false;
+  }
+  if (s.op->name == "linear") {  // weight [N, K]; bias [N] (or one element)
+    if (t.type(s.inputs[1].value).rank() != 2) return false;
+    if (s.inputs.size() > 2 && s.inputs[2].is_tensor()) {
+      const TensorType& bias = t.type(s.inputs[2].value);
+      if (bias.rank() > 1) return false;
+    }
   }
   if (s.op->name == "conv2d") return t.type(s.inputs[0].value).rank() == 4;
   return true;

@@ -1,0 +1,113 @@
+// nvfuser's GEMM-backed operators (linear, matmul, bmm, addmm, conv2d) as the compiler maps them onto the
+// kernels of codegen/nvfuser/gemm.h: layouts, batch strides, bias and alpha/beta epilogues, convolution
+// geometry. Each trace runs through the emulated CUDA path against the torch executor on the CPU
+// (cpp_test_util.h with THUNDERC_CONFORMANCE_NVFUSER). Tolerance: rtol 1e-4, atol 1e-4 (float32 sums of up
+// to a few hundred products, in another order than ATen's).
+#include <doctest/doctest.h>
+
+#include "../cpp/cpp_test_util.h"
+
+using namespace cpptest;
+
+namespace {
+
+const Tol kGemm{1e-4, 1e-4};
+
+ValueId weight(Trace& t, const std::string& name, const Shape& shape, unsigned seed) {
+  std::vector<float> w(static_cast<std::size_t>(TensorType{DType::Float32, shape, Device::cpu()}.numel()));
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  for (float& x : w) x = u(gen);
+  auto data = std::make_shared<ConstantData>();
+  data->bytes.resize(w.size() * sizeof(float));
+  std::memcpy(data->bytes.data(), w.data(), data->bytes.size());
+  return t.add_constant(name, f32(shape), data);
+}
+
+}  // namespace
+
+TEST_CASE("emulated gemm ops: linear with and without bias, 2-D and 3-D inputs, GEMV and tiled shapes") {
+  for (Shape in : {Shape{1, 64}, Shape{3, 37}, Shape{2, 5, 37}, Shape{70, 33}}) {
+    Trace t;
+    ValueId x = t.add_input("x", f32(in));
+    std::int64_t k = in.back();
+    ValueId w = weight(t, "w", {45, k}, 1), b = weight(t, "b", {45}, 2);
+    ValueId y = t.emit1(op("linear"), {T(x), T(w), T(b)}, {});
+    ValueId z = t.emit1(op("linear"), {T(x), T(w), Operand::none()}, {});
+    t.set_outputs({y, z});
+    check_against_torch(t, "linear_" + std::to_string(in.size()) + "_" + std::to_string(in[0]), false, kGemm);
+  }
+}
+
+TEST_CASE("emulated gemm ops: matmul 2-D, batched, one side shared, bmm, addmm") {
+  SUBCASE("2-D") {
+    Trace t;
+    ValueId a = t.add_input("a", f32({19, 23})), b = t.add_input("b", f32({23, 29}));
+    t.set_outputs({t.emit1(op("matmul"), {T(a), T(b)}, {})});
+    check_against_torch(t, "matmul_2d", false, kGemm);
+  }
+  SUBCASE("batched, equal batch dims") {
+    Trace t;
+    ValueId a = t.add_input("a", f32({2, 3, 9, 16})), b = t.add_input("b", f32({2, 3, 16, 11}));
+    t.set_outputs({t.emit1(op("matmul"), {T(a), T(b)}, {})});
+    check_against_torch(t, "matmul_batched", false, kGemm);
+  }
+  SUBCASE("b shared by every batch of a") {
+    Trace t;
+    ValueId a = t.add_input("a", f32({4, 7, 16})), b = t.add_input("b", f32({16, 13}));
+    t.set_outputs({t.emit1(op("matmul"), {T(a), T(b)}, {})});
+    check_against_torch(t, "matmul_b_shared", false, kGemm);
+  }
+  SUBCASE("a shared by every batch of b") {
+    Trace t;
+    ValueId a = t.add_input("a", f32({7, 16})), b = t.add_input("b", f32({3, 16, 13}));
+    t.set_outputs({t.emit1(op("matmul"), {T(a), T(b)}, {})});
+    check_against_torch(t, "matmul_a_shared", false, kGemm);
+  }
+  SUBCASE("bmm") {
+    Trace t;
+    ValueId a = t.add_input("a", f32({5, 1, 33})), b = t.add_input("b", f32({5, 33, 40}));
+    t.set_outputs({t.emit1(op("bmm"), {T(a), T(b)}, {})});
+    check_against_torch(t, "bmm", false, kGemm);
+  }
+  SUBCASE("addmm with alpha, beta, broadcast bias") {
+    Trace t;
+    ValueId bias = t.add_input("bias", f32({12})), a = t.add_input("a", f32({9, 20})), b = t.add_input("b", f32({20, 12}));
+    ValueId y = t.emit1(op("addmm"), {T(bias), T(a), T(b)}, {{"beta", 0.5}, {"alpha", 2.0}});
+    ValueId z = t.emit1(op("addmm"), {T(bias), T(a), T(b)}, {{"beta", 0.0}, {"alpha", 1.0}});
+    t.set_outputs({y, z});
+    check_against_torch(t, "addmm", false, kGemm);
+  }
+}
+
+TEST_CASE("emulated gemm ops: matmul whose batch dims broadcast against each other is not claimed") {
+  Trace t;
+  ValueId a = t.add_input("a", TensorType{DType::Float32, {2, 1, 4, 5}, Device::cuda(0)});
+  ValueId b = t.add_input("b", TensorType{DType::Float32, {1, 3, 5, 6}, Device::cuda(0)});
+  t.set_outputs({t.emit1(op("matmul"), {T(a), T(b)}, {})});
+  CHECK_FALSE(find_executor("nvfuser")->can_execute(t, t.symbols()[0]));
+}
+
+TEST_CASE("emulated gemm ops: conv2d geometry, groups, depthwise, 1x1, bias") {
+  struct Case {
+    const char* name;
+    Shape x, w;
+    IntList stride, padding, dilation;
+    std::int64_t groups;
+    bool bias;
+  };
+  for (const Case& c : {Case{"plain", {1, 3, 9, 11}, {8, 3, 3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, true},
+                        Case{"strided_padded", {2, 4, 10, 9}, {6, 4, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true},
+                        Case{"dilated", {1, 2, 12, 12}, {5, 2, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, false},
+                        Case{"grouped", {1, 4, 8, 8}, {6, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, true},
+                        Case{"depthwise", {2, 6, 9, 9}, {6, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 6, true},
+                        Case{"pointwise", {2, 16, 5, 7}, {12, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true}}) {
+    Trace t;
+    ValueId x = t.add_input("x", f32(c.x));
+    ValueId w = weight(t, "w", c.w, 3), b = weight(t, "b", {c.w[0]}, 4);
+    ValueId y = t.emit1(op("conv2d"), {T(x), T(w), c.bias ? T(b) : Operand::none()},
+                        {{"stride", c.stride}, {"padding", c.padding}, {"dilation", c.dilation}, {"groups", c.groups}});
+    t.set_outputs({y});
+    check_against_torch(t, std::string("conv_") + c.name, false, kGemm);
+  }
+}
