@@ -126,34 +126,6 @@ struct RunFlags {
   double rtol = 1e-4, atol = 1e-5;
 };
 
-// Element i of a host tensor as a double (floating and integer dtypes; float16/bfloat16 decoded).
-double element(const HostTensor& t, size_t i) {
-  const unsigned char* p = static_cast<const unsigned char*>(t.raw()) + i * t.itemsize();
-  const DLDataType d = t.dtype();
-  auto load = [&](auto v) {
-    std::memcpy(&v, p, sizeof v);
-    return static_cast<double>(v);
-  };
-  if (d.code == kDLFloat && d.bits == 32) return load(float{});
-  if (d.code == kDLFloat && d.bits == 64) return load(double{});
-  if (d.code == kDLInt && d.bits == 64) return load(int64_t{});
-  if (d.code == kDLInt && d.bits == 32) return load(int32_t{});
-  if (d.code == kDLInt && d.bits == 16) return load(int16_t{});
-  if (d.code == kDLInt && d.bits == 8) return load(int8_t{});
-  if (d.bits == 8) return load(uint8_t{});  // uint8 and bool
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  if (d.code == kDLBfloat) {
-    uint32_t bits = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  }
-  // IEEE half.
-  int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  double v = exp == 0 ? std::ldexp(mant, -24) : exp == 31 ? (mant ? NAN : INFINITY) : std::ldexp(mant + 1024, exp - 25);
-  return (h & 0x8000) ? -v : v;
-}
 
 // Compares each output with its expected .npy: same dtype and shape, |got - want| <= atol + rtol * |want|.
 void check_expected(const RunFlags& f, const std::vector<HostTensor>& outputs) {
@@ -174,7 +146,7 @@ void check_expected(const RunFlags& f, const std::vector<HostTensor>& outputs) {
     double worst = 0;
     size_t worst_at = 0, bad = 0;
     for (size_t i = 0; i < got.numel(); ++i) {
-      double a = element(got, i), b = element(want, i);
+      double a = element_as_double(got, i), b = element_as_double(want, i);
       double diff = std::isnan(a) && std::isnan(b) ? 0.0 : std::fabs(a - b);
       if (std::isnan(diff) || diff > f.atol + f.rtol * std::fabs(b)) ++bad;
       if (std::isnan(diff) || diff > worst) worst = std::isnan(diff) ? INFINITY : diff, worst_at = i;
@@ -182,7 +154,7 @@ void check_expected(const RunFlags& f, const std::vector<HostTensor>& outputs) {
     if (bad > 0)
       user_error(label, " differs from ", f.expect[o], " in ", bad, " of ", got.numel(), " elements (rtol ", f.rtol,
                  ", atol ", f.atol, "); largest difference ", worst, " at element ", worst_at, ": got ",
-                 element(got, worst_at), ", expected ", element(want, worst_at));
+                 element_as_double(got, worst_at), ", expected ", element_as_double(want, worst_at));
     std::cout << label << ": matches " << f.expect[o] << " (max abs diff " << worst << ", rtol " << f.rtol << ", atol "
               << f.atol << ")\n";
   }

@@ -35,26 +35,7 @@ class CppRegion : public RegionLowering {
   // outermost loop forbids running it in parallel (several iterations update the same element).
   void loops(const Shape& shape, const std::vector<Access>& acc, double cost, int serial_if_zero, const Gen& gen) {
     if (numel(shape) == 0) return;
-    struct Dim {
-      std::int64_t n;
-      std::vector<std::int64_t> s;
-    };
-    std::vector<Dim> dims;
-    for (std::size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d] == 1) continue;
-      Dim dim{shape[d], {}};
-      for (const Access& a : acc) dim.s.push_back(a.strides[d]);
-      dims.push_back(dim);
-    }
-    // Merge a dim into the next inner one when every access walks them as one.
-    for (std::size_t j = dims.size(); j-- > 1;) {
-      bool ok = true;
-      for (std::size_t a = 0; a < acc.size(); ++a) ok = ok && dims[j - 1].s[a] == dims[j].s[a] * dims[j].n;
-      if (ok) {
-        dims[j].n *= dims[j - 1].n;
-        dims.erase(dims.begin() + (j - 1));
-      }
-    }
+    std::vector<LoopDim> dims = merged_dims(shape, acc);
     std::vector<std::string> idx;
     for (const Access& a : acc) idx.push_back(std::to_string(a.offset));
     std::vector<std::int64_t> inner(acc.size(), 0);

@@ -205,6 +205,33 @@ struct Access {
   }
 };
 
+// One loop dimension over `n` indices and each access's stride along it.
+struct LoopDim {
+  std::int64_t n;
+  std::vector<std::int64_t> s;
+};
+
+// The loop dimensions over `shape` (row-major) for the accesses: size-1 dims dropped, and a dim merged into
+// the next inner one when every access walks them as one (so contiguous chains become one flat loop).
+inline std::vector<LoopDim> merged_dims(const Shape& shape, const std::vector<Access>& acc) {
+  std::vector<LoopDim> dims;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    LoopDim dim{shape[d], {}};
+    for (const Access& a : acc) dim.s.push_back(a.strides[d]);
+    dims.push_back(dim);
+  }
+  for (std::size_t j = dims.size(); j-- > 1;) {
+    bool ok = true;
+    for (std::size_t a = 0; a < acc.size(); ++a) ok = ok && dims[j - 1].s[a] == dims[j].s[a] * dims[j].n;
+    if (ok) {
+      dims[j].n *= dims[j - 1].n;
+      dims.erase(dims.begin() + (j - 1));
+    }
+  }
+  return dims;
+}
+
 inline std::string term(const std::string& base, const std::string& var, std::int64_t s) {
   if (s == 0) return base;
   std::string t = s == 1 ? var : var + " * " + std::to_string(s);

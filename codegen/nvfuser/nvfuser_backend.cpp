@@ -88,29 +88,7 @@ class CudaRegion : public RegionLowering {
     return b;
   }
 
-  // Merged loop dimensions over `shape` for the accesses (as the CPU loops merge them).
-  struct Dim {
-    std::int64_t n;
-    std::vector<std::int64_t> s;
-  };
-  static std::vector<Dim> merged_dims(const Shape& shape, const std::vector<Access>& acc) {
-    std::vector<Dim> dims;
-    for (std::size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d] == 1) continue;
-      Dim dim{shape[d], {}};
-      for (const Access& a : acc) dim.s.push_back(a.strides[d]);
-      dims.push_back(dim);
-    }
-    for (std::size_t j = dims.size(); j-- > 1;) {
-      bool ok = true;
-      for (std::size_t a = 0; a < acc.size(); ++a) ok = ok && dims[j - 1].s[a] == dims[j].s[a] * dims[j].n;
-      if (ok) {
-        dims[j].n *= dims[j - 1].n;
-        dims.erase(dims.begin() + (j - 1));
-      }
-    }
-    return dims;
-  }
+  using Dim = LoopDim;
 
   // Statements decomposing the flat index `flat` over `dims` (innermost last) into the accesses' offsets
   // `prefix<a>`; returns the offset expressions.

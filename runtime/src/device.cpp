@@ -19,25 +19,6 @@ struct thunderc_device_event_s {
 
 namespace {
 
-// The C API boundary (as in runtime.cpp): no exception escapes.
-thunderc_status to_status(thunderc_status_code_t code, const char* message) noexcept;
-
-template <class F>
-thunderc_status guarded(F&& fn) noexcept {
-  try {
-    fn();
-    return nullptr;
-  } catch (const RtError& e) {
-    return to_status(e.code(), e.what());
-  } catch (const std::bad_alloc&) {
-    return to_status(THUNDERC_STATUS_OUT_OF_MEMORY, "out of memory");
-  } catch (const std::exception& e) {
-    return to_status(THUNDERC_STATUS_INTERNAL, e.what());
-  } catch (...) {
-    return to_status(THUNDERC_STATUS_INTERNAL, "unknown exception");
-  }
-}
-
 bool is_cpu(DLDevice d) { return d.device_type == kDLCPU; }
 
 void check_type(DLDevice d, const char* fn) {
@@ -58,11 +39,6 @@ void check_cu(cu::CUresult r, const char* fn, DLDevice device, const std::string
 
 }  // namespace
 
-namespace {
-thunderc_status to_status(thunderc_status_code_t code, const char* message) noexcept {
-  return make_api_status(code, message);
-}
-}  // namespace
 
 extern "C" {
 

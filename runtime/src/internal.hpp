@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,23 @@ class RtError : public std::exception {
 
 // A status for the C API (defined in runtime.cpp, where thunderc_status_s is).
 thunderc_status make_api_status(thunderc_status_code_t code, const char* message) noexcept;
+
+// Runs fn, converting every exception into a status: nothing throws across the C API.
+template <class F>
+thunderc_status guarded(F&& fn) noexcept {
+  try {
+    fn();
+    return nullptr;
+  } catch (const RtError& e) {
+    return make_api_status(e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    return make_api_status(THUNDERC_STATUS_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return make_api_status(THUNDERC_STATUS_INTERNAL, (std::string("internal error: ") + e.what()).c_str());
+  } catch (...) {
+    return make_api_status(THUNDERC_STATUS_INTERNAL, "internal error: unknown exception");
+  }
+}
 
 [[noreturn]] inline void fail(thunderc_status_code_t code, std::string message) {
   throw RtError(code, std::move(message));

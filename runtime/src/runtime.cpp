@@ -43,23 +43,6 @@ thunderc_status make_status(thunderc_status_code_t code, const std::string& mess
   }
 }
 
-// Runs fn, converting every exception into a status: nothing throws across the C API.
-template <class F>
-thunderc_status guarded(F&& fn) noexcept {
-  try {
-    fn();
-    return nullptr;
-  } catch (const RtError& e) {
-    return make_status(e.code(), e.what());
-  } catch (const std::bad_alloc&) {
-    return &g_oom_status;
-  } catch (const std::exception& e) {
-    return make_status(THUNDERC_STATUS_INTERNAL, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return make_status(THUNDERC_STATUS_INTERNAL, "internal error: unknown exception");
-  }
-}
-
 std::string basename_of(const std::string& path) {
   const auto pos = path.find_last_of('/');
   return pos == std::string::npos ? path : path.substr(pos + 1);

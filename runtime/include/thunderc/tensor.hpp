@@ -3,6 +3,7 @@
 // reader/writer (npy.hpp) and the C++ runtime wrapper (runtime.hpp).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -168,5 +169,35 @@ class HostTensor {
   std::vector<int64_t> shape_;
   std::vector<uint8_t, AlignedAllocator<uint8_t>> bytes_;
 };
+
+// Element i of a host tensor as a double (floating and integer dtypes; float16/bfloat16 decoded): for
+// comparing outputs whatever their dtype.
+inline double element_as_double(const HostTensor& t, size_t i) {
+  const unsigned char* p = static_cast<const unsigned char*>(t.raw()) + i * t.itemsize();
+  const DLDataType d = t.dtype();
+  auto load = [&](auto v) {
+    std::memcpy(&v, p, sizeof v);
+    return static_cast<double>(v);
+  };
+  if (d.code == kDLFloat && d.bits == 32) return load(float{});
+  if (d.code == kDLFloat && d.bits == 64) return load(double{});
+  if (d.code == kDLInt && d.bits == 64) return load(int64_t{});
+  if (d.code == kDLInt && d.bits == 32) return load(int32_t{});
+  if (d.code == kDLInt && d.bits == 16) return load(int16_t{});
+  if (d.code == kDLInt && d.bits == 8) return load(int8_t{});
+  if (d.bits == 8) return load(uint8_t{});  // uint8 and bool
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  if (d.code == kDLBfloat) {
+    uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  // IEEE half.
+  int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v = exp == 0 ? std::ldexp(mant, -24) : exp == 31 ? (mant ? NAN : INFINITY) : std::ldexp(mant + 1024, exp - 25);
+  return (h & 0x8000) ? -v : v;
+}
 
 }  // namespace thunderc
