@@ -374,6 +374,7 @@ class RegionLowering {
 
   static std::string expr(const std::string& op, DType C, const std::vector<std::string>& a, const std::vector<double>& p) {
     auto k = [&](double v) { return lit(v, C); };
+    if (!op.empty() && op[0] == '@') return op.substr(1);  // a variable the target declares (e.g. "@acc")
     const std::string& x = a[0];
     if (op == "relu") return "(" + x + " < " + k(0) + " ? " + k(0) + " : " + x + ")";
     if (op == "neg") return "-" + x;
@@ -446,6 +447,10 @@ class RegionLowering {
   virtual void pool_loops(const PoolLoops& p) = 0;
   // Called once after the last loop nest (a target that defers work emits it here).
   virtual void finish() {}
+  // Operators the shared rules do not lower (nvfuser's GEMMs inside a region).
+  virtual Val lower_other(const BoundSymbol& s, const TensorType& ot, ValueId out) {
+    internal_error("loop codegen: cannot lower ", s.op->name);
+  }
 
   Val materialize(ValueId v, const Val& x, bool is_value = true) {
     DType d = x.e->dtype;
@@ -522,7 +527,7 @@ class RegionLowering {
       }
       case OpCategory::Normalization: return lower_norm(s, ot);
       case OpCategory::Pooling: return lower_pool(s, ot, out);
-      default: internal_error("cpp codegen: cannot lower ", op);
+      default: return lower_other(s, ot, out);
     }
   }
 

@@ -31,6 +31,182 @@ void emit_launch(Lines& lines, const std::string& indent, std::size_t index, con
   lines.push_back(indent + "}");
 }
 
+// ---- GEMM-backed symbols ------------------------------------------------------------------------------
+
+std::string float_lit(double v) {
+  std::string s = format_double(v);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return "(" + s + "f)";
+}
+
+// Element strides of `src` broadcast to `dst` (right-aligned); 0 where broadcast.
+std::vector<std::int64_t> broadcast_strides(const Shape& src, const Shape& dst) {
+  std::vector<std::int64_t> out(dst.size(), 0);
+  Shape st = contiguous(src);
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    std::size_t j = i + dst.size() - src.size();
+    out[j] = src[i] == 1 && dst[j] != 1 ? 0 : st[i];
+  }
+  return out;
+}
+
+bool gemm_backed(const BoundSymbol& s) {
+  const std::string& op = s.op->name;
+  return op == "linear" || op == "matmul" || op == "bmm" || op == "addmm" || op == "conv2d";
+}
+
+// How a GEMM-backed symbol maps onto codegen/nvfuser/gemm.h. The output is contiguous, so the element the
+// epilogue computes is at `flat` (an expression in the epilogue's index variables).
+struct GemmPlan {
+  bool conv = false;
+  cuda::GemmSpec g;
+  cuda::Conv2dSpec c;
+  std::vector<std::size_t> operands;  // inputs passed after the output: (a, b) or (input, weight)
+  std::vector<std::size_t> extras;    // inputs passed as the spec's extra_params (bias), in order
+  std::string flat;
+  std::string what;
+  bool empty = false;  // no output element: nothing to launch
+};
+
+GemmPlan plan_gemm(const Trace& t, const BoundSymbol& s) {
+  GemmPlan p;
+  const std::string& op = s.op->name;
+  auto in_type = [&](std::size_t i) -> const TensorType& { return t.type(s.inputs[i].value); };
+  auto has = [&](std::size_t i) { return i < s.inputs.size() && s.inputs[i].is_tensor(); };
+  const TensorType& ot = t.type(s.outputs[0]);
+  p.empty = ot.numel() == 0;
+  if (op == "conv2d") {
+    const TensorType &x = in_type(0), &w = in_type(1);
+    auto pair = [&](const char* name) {
+      const IntList& v = s.attrs.get_ints(name);
+      return v.size() == 1 ? IntList{v[0], v[0]} : v;
+    };
+    IntList st = pair("stride"), pd = pair("padding"), dl = pair("dilation");
+    cuda::Conv2dSpec& c = p.c;
+    c.N = x.shape[0], c.C = x.shape[1], c.H = x.shape[2], c.W = x.shape[3];
+    c.K = w.shape[0], c.R = w.shape[2], c.S = w.shape[3], c.OH = ot.shape[2], c.OW = ot.shape[3];
+    c.stride_h = st[0], c.stride_w = st[1], c.pad_h = pd[0], c.pad_w = pd[1], c.dil_h = dl[0], c.dil_w = dl[1];
+    c.groups = s.attrs.get_int("groups");
+    p.conv = true;
+    p.operands = {0, 1};
+    if (has(2)) {
+      c.extra_params = {"const float* __restrict__ bias"};
+      c.epilogue = "out = acc + bias[k];";
+      p.extras = {2};
+    }
+    p.flat = "((n * " + std::to_string(c.K) + "LL + k) * " + std::to_string(c.OH) + "LL + oh) * " + std::to_string(c.OW) +
+             "LL + ow";
+    p.what = "conv2d " + std::to_string(c.N) + "x" + std::to_string(c.C) + "x" + std::to_string(c.H) + "x" +
+             std::to_string(c.W) + " -> " + std::to_string(c.K);
+    return p;
+  }
+  cuda::GemmSpec& g = p.g;
+  if (op == "linear") {
+    const TensorType &a = in_type(0), &w = in_type(1);
+    g.K = a.shape.back();
+    g.N = w.shape[0];
+    g.M = g.K == 0 ? ot.numel() / std::max<std::int64_t>(g.N, 1) : a.numel() / g.K;
+    g.a_row = g.K, g.a_col = 1;
+    g.b_row = 1, g.b_col = g.K;  // B[k][n] = weight[n][k]
+    p.operands = {0, 1};
+    if (has(2)) {
+      auto st = broadcast_strides(in_type(2).shape, {g.M, g.N});
+      g.extra_params = {"const float* __restrict__ bias"};
+      g.epilogue = "out = acc + bias[m * " + std::to_string(st[0]) + "LL + n * " + std::to_string(st[1]) + "LL];";
+      p.extras = {2};
+    }
+  } else if (op == "addmm") {
+    const TensorType &a = in_type(1), &b = in_type(2);
+    g.M = a.shape[0], g.K = a.shape[1], g.N = b.shape[1];
+    g.a_row = g.K, g.a_col = 1, g.b_row = g.N, g.b_col = 1;
+    p.operands = {1, 2};
+    const double alpha = s.attrs.get_float("alpha"), beta = s.attrs.get_float("beta");
+    if (beta == 0) {  // as ATen: the bias is not read (NaN in it does not propagate)
+      g.epilogue = "out = " + float_lit(alpha) + " * acc;";
+    } else {
+      auto st = broadcast_strides(in_type(0).shape, {g.M, g.N});
+      g.extra_params = {"const float* __restrict__ bias"};
+      g.epilogue = "out = " + float_lit(alpha) + " * acc + " + float_lit(beta) + " * bias[m * " + std::to_string(st[0]) +
+                   "LL + n * " + std::to_string(st[1]) + "LL];";
+      p.extras = {0};
+    }
+  } else {  // matmul, bmm: 2-D or batched; batch dims equal, or absent on one side (the checker's rule)
+    const TensorType &a = in_type(0), &b = in_type(1);
+    std::size_t ra = a.rank(), rb = b.rank();
+    g.M = a.shape[ra - 2], g.K = a.shape[ra - 1], g.N = b.shape[rb - 1];
+    std::int64_t ba = numel(Shape(a.shape.begin(), a.shape.end() - 2)), bb = numel(Shape(b.shape.begin(), b.shape.end() - 2));
+    g.a_row = g.K, g.a_col = 1, g.b_row = g.N, g.b_col = 1;
+    p.operands = {0, 1};
+    if (bb == 1) {  // b shared: a's batches stack into M
+      g.M *= ba;
+    } else {
+      g.batch = std::max(ba, bb);
+      g.a_batch = ba == 1 ? 0 : g.M * g.K;
+      g.b_batch = bb == 1 ? 0 : g.K * g.N;
+    }
+  }
+  g.c_row = g.N, g.c_col = 1, g.c_batch = g.M * g.N;
+  p.flat = "b * " + std::to_string(g.M * g.N) + "LL + m * " + std::to_string(g.N) + "LL + n";
+  p.what = op + " " + std::to_string(g.batch) + "x" + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
+  return p;
+}
+
+// The kernel of a plan whose epilogue and extra parameters may have been extended.
+cuda::KernelLaunch gemm_launch(const std::string& name, const GemmPlan& p) {
+  return p.conv ? cuda::conv2d_kernel(name, p.c) : cuda::gemm_kernel(name, p.g);
+}
+
+// "const float* __restrict__ bias" -> ("const float*", "bias")
+std::pair<std::string, std::string> split_param(const std::string& decl) {
+  std::size_t end = decl.find_last_not_of(' ');
+  std::size_t start = decl.find_last_of(" *&", end);
+  std::string name = decl.substr(start + 1, end - start);
+  std::string type = decl.substr(0, start + 1);
+  for (const char* q : {"__restrict__", "__restrict"}) {
+    std::size_t at = type.find(q);
+    if (at != std::string::npos) type.erase(at, std::string(q).size());
+  }
+  while (!type.empty() && type.back() == ' ') type.pop_back();
+  return {type, name};
+}
+
+// Registers a generated GEMM/conv kernel and appends its launch (argument variables in parameter order).
+void add_gemm_kernel(const EmitContext& ctx, const cuda::KernelLaunch& l, const std::vector<std::string>& vars,
+                     const std::string& what, Lines& lines, const std::string& indent) {
+  CudaKernel k;
+  k.name = l.name;
+  k.source = l.source;
+  k.what = what + " (" + l.path + ")";
+  for (int i = 0; i < 3; ++i) k.grid[i] = l.grid[i], k.block[i] = l.block[i];
+  k.shared_bytes = l.shared_bytes;
+  for (const std::string& prm : l.params) k.params.push_back(split_param(prm));
+  THUNDERC_CHECK(k.params.size() == vars.size(), "nvfuser: kernel ", l.name, " takes ", k.params.size(),
+                 " parameters, ", vars.size(), " given");
+  std::size_t index = ctx.add_kernel(k);
+  emit_launch(lines, indent, index, k, vars, ctx.on_failure());
+}
+
+// A GEMM-backed symbol outside any region: its kernel, bias in the epilogue.
+void emit_lone_gemm(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& out) {
+  GemmPlan p = plan_gemm(ctx.trace(), s);
+  if (p.empty) return;
+  Lines decls, lines;
+  std::vector<std::string> vars;
+  auto ptr = [&](const std::string& type, ValueId v) {
+    std::string name = "p" + std::to_string(vars.size());
+    decls.push_back(type + " " + name + " = " + ctx.buffer(v) + ".data;");
+    vars.push_back(name);
+  };
+  ptr("void*", s.outputs[0]);
+  for (std::size_t i : p.operands) ptr("const void*", s.inputs[i].value);
+  for (std::size_t i : p.extras) ptr("const void*", s.inputs[i].value);
+  add_gemm_kernel(ctx, gemm_launch(ctx.kernel_name(s.op->name), p), vars, p.what, lines, "  ");
+  out.line("{");
+  for (const std::string& d : decls) out.line("  " + d);
+  for (const std::string& l : lines) out.line(l);
+  out.line("}");
+}
+
 // The CUDA target of the shared region lowering: every loop nest becomes a kernel.
 class CudaRegion : public RegionLowering {
  public:
@@ -136,6 +312,8 @@ class CudaRegion : public RegionLowering {
 
   void store(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) override {
     flush_row();
+    if (store_in_gemm_epilogue(dest, offset, strides, v)) return;
+    flush_gemm();
     std::vector<Access> acc = {{dest, offset, strides}};
     std::map<Access, std::size_t> index;
     std::set<const Node*> seen;
@@ -155,6 +333,7 @@ class CudaRegion : public RegionLowering {
   }
 
   void update(int buf, std::int64_t n, const std::string& f_of_v) override {
+    flush_gemm();
     std::string B = "b" + std::to_string(buf);
     if (row_ && row_->stats.count(buf) && n == row_->K) {  // a statistic of the pending row kernel
       row_->body.push_back("if (" + row_->writer + ") { const " + std::string(ctype(buf_types_[buf])) + " v = " + B +
@@ -206,6 +385,7 @@ class CudaRegion : public RegionLowering {
   }
 
   void reduce(const Val& x, const std::vector<bool>& red, int dest, bool is_max) override {
+    flush_gemm();
     if (row_ && !(row_->shape == x.shape && row_->red == red && reads_own_rows(x.e))) flush_row();
     DType d = buf_types_[dest];
     std::string T = ctype(d), B = "b" + std::to_string(dest);
@@ -306,11 +486,118 @@ class CudaRegion : public RegionLowering {
            base(), body, blocks, threads);
   }
 
-  void finish() override { flush_row(); }
+  void finish() override {
+    flush_gemm();
+    flush_row();
+  }
+
+  // ---- a GEMM inside a region: the first store that reads it element by element becomes its epilogue ----
+  struct PendingGemm {
+    GemmPlan plan;
+    std::string base;
+    int out = -1;                    // the GEMM's result buffer (written by its kernel in every case)
+    Shape shape;
+    std::vector<int> operands, extras;  // region buffers of the plan's operands and extras
+  };
+  std::optional<PendingGemm> gemm_;
+
+  // A contiguous buffer holding v (a region input as it is, anything else materialized in scratch).
+  int contiguous_buffer(const Val& v) {
+    if (v.e->kind == Node::Load && v.e->offset == 0 && v.e->strides == contiguous(v.shape)) return v.e->buf;
+    return materialize(0, v, false).e->buf;
+  }
+
+  Val lower_other(const BoundSymbol& s, const TensorType& ot, ValueId out) override {
+    THUNDERC_CHECK(gemm_backed(s), "nvfuser codegen: cannot lower ", s.op->name, " inside a region");
+    flush_gemm();
+    flush_row();
+    PendingGemm g;
+    g.plan = plan_gemm(t_, s);
+    g.base = s.op->name;
+    g.shape = ot.shape;
+    for (std::size_t i : g.plan.operands) g.operands.push_back(contiguous_buffer(vals_.at(s.inputs[i].value)));
+    for (std::size_t i : g.plan.extras) g.extras.push_back(contiguous_buffer(vals_.at(s.inputs[i].value)));
+    g.out = dest_for(out, ot.dtype, ot.numel(), true);
+    Val result{ot.shape, make_load(g.out, ot.dtype, 0, contiguous(ot.shape))};
+    if (!g.plan.empty) gemm_ = std::move(g);
+    return result;
+  }
+
+  // The GEMM's kernel with its own epilogue, plus `fused` statements (which see its result as `gval`) and
+  // the region buffers they read as extra parameters.
+  void launch_gemm(PendingGemm& g, const Lines& fused) {
+    GemmPlan p = g.plan;
+    std::vector<std::string> vars = {"b" + std::to_string(g.out)};
+    for (int b : g.operands) vars.push_back("b" + std::to_string(b));
+    for (int b : g.extras) vars.push_back("b" + std::to_string(b));
+    std::string what = p.what;
+    if (!fused.empty()) {
+      std::vector<std::string>& extra = p.conv ? p.c.extra_params : p.g.extra_params;
+      std::string& epilogue = p.conv ? p.c.epilogue : p.g.epilogue;
+      for (std::size_t b = 0; b < buf_types_.size(); ++b) {
+        if (static_cast<int>(b) == g.out) continue;  // the epilogue reads the result as gval, not from memory
+        extra.push_back(std::string(buf_writable_[b] ? "" : "const ") + ctype(buf_types_[b]) + "* __restrict__ b" +
+                        std::to_string(b));
+        vars.push_back("b" + std::to_string(b));
+      }
+      epilogue += "\nconst float gval = out;";
+      for (const std::string& l : fused) epilogue += "\n" + l;
+      epilogue += "\nout = gval;";
+      what += " + fused elementwise epilogue";
+    }
+    if (!ctx_) return;
+    add_gemm_kernel(*ctx_, gemm_launch(ctx_->kernel_name(g.base + "_k" + std::to_string(kernels_++)), p), vars, what,
+                    lines_, std::string(indent_, ' '));
+  }
+
+  void flush_gemm() {
+    if (!gemm_) return;
+    PendingGemm g = std::move(*gemm_);
+    gemm_.reset();
+    launch_gemm(g, {});
+  }
+
+  // Stores v as the GEMM's epilogue when v reads the GEMM's result only at the element being computed.
+  bool store_in_gemm_epilogue(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) {
+    if (!gemm_ || v.shape != gemm_->shape || buf_types_[gemm_->out] != DType::Float32) return false;
+    const int G = gemm_->out;
+    const std::vector<std::int64_t> same = contiguous(v.shape);
+    bool ok = true;
+    std::map<const Node*, NodeP> memo;
+    NodeP e = map_loads(v.e, [&](Node& l) {
+      if (l.buf != G) return;
+      ok = ok && l.offset == 0 && l.strides == same;
+      l.kind = Node::Op;  // the result itself: a variable of the epilogue
+      l.op = "@gval";
+      l.compute = l.dtype;
+      l.args.clear();
+    }, memo);
+    if (!ok) return false;
+    std::vector<Access> acc = {{dest, offset, strides}};
+    std::map<Access, std::size_t> index;
+    std::set<const Node*> seen;
+    double cost = 1;
+    collect(e, acc, index, seen, cost);
+    std::vector<Dim> dims = merged_dims(v.shape, acc);
+    std::vector<std::string> base;
+    for (const Access& a : acc) base.push_back(std::to_string(a.offset));
+    Lines body;
+    body.push_back("const long long flat = " + gemm_->plan.flat + ";");
+    std::vector<std::string> idx = decompose(body, "long long", "flat", dims, acc, base, "e");
+    Body b{index, idx, {}, {}, 0};
+    std::string r = gen(b, e);
+    body.insert(body.end(), b.lines.begin(), b.lines.end());
+    body.push_back("b" + std::to_string(dest) + "[" + idx[0] + "] = " + cast(r, e->dtype, buf_types_[dest]) + ";");
+    PendingGemm g = std::move(*gemm_);
+    gemm_.reset();
+    launch_gemm(g, body);
+    return true;
+  }
 
   std::optional<RowKernel> row_;
 
   void pool_loops(const PoolLoops& p) override {
+    flush_gemm();
     flush_row();
     std::int64_t n = p.planes * p.OH * p.OW;
     elementwise("pooling into " + p.D, n, std::max(max_extent(), p.planes * p.H * p.W), [&](Lines& body, const std::string& I) {
@@ -326,173 +613,6 @@ class CudaRegion : public RegionLowering {
 
   int kernels_ = 0;
 };
-
-// ---- GEMM-backed symbols ------------------------------------------------------------------------------
-
-std::string float_lit(double v) {
-  std::string s = format_double(v);
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-  return "(" + s + "f)";
-}
-
-// Element strides of `src` broadcast to `dst` (right-aligned); 0 where broadcast.
-std::vector<std::int64_t> broadcast_strides(const Shape& src, const Shape& dst) {
-  std::vector<std::int64_t> out(dst.size(), 0);
-  Shape st = contiguous(src);
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    std::size_t j = i + dst.size() - src.size();
-    out[j] = src[i] == 1 && dst[j] != 1 ? 0 : st[i];
-  }
-  return out;
-}
-
-class GemmEmitter {
- public:
-  GemmEmitter(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& out) : ctx_(ctx), t_(ctx.trace()), s_(s), out_(out) {}
-
-  void emit() {
-    const std::string& op = s_.op->name;
-    if (op == "conv2d") return conv2d();
-    cuda::GemmSpec g;
-    std::vector<std::string> extra_vars;
-    const TensorType& ot = t_.type(s_.outputs[0]);
-    if (op == "linear") {
-      const TensorType &a = in_type(0), &w = in_type(1);
-      g.K = a.shape.back();
-      g.N = w.shape[0];
-      g.M = g.K == 0 ? 0 : a.numel() / g.K;
-      if (g.K == 0) g.M = ot.numel() / std::max<std::int64_t>(g.N, 1);
-      g.a_row = g.K, g.a_col = 1;
-      g.b_row = 1, g.b_col = g.K;  // B[k][n] = weight[n][k]
-      g.c_row = g.N, g.c_col = 1;
-      if (has(2)) {
-        auto st = broadcast_strides(in_type(2).shape, {g.M, g.N});
-        g.extra_params = {"const float* __restrict__ bias"};
-        g.epilogue = "out = acc + bias[m * " + std::to_string(st[0]) + "LL + n * " + std::to_string(st[1]) + "LL];";
-        extra_vars.push_back(ptr(2));
-      }
-    } else if (op == "addmm") {
-      const TensorType &a = in_type(1), &b = in_type(2);
-      g.M = a.shape[0], g.K = a.shape[1], g.N = b.shape[1];
-      g.a_row = g.K, g.a_col = 1, g.b_row = g.N, g.b_col = 1, g.c_row = g.N, g.c_col = 1;
-      auto st = broadcast_strides(in_type(0).shape, {g.M, g.N});
-      g.extra_params = {"const float* __restrict__ bias"};
-      g.epilogue = "out = " + float_lit(s_.attrs.get_float("alpha")) + " * acc + " + float_lit(s_.attrs.get_float("beta")) +
-                   " * bias[m * " + std::to_string(st[0]) + "LL + n * " + std::to_string(st[1]) + "LL];";
-      if (s_.attrs.get_float("beta") == 0) g.epilogue = "out = " + float_lit(s_.attrs.get_float("alpha")) + " * acc;";
-      extra_vars.push_back(ptr(0));
-    } else {  // matmul, bmm: 2-D or batched; batch dims equal, or one operand without batch (checked by the checker)
-      const TensorType &a = in_type(0), &b = in_type(1);
-      std::size_t ra = a.rank(), rb = b.rank();
-      g.M = a.shape[ra - 2], g.K = a.shape[ra - 1], g.N = b.shape[rb - 1];
-      std::int64_t ba = a.numel() / std::max<std::int64_t>(g.M * g.K, 1), bb = b.numel() / std::max<std::int64_t>(g.K * g.N, 1);
-      if (g.M * g.K == 0) ba = numel(Shape(a.shape.begin(), a.shape.end() - 2));
-      if (g.K * g.N == 0) bb = numel(Shape(b.shape.begin(), b.shape.end() - 2));
-      g.a_row = g.K, g.a_col = 1, g.b_row = g.N, g.b_col = 1, g.c_row = g.N, g.c_col = 1;
-      if (bb == 1 && ba >= 1) {  // b shared: stack a's batches into M
-        g.M *= ba;
-      } else {
-        g.batch = std::max(ba, bb);
-        g.a_batch = ba == 1 ? 0 : g.M * g.K;
-        g.b_batch = bb == 1 ? 0 : g.K * g.N;
-        g.c_batch = g.M * g.N;
-      }
-    }
-    if (ot.numel() == 0) return;
-    if (g.K == 0) {  // empty sum: the epilogue of 0 everywhere
-      g.K = 0;
-    }
-    std::string name = ctx_.kernel_name(op);
-    cuda::KernelLaunch k = cuda::gemm_kernel(name, g);
-    std::vector<std::string> vars = {ptr_out(), op == "addmm" ? ptr(1) : ptr(0), op == "addmm" ? ptr(2) : ptr(1)};
-    vars.insert(vars.end(), extra_vars.begin(), extra_vars.end());
-    launch(k, vars, op + " " + std::to_string(g.batch) + "x" + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" +
-                        std::to_string(g.K) + " (" + k.path + ")");
-  }
-
- private:
-  const TensorType& in_type(std::size_t i) const { return t_.type(s_.inputs[i].value); }
-  bool has(std::size_t i) const { return i < s_.inputs.size() && s_.inputs[i].is_tensor(); }
-  std::string ptr(std::size_t i) {
-    std::string v = "p" + std::to_string(vars_++);
-    decls_.push_back("const void* " + v + " = " + ctx_.buffer(s_.inputs[i].value) + ".data;");
-    return v;
-  }
-  std::string ptr_out() {
-    std::string v = "p" + std::to_string(vars_++);
-    decls_.push_back("void* " + v + " = " + ctx_.buffer(s_.outputs[0]) + ".data;");
-    return v;
-  }
-
-  void conv2d() {
-    const TensorType &x = in_type(0), &w = in_type(1), &y = t_.type(s_.outputs[0]);
-    auto pair = [&](const char* name) {
-      const IntList& v = s_.attrs.get_ints(name);
-      return v.size() == 1 ? IntList{v[0], v[0]} : v;
-    };
-    IntList st = pair("stride"), pd = pair("padding"), dl = pair("dilation");
-    cuda::Conv2dSpec c;
-    c.N = x.shape[0], c.C = x.shape[1], c.H = x.shape[2], c.W = x.shape[3];
-    c.K = w.shape[0], c.R = w.shape[2], c.S = w.shape[3], c.OH = y.shape[2], c.OW = y.shape[3];
-    c.stride_h = st[0], c.stride_w = st[1], c.pad_h = pd[0], c.pad_w = pd[1], c.dil_h = dl[0], c.dil_w = dl[1];
-    c.groups = s_.attrs.get_int("groups");
-    if (y.numel() == 0) return;
-    std::vector<std::string> vars = {ptr_out(), ptr(0), ptr(1)};
-    if (has(2)) {
-      c.extra_params = {"const float* __restrict__ bias"};
-      c.epilogue = "out = acc + bias[k];";
-      vars.push_back(ptr(2));
-    }
-    cuda::KernelLaunch k = cuda::conv2d_kernel(ctx_.kernel_name("conv2d"), c);
-    launch(k, vars, "conv2d " + std::to_string(c.N) + "x" + std::to_string(c.C) + "x" + std::to_string(c.H) + "x" +
-                        std::to_string(c.W) + " -> " + std::to_string(c.K) + " (" + k.path + ")");
-  }
-
-  void launch(const cuda::KernelLaunch& l, const std::vector<std::string>& vars, const std::string& what) {
-    CudaKernel k;
-    k.name = l.name;
-    k.source = l.source;
-    k.what = what;
-    for (int i = 0; i < 3; ++i) k.grid[i] = l.grid[i], k.block[i] = l.block[i];
-    k.shared_bytes = l.shared_bytes;
-    for (const std::string& p : l.params) k.params.push_back(split_param(p));
-    THUNDERC_CHECK(k.params.size() == vars.size(), "nvfuser: kernel ", l.name, " takes ", k.params.size(),
-                   " parameters, ", vars.size(), " given");
-    std::size_t index = ctx_.add_kernel(k);
-    Lines lines;
-    emit_launch(lines, "  ", index, k, vars, ctx_.on_failure());
-    out_.line("{");
-    for (const std::string& d : decls_) out_.line("  " + d);
-    for (const std::string& l2 : lines) out_.line(l2);
-    out_.line("}");
-  }
-
-  // "const float* __restrict__ bias" -> ("const float*", "bias")
-  static std::pair<std::string, std::string> split_param(const std::string& decl) {
-    std::size_t end = decl.find_last_not_of(' ');
-    std::size_t start = decl.find_last_of(" *&", end);
-    std::string name = decl.substr(start + 1, end - start);
-    std::string type = decl.substr(0, start + 1);
-    for (const char* q : {"__restrict__", "__restrict"}) {
-      std::size_t at = type.find(q);
-      if (at != std::string::npos) type.erase(at, std::string(q).size());
-    }
-    while (!type.empty() && type.back() == ' ') type.pop_back();
-    return {type, name};
-  }
-
-  const EmitContext& ctx_;
-  const Trace& t_;
-  const BoundSymbol& s_;
-  SourceWriter& out_;
-  std::vector<std::string> decls_;
-  int vars_ = 0;
-};
-
-bool gemm_backed(const BoundSymbol& s) {
-  const std::string& op = s.op->name;
-  return op == "linear" || op == "matmul" || op == "bmm" || op == "addmm" || op == "conv2d";
-}
 
 // Device versions of the names the shared lowering writes (std::exp, std::min<int64_t>, __builtin_inff(),
 // thunderc_expf ...). NVRTC has no standard library; in emulation the host's own definitions are used.
@@ -539,7 +659,7 @@ static __device__ __forceinline__ float thunderc_erff(float x) { return erff(x);
 
 void NvfuserBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
   if (!sym.is_region() && gemm_backed(sym)) {
-    GemmEmitter(ctx, sym, out).emit();
+    emit_lone_gemm(ctx, sym, out);
     return;
   }
   BoundSymbol region = as_region(sym);

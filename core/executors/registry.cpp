@@ -4,6 +4,7 @@
 //
 // Availability means "can compile for this device here": nvfuser needs NVRTC (kernels are compiled when the
 // model is compiled), not a GPU; running a CUDA model needs a GPU, which the runtime checks.
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 
@@ -64,7 +65,12 @@ Availability cached() {
   return result;
 }
 
+// The same search as codegen/nvfuser/nvrtc.cpp, which loads it to compile: $THUNDERC_NVRTC_LIBRARY first.
 Availability probe_nvrtc() {
+  if (const char* env = std::getenv("THUNDERC_NVRTC_LIBRARY"); env && *env) {
+    Availability a = probe_library("NVRTC", {env}, "", false, "nvrtcCreateProgram");
+    if (a.available) return a;
+  }
   return probe_library("NVRTC", {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"},
                        "libnvrtc", true, "nvrtcCreateProgram");
 }

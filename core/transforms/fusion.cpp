@@ -67,11 +67,11 @@ struct Partition {
   }
 };
 
-// Operators the loop executors lower inside a region; nvfuser's GEMM-backed ones (linear, matmul, bmm,
-// addmm, conv2d) run as kernels of their own.
-bool fusible_op(const BoundSymbol& s) {
-  static const std::set<std::string> standalone = {"linear", "matmul", "bmm", "addmm", "conv2d"};
-  return !standalone.count(s.op->name);
+// nvfuser's GEMM-backed operators: a GEMM heads a region of its own (never joins its producers' region), so
+// the elementwise ops that follow it can become its kernel's epilogue.
+bool gemm_backed(const BoundSymbol& s) {
+  static const std::set<std::string> ops = {"linear", "matmul", "bmm", "addmm", "conv2d"};
+  return ops.count(s.op->name) > 0;
 }
 
 }  // namespace
@@ -79,7 +79,7 @@ bool fusible_op(const BoundSymbol& s) {
 Trace fuse_cpp_regions(const Trace& trace) { return fuse_regions(trace, "cpp"); }
 
 Trace fuse_regions(const Trace& trace, const std::string& executor) {
-  auto is_candidate = [&](const BoundSymbol& s) { return s.executor == executor && !s.is_region() && fusible_op(s); };
+  auto is_candidate = [&](const BoundSymbol& s) { return s.executor == executor && !s.is_region(); };
   if (std::none_of(trace.symbols().begin(), trace.symbols().end(), is_candidate)) {
     Trace same = trace;
     same.constructed_by = "fusion";
@@ -104,6 +104,11 @@ Trace fuse_regions(const Trace& trace, const std::string& executor) {
     std::sort(producers.rbegin(), producers.rend());
     std::size_t region = 0;
     bool joined = false;
+    if (gemm_backed(syms[i])) {  // a region of its own, which its consumers may join
+      part.group[i] = next_region++;
+      in_region[i] = true;
+      continue;
+    }
     for (std::size_t p : producers) {
       if (part.try_merge(part.group[i], part.group[p])) {
         region = part.group[p];
@@ -123,10 +128,12 @@ Trace fuse_regions(const Trace& trace, const std::string& executor) {
   std::map<std::size_t, std::vector<std::size_t>> members;
   for (std::size_t i = 0; i < n; ++i)
     if (in_region[i]) members[part.group[i]].push_back(i);
+  // So do lone GEMMs (nothing to fuse into their epilogue).
   for (auto it = members.begin(); it != members.end();) {
     bool only_reshape = std::all_of(it->second.begin(), it->second.end(),
                                     [&](std::size_t i) { return syms[i].op->name == "reshape"; });
-    if (only_reshape) {
+    bool lone_gemm = it->second.size() == 1 && gemm_backed(syms[it->second[0]]);
+    if (only_reshape || lone_gemm) {
       for (std::size_t i : it->second) {
         in_region[i] = false;
         part.group[i] = i;

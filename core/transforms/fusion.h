@@ -1,7 +1,9 @@
 // The `fusion` transform: groups the symbols claimed by a loop executor (`cpp` or `nvfuser`) into regions
 // (bound symbols of op "fusion", that executor, attribute name="<executor>_fusion<N>") that codegen/cpp/
 // turns into fused loops and codegen/nvfuser/ into CUDA kernels. One partitioner, parameterized by the
-// executor; nvfuser's GEMM-backed operators (linear, matmul, bmm, addmm, conv2d) stay lone symbols.
+// executor. nvfuser's GEMM-backed operators (linear, matmul, bmm, addmm, conv2d) never join their producers'
+// region: each starts one that its consumers may join (their elementwise ops become the GEMM kernel's
+// epilogue); a GEMM that nothing joins stays a lone symbol.
 //
 // After fuse_regions(t, e):
 //  * every symbol claimed by e is inside exactly one region, except reshapes whose region would hold

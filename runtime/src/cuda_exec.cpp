@@ -84,11 +84,12 @@ struct CudaCall {
                                                " kernels)");
         return 1;
       }
-      const std::string where = [&] {
+      // Built only for a message: a launch that succeeds allocates nothing.
+      auto where = [&] {
         return "kernel '" + names[kernel] + "' (grid " + dims_text(grid) + ", block " + dims_text(block) + ", " +
                std::to_string(shared_bytes) + " bytes of dynamic shared memory) on cuda:" +
                std::to_string(c->dev->ordinal);
-      }();
+      };
       cu::CUfunction f = c->dev->functions[kernel];
       // More than 48 KiB of dynamic shared memory needs an opt-in per function (once, to the largest size used).
       if (shared_bytes > kDefaultSharedLimit && d.cuFuncSetAttribute) {
@@ -99,7 +100,7 @@ struct CudaCall {
                                                     static_cast<int>(shared_bytes));
               r != cu::kSuccess) {
             write_error(error, error_capacity,
-                        where + ": cannot allow that much shared memory: " +
+                        where() + ": cannot allow that much shared memory: " +
                             d.failed("cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)", r));
             return r;
           }
@@ -110,7 +111,7 @@ struct CudaCall {
       if (cu::CUresult r = d.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
                                             c->stream, args, nullptr);
           r != cu::kSuccess) {
-        write_error(error, error_capacity, where + ": " + d.failed("cuLaunchKernel", r));
+        write_error(error, error_capacity, where() + ": " + d.failed("cuLaunchKernel", r));
         return r;
       }
       return 0;

@@ -5,6 +5,9 @@
 // to a few hundred products, in another order than ATen's).
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "../cpp/cpp_test_util.h"
 
 using namespace cpptest;
@@ -12,6 +15,15 @@ using namespace cpptest;
 namespace {
 
 const Tol kGemm{1e-4, 1e-4};
+
+// How many GEMM kernels of a case compiled by check_against_torch got a fused epilogue.
+int fused_epilogues(const std::string& name) {
+  std::ifstream in(std::string(THUNDERC_TEST_TMP) + "/" + name + "_nvfuser_src/kernels.cu");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  int n = 0;
+  for (std::size_t at = text.find("const float gval = out;"); at != std::string::npos; at = text.find("const float gval = out;", at + 1)) ++n;
+  return n;
+}
 
 ValueId weight(Trace& t, const std::string& name, const Shape& shape, unsigned seed) {
   std::vector<float> w(static_cast<std::size_t>(TensorType{DType::Float32, shape, Device::cpu()}.numel()));
@@ -110,4 +122,63 @@ TEST_CASE("emulated gemm ops: conv2d geometry, groups, depthwise, 1x1, bias") {
     t.set_outputs({y});
     check_against_torch(t, std::string("conv_") + c.name, false, kGemm);
   }
+}
+
+TEST_CASE("emulated gemm ops: elementwise consumers fused into the GEMM's epilogue") {
+  SUBCASE("linear, gelu, residual add; the GEMM result also an output and reduced") {
+    Trace t;
+    ValueId x = t.add_input("x", f32({2, 5, 24}));
+    ValueId r = t.add_input("r", f32({2, 5, 40}));
+    ValueId w = weight(t, "w", {40, 24}, 5), b = weight(t, "b", {40}, 6);
+    ValueId y = t.emit1(op("linear"), {T(x), T(w), T(b)}, {});
+    ValueId g = t.emit1(op("gelu"), {T(y)}, {{"approximate", std::string("tanh")}});
+    ValueId z = t.emit1(op("add"), {T(g), T(r)}, {});
+    ValueId s = t.emit1(op("sum"), {T(y)}, {{"dims", IntList{-1}}, {"keepdim", false}});
+    t.set_outputs({z, y, s});
+    check_against_torch(t, "epilogue_linear", false, kGemm);
+    CHECK(fused_epilogues("epilogue_linear") == 1);
+  }
+  SUBCASE("batched matmul, scale, mask, softmax (attention scores)") {
+    Trace t;
+    ValueId q = t.add_input("q", f32({2, 3, 8, 16})), k = t.add_input("k", f32({2, 3, 16, 8}));
+    ValueId m = t.add_input("m", b8({8, 8}));
+    ValueId s = t.emit1(op("matmul"), {T(q), T(k)}, {});
+    ValueId sc = t.emit1(op("mul"), {T(s), N(0.25)}, {});
+    ValueId mk = t.emit1(op("masked_fill"), {T(sc), T(m), N(-1e4)}, {});
+    ValueId p = t.emit1(op("softmax"), {T(mk)}, {{"dim", std::int64_t{-1}}});
+    t.set_outputs({p});
+    check_against_torch(t, "epilogue_attention", false, kGemm);
+    CHECK(fused_epilogues("epilogue_attention") == 1);
+  }
+  SUBCASE("conv2d, relu; a transposed read of the result is not fused") {
+    Trace t;
+    ValueId x = t.add_input("x", f32({1, 3, 9, 9}));
+    ValueId w = weight(t, "w", {4, 3, 3, 3}, 7), b = weight(t, "b", {4}, 8);
+    ValueId y = t.emit1(op("conv2d"), {T(x), T(w), T(b)},
+                        {{"stride", IntList{1, 1}}, {"padding", IntList{1, 1}}, {"dilation", IntList{1, 1}}, {"groups", std::int64_t{1}}});
+    ValueId a = t.emit1(op("relu"), {T(y)}, {});
+    ValueId pt = t.emit1(op("permute"), {T(y)}, {{"dims", IntList{0, 1, 3, 2}}});
+    ValueId c = t.emit1(op("add"), {T(pt), T(a)}, {});
+    t.set_outputs({a, c});
+    check_against_torch(t, "epilogue_conv", false, kGemm);
+    CHECK(fused_epilogues("epilogue_conv") == 1);  // relu; the permuted read is a store of its own
+  }
+}
+
+TEST_CASE("emulated gemm ops: the fusion pass puts a GEMM's consumers in its region") {
+  Trace t;
+  ValueId x = t.add_input("x", TensorType{DType::Float32, {4, 8}, Device::cuda(0)});
+  auto data = std::make_shared<ConstantData>();
+  data->bytes.resize(8 * 8 * sizeof(float));
+  ValueId w = t.add_constant("w", TensorType{DType::Float32, {8, 8}, Device::cuda(0)}, data);
+  ValueId y = t.emit1(op("linear"), {T(x), T(w), Operand::none()}, {});
+  ValueId z = t.emit1(op("relu"), {T(y)}, {});
+  ValueId lone = t.emit1(op("linear"), {T(z), T(w), Operand::none()}, {});
+  t.set_outputs({lone});
+  Trace fused = claimed(t, {"nvfuser"});
+  INFO(print_trace(fused));
+  REQUIRE(fused.symbols().size() == 2);
+  CHECK(fused.symbols()[0].is_region());  // linear + relu: one region, relu in the GEMM's epilogue
+  CHECK(fused.symbols()[0].subsymbols.size() == 2);
+  CHECK(fused.symbols()[1].op->name == "linear");  // nothing to fuse: a lone symbol
 }
