@@ -292,47 +292,96 @@ class CudaRegion : public RegionLowering {
     return idx;
   }
 
-  // A grid-stride loop over n items; `item` appends the statements for item `i`.
-  void elementwise(const std::string& what, std::int64_t n, std::int64_t extent,
-                   const std::function<void(Lines&, const std::string& I)>& item) {
-    if (n == 0) return;
-    std::string I = index_type(std::max(n, extent));
+  // One part of an elementwise kernel: n items; `item` appends the statements for item `i` (an I).
+  using Item = std::function<void(Lines&, const std::string& I)>;
+  struct Segment {
+    std::int64_t n;
+    Item item;
+  };
+
+  // A grid-stride loop over the items of every segment, one after the other (a thread finds its segment by
+  // comparing its index with the segments' bounds).
+  void elementwise(const std::string& what, const std::vector<Segment>& segments, std::int64_t extent) {
+    std::int64_t total = 0;
+    for (const Segment& s : segments) total += s.n;
+    if (total == 0) return;
+    std::string I = index_type(std::max(total, extent));
     // Small work gets a smaller block (whole warps), so no block is mostly idle.
-    const unsigned threads = static_cast<unsigned>(std::min<std::int64_t>(kBlock, (n + 31) / 32 * 32));
+    const unsigned threads = static_cast<unsigned>(std::min<std::int64_t>(kBlock, (total + 31) / 32 * 32));
     Lines body;
-    body.push_back("for (" + I + " i = (" + I + ")blockIdx.x * " + std::to_string(threads) + " + threadIdx.x; i < " +
-                   std::to_string(n) + "; i += (" + I + ")gridDim.x * " + std::to_string(threads) + ") {");
-    Lines inner;
-    item(inner, I);
-    for (const std::string& l : inner) body.push_back("  " + l);
+    body.push_back("for (" + I + " t = (" + I + ")blockIdx.x * " + std::to_string(threads) + " + threadIdx.x; t < " +
+                   std::to_string(total) + "; t += (" + I + ")gridDim.x * " + std::to_string(threads) + ") {");
+    std::int64_t start = 0;
+    bool first = true;
+    for (const Segment& s : segments) {
+      if (s.n == 0) continue;
+      const std::string end = std::to_string(start + s.n);
+      if (segments.size() == 1) body.push_back("  {");
+      else body.push_back(std::string(first ? "  if" : "  } else if") + " (t < " + end + ") {");
+      body.push_back("    const " + I + " i = t - " + std::to_string(start) + ";");
+      Lines inner;
+      s.item(inner, I);
+      for (const std::string& l : inner) body.push_back("    " + l);
+      start += s.n;
+      first = false;
+    }
+    body.push_back("  }");
     body.push_back("}");
-    std::int64_t blocks = std::min<std::int64_t>((n + threads - 1) / threads, kMaxBlocks);
+    std::int64_t blocks = std::min<std::int64_t>((total + threads - 1) / threads, kMaxBlocks);
     kernel(what, base(), body, blocks, threads);
+  }
+
+  void elementwise(const std::string& what, std::int64_t n, std::int64_t extent, const Item& item) {
+    elementwise(what, std::vector<Segment>{{n, item}}, extent);
+  }
+
+  // Stores waiting to become one kernel: consecutive stores that do not read what another of them writes, nor
+  // write what another reads (the parts of a cat, a region's independent outputs).
+  std::vector<Segment> stores_;
+  std::string stores_what_;
+  std::set<int> stores_read_, stores_written_;
+
+  void flush_stores() {
+    if (stores_.empty()) return;
+    std::vector<Segment> segments = std::move(stores_);
+    stores_.clear();
+    stores_read_.clear(), stores_written_.clear();
+    elementwise(stores_what_, segments, max_extent());
+    stores_what_.clear();
   }
 
   void store(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) override {
     flush_row();
     if (store_in_gemm_epilogue(dest, offset, strides, v)) return;
     flush_gemm();
-    std::vector<Access> acc = {{dest, offset, strides}};
-    std::map<Access, std::size_t> index;
+    auto acc = std::make_shared<std::vector<Access>>(std::vector<Access>{{dest, offset, strides}});
+    auto index = std::make_shared<std::map<Access, std::size_t>>();
     std::set<const Node*> seen;
     double cost = 1;
-    collect(v.e, acc, index, seen, cost);
-    DType dd = buf_types_[dest];
-    std::vector<Dim> dims = merged_dims(v.shape, acc);
-    std::vector<std::string> base;
-    for (const Access& a : acc) base.push_back(std::to_string(a.offset));
-    elementwise("store b" + std::to_string(dest), numel(v.shape), max_extent(), [&](Lines& body, const std::string& I) {
-      std::vector<std::string> idx = decompose(body, I, "i", dims, acc, base, "");
-      Body b{index, idx, {}, {}, 0};
-      std::string r = gen(b, v.e);
-      body.insert(body.end(), b.lines.begin(), b.lines.end());
-      body.push_back("b" + std::to_string(dest) + "[" + idx[0] + "] = " + cast(r, v.e->dtype, dd) + ";");
-    });
+    collect(v.e, *acc, *index, seen, cost);
+    std::set<int> reads;
+    for (std::size_t a = 1; a < acc->size(); ++a) reads.insert((*acc)[a].buf);
+    bool conflict = stores_read_.count(dest) > 0;
+    for (int r : reads) conflict = conflict || stores_written_.count(r) > 0;
+    if (conflict) flush_stores();
+    const DType dd = buf_types_[dest];
+    const std::vector<Dim> dims = merged_dims(v.shape, *acc);
+    stores_.push_back({numel(v.shape), [this, acc, index, dims, v, dest, dd](Lines& body, const std::string& I) {
+                         std::vector<std::string> base;
+                         for (const Access& a : *acc) base.push_back(std::to_string(a.offset));
+                         std::vector<std::string> idx = decompose(body, I, "i", dims, *acc, base, "");
+                         Body b{*index, idx, {}, {}, 0};
+                         std::string r = gen(b, v.e);
+                         body.insert(body.end(), b.lines.begin(), b.lines.end());
+                         body.push_back("b" + std::to_string(dest) + "[" + idx[0] + "] = " + cast(r, v.e->dtype, dd) + ";");
+                       }});
+    stores_what_ += (stores_what_.empty() ? "store b" : ", b") + std::to_string(dest);
+    stores_read_.insert(reads.begin(), reads.end());
+    stores_written_.insert(dest);
   }
 
   void update(int buf, std::int64_t n, const std::string& f_of_v) override {
+    flush_stores();
     flush_gemm();
     std::string B = "b" + std::to_string(buf);
     if (row_ && row_->stats.count(buf) && n == row_->K) {  // a statistic of the pending row kernel
@@ -385,6 +434,7 @@ class CudaRegion : public RegionLowering {
   }
 
   void reduce(const Val& x, const std::vector<bool>& red, int dest, bool is_max) override {
+    flush_stores();
     flush_gemm();
     if (row_ && !(row_->shape == x.shape && row_->red == red && reads_own_rows(x.e))) flush_row();
     DType d = buf_types_[dest];
@@ -487,6 +537,7 @@ class CudaRegion : public RegionLowering {
   }
 
   void finish() override {
+    flush_stores();
     flush_gemm();
     flush_row();
   }
@@ -509,6 +560,7 @@ class CudaRegion : public RegionLowering {
 
   Val lower_other(const BoundSymbol& s, const TensorType& ot, ValueId out) override {
     THUNDERC_CHECK(gemm_backed(s), "nvfuser codegen: cannot lower ", s.op->name, " inside a region");
+    flush_stores();
     flush_gemm();
     flush_row();
     PendingGemm g;
@@ -526,6 +578,7 @@ class CudaRegion : public RegionLowering {
   // The GEMM's kernel with its own epilogue, plus `fused` statements (which see its result as `gval`) and
   // the region buffers they read as extra parameters.
   void launch_gemm(PendingGemm& g, const Lines& fused) {
+    flush_stores();  // they may write the GEMM's operands
     GemmPlan p = g.plan;
     std::vector<std::string> vars = {"b" + std::to_string(g.out)};
     for (int b : g.operands) vars.push_back("b" + std::to_string(b));
@@ -597,6 +650,7 @@ class CudaRegion : public RegionLowering {
   std::optional<RowKernel> row_;
 
   void pool_loops(const PoolLoops& p) override {
+    flush_stores();
     flush_gemm();
     flush_row();
     std::int64_t n = p.planes * p.OH * p.OW;

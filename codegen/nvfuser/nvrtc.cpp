@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <map>
 #include <set>
 #include <sstream>
@@ -368,18 +369,25 @@ CudaCompileResult compile_cuda(const std::string& source, const std::vector<std:
       newest = arch;
     }
   }
+  // One compile per cubin and one for the PTX, independent of each other: run them on separate threads
+  // (NVRTC programs are independent; a large model's module takes seconds per architecture).
+  const std::string virtual_arch = "compute_" + newest.substr(3);
+  std::vector<std::future<Compiled>> jobs;
+  for (const std::string& arch : archs)
+    jobs.push_back(std::async(std::launch::async, [&l, &source, arch] { return compile_one(l.api, source, arch, false); }));
+  jobs.push_back(std::async(std::launch::async, [&l, &source, virtual_arch] { return compile_one(l.api, source, virtual_arch, true); }));
+  std::vector<Compiled> done;
+  for (auto& j : jobs) done.push_back(j.get());  // rethrows the first failure, in order
   CudaCompileResult result;
-  for (const std::string& arch : archs) {
-    Compiled c = compile_one(l.api, source, arch, false);
-    const std::map<std::string, KernelResources> res = parse_ptxas_log(c.log, arch);
+  for (std::size_t i = 0; i < archs.size(); ++i) {
+    const std::map<std::string, KernelResources> res = parse_ptxas_log(done[i].log, archs[i]);
     for (const std::string& k : kernel_names) {
       auto it = res.find(k);
       if (it != res.end()) result.resources.push_back(it->second);
     }
-    result.images.push_back({arch, false, std::move(c.data)});
+    result.images.push_back({archs[i], false, std::move(done[i].data)});
   }
-  const std::string virtual_arch = "compute_" + newest.substr(3);
-  Compiled ptx = compile_one(l.api, source, virtual_arch, true);
+  Compiled& ptx = done.back();
   for (const std::string& k : kernel_names) {
     if (!ptx_has_entry(ptx.data, k)) {
       internal_error("kernel '", k, "' is not a __global__ entry of the generated CUDA source (missing or not "
