@@ -374,6 +374,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   std::printf("thunderc: compiled %s -> %s + %s\n", flags.model.c_str(), request.out_so.c_str(), request.out_json.c_str());
   std::printf("  %s, %s, executors %s\n", plural(r.specializations.size(), "variant").c_str(),
               plural(ops, "operation").c_str(), r.executors.names_str().c_str());
+  for (const std::string& note : r.executors.notes) std::printf("  note: %s\n", note.c_str());
   std::printf("  weights: %zu tensors, %s embedded; %.1f s\n", summary.weight_count,
               format_bytes(summary.weight_bytes).c_str(), seconds);
   if (options.device.kind == DeviceKind::CUDA) {

@@ -1,5 +1,6 @@
 // The one file of the CLI that talks to LibTorch directly (through its small CUDA header only): it tells
 // the executor registry, which stays LibTorch-free, whether this LibTorch can run on CUDA.
+#include <dlfcn.h>
 #include <torch/cuda.h>
 
 #include "cli/torch_support.h"
@@ -19,8 +20,16 @@ void report_torch_cuda_support() {
     set_torch_cuda_support(true);
     return;
   }
+  // A LibTorch built with CUDA has libtorch_cuda.so among thunderc's loaded libraries; without it the driver
+  // does not matter.
+  void* torch_cuda = dlopen("libtorch_cuda.so", RTLD_NOW | RTLD_NOLOAD);
+  if (!torch_cuda) {
+    set_torch_cuda_support(false, "the LibTorch thunderc links was built without CUDA");
+    return;
+  }
+  dlclose(torch_cuda);
   Availability driver = probe_cuda_driver();
-  set_torch_cuda_support(false, driver.available ? "LibTorch was built without CUDA" : driver.reason);
+  set_torch_cuda_support(false, driver.available ? "LibTorch finds no usable CUDA device" : driver.reason);
 }
 
 }  // namespace thunderc

@@ -150,6 +150,44 @@ TEST_CASE("compile writes OUT.so and OUT.json (creating the directory) and repor
   CHECK(std::ifstream(dir + "/mlp.json").good());
 }
 
+TEST_CASE("CUDA: the card's command compiles for CUDA (no GPU needed), says what it did, and run fails clearly without a GPU") {
+  std::string dir = std::string(THUNDERC_TEST_TMP) + "/cuda_compile";
+  std::filesystem::remove_all(dir);
+  std::string so = dir + "/mlp.so";
+  Result r = thunderc({sample("mlp.pt"), "--executors", "nvfuser,cudnn", "-o", so});
+  Result probe = thunderc({"--list-executors"});
+  if (has(probe, "nvfuser  cuda      available")) {
+    REQUIRE(r.code == 0);
+    CHECK_OUTPUT(r, "executors nvfuser, cudnn");
+    CHECK_OUTPUT(r, "note: cudnn: not implemented yet (claims nothing)");
+    CHECK_OUTPUT(r, "CUDA: ");
+    CHECK_OUTPUT(r, "cubins for sm_80, sm_90");
+    Result inspect = thunderc({"inspect", so});
+    CHECK(inspect.code == 0);
+    CHECK_OUTPUT(inspect, "cuda:0");
+    CHECK_OUTPUT(inspect, "tc_v0_s0_linear");
+    // Without a device `run` explains and exits 1; with one it reproduces LibTorch's output.
+    Result run = thunderc({"run", so, sample("mlp.input.npy"), "--expect", sample("mlp.expected.npy"), "--output-dir", dir});
+    if (run.code != 0) {
+      CHECK(run.code == 1);
+      CHECK_OUTPUT(run, "thunderc: error: ");
+      CHECK_OUTPUT(run, "cuda:0");
+    } else {
+      CHECK_OUTPUT(run, "matches");
+    }
+    Result arch = thunderc({sample("mlp.pt"), "--device", "cuda", "--cuda-arch", "sm_12", "-o", so});
+    CHECK(arch.code == 1);
+    CHECK_OUTPUT(arch, "CUDA architecture 'sm_12' is not supported");
+  } else {  // no NVRTC here: nvfuser is unavailable, and the error says why
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "executor 'nvfuser' is not available");
+    CHECK_OUTPUT(r, "NVRTC");
+  }
+  Result cpu_arch = thunderc({sample("mlp.pt"), "--cuda-arch", "sm_90", "-o", so});
+  CHECK(cpu_arch.code == 1);
+  CHECK_OUTPUT(cpu_arch, "--cuda-arch applies to CUDA variants only");
+}
+
 TEST_CASE("errors") {
   SUBCASE("missing file") {
     Result r = thunderc({"examine", sample("does_not_exist.pt")});
