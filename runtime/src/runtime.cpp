@@ -368,10 +368,21 @@ std::string guard_mismatch(const Guard& g, const DLTensor& t) {
   return {};
 }
 
+// CUDA kernels load and store 16 bytes at a time where sizes allow, so CUDA tensors must start on a 16-byte
+// boundary (every CUDA allocation does; a view with an odd offset may not).
+std::string cuda_alignment_problem(const DLTensor& t) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(t.data) + static_cast<uintptr_t>(t.byte_offset);
+  if (at % 16 == 0) return {};
+  return "a CUDA tensor must start on a 16-byte boundary, this one starts at byte " + std::to_string(at % 16) +
+         " of one (a view with an offset? pass a copy, e.g. tensor.clone())";
+}
+
 // Why v rejects the call as a whole once every guard accepts its input (empty when it accepts it): CUDA
-// inputs must all be on one device.
+// inputs must all be on one device and 16-byte aligned.
 std::string call_mismatch(const Variant& v, const std::vector<TensorDesc>& names, const DLTensor* inputs, size_t n) {
   if (v.device.device_type != kDLCUDA) return {};
+  for (size_t i = 0; i < n; ++i)
+    if (std::string why = cuda_alignment_problem(inputs[i]); !why.empty()) return "input '" + names[i].name + "': " + why;
   for (size_t i = 1; i < n; ++i)
     if (inputs[i].device.device_id != inputs[0].device.device_id)
       return "input '" + names[i].name + "' is on " + device_to_string(inputs[i].device) + " but input '" +
@@ -549,6 +560,9 @@ void check_output(const thunderc_model* m, const Variant& v, size_t i, const DLT
   bool same = dtype_equal(t.dtype, d.dtype) && t.ndim == ndim && t.device.device_type == device.device_type &&
               t.device.device_id == device.device_id && is_contiguous(t);
   for (int k = 0; same && k < ndim; ++k) same = shape[k] == t.shape[k];
+  if (same && device.device_type == kDLCUDA)
+    if (std::string why = cuda_alignment_problem(t); !why.empty())
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " for variant #" + std::to_string(v.id) + " of " + m->name + ": " + why);
   if (!same)
     fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " for variant #" + std::to_string(v.id) + " of " + m->name +
                                                ": expected a contiguous " + d.dtype_name + shape_to_string(shape, ndim) +

@@ -283,6 +283,28 @@ TEST_CASE("fake driver: a host tensor given to a CUDA variant is refused, naming
                 st2.message());
 }
 
+TEST_CASE("fake driver: CUDA tensors that do not start on a 16-byte boundary are refused, naming them") {
+  Model model("cuda_model");
+  DevBuf dx(kGpu0, 64), dy(kGpu0, 64), ds(kGpu0, 32);
+  std::vector<int64_t> xs{4, 3}, ss{4};
+  DLTensor in = dl(dx.ptr, xs, kGpu0);
+  in.byte_offset = 4;  // a view one float into its allocation
+  DLTensor out[2] = {dl(dy.ptr, xs, kGpu0), dl(ds.ptr, ss, kGpu0)};
+  Status st(thunderc_model_run(model.m, &in, 1, out, 2));
+  CHECK(st.code() == THUNDERC_STATUS_NO_MATCHING_VARIANT);
+  CHECK_MESSAGE(st.message().find("input 'x': a CUDA tensor must start on a 16-byte boundary, this one starts at byte 4") !=
+                    std::string::npos,
+                st.message());
+  in.byte_offset = 0;
+  out[1].byte_offset = 8;
+  Status st2(thunderc_model_run(model.m, &in, 1, out, 2));
+  CHECK(st2.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  CHECK_MESSAGE(st2.message().find("output 'rowsum' (#1)") != std::string::npos, st2.message());
+  CHECK_MESSAGE(st2.message().find("16-byte boundary") != std::string::npos, st2.message());
+  out[1].byte_offset = 0;
+  CHECK(Status(thunderc_model_run(model.m, &in, 1, out, 2)).code() == THUNDERC_STATUS_OK);
+}
+
 TEST_CASE("fake driver: image selection by compute capability") {
   SUBCASE("cc 8.6 has no sm_86 cubin: the compute_80 PTX is JIT-compiled") {
     setenv("THUNDERC_FAKE_CUDA_CC", "8.6", 1);
