@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "codegen/nvfuser/emu_model.h"
@@ -104,4 +105,25 @@ TEST_CASE("samples: the card's command --executors nvfuser,cudnn, run emulated, 
 TEST_CASE("samples: --device cuda, run emulated, match LibTorch") {
   SUBCASE("mlp_scripted") { check_sample("mlp_scripted", {"--device", "cuda", "--shapes", "x=1x64"}); }
   SUBCASE("gpt_block_scripted") { check_sample("gpt_block_scripted", {"--device", "cuda", "--shapes", "x=1x16x64"}); }
+}
+
+TEST_CASE("samples: a CUDA compile is deterministic (byte-identical .so and .json, cubins and PTX included)") {
+  auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  std::vector<std::string> so, json;
+  for (const char* dir : {"det_a", "det_b"}) {
+    fs::path d = fs::path(THUNDERC_TEST_TMP) / dir;
+    fs::create_directories(d);
+    std::string out = (d / "cnn.so").string();
+    auto r = thunderc_test::run_program(THUNDERC_BIN, {std::string(THUNDERC_SAMPLES_DIR) + "/cnn.pt", "--device", "cuda", "-o", out});
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    so.push_back(read(out));
+    json.push_back(read((d / "cnn.json").string()));
+  }
+  CHECK(so[0].size() > 0);
+  CHECK(so[0] == so[1]);
+  CHECK(json[0] == json[1]);
 }
