@@ -5,7 +5,8 @@
 //   thunderc --list-executors         every executor, whether it is usable here and why not
 //
 // Exit codes: 0 success; 1 a problem with the user's input (UserError, printed as "thunderc: error: ...");
-// 3 a bug in thunderc (InternalError or any other exception). CLI11 parse errors exit with CLI11's own codes and messages.
+// 3 a bug in thunderc (InternalError or any other exception). Command-line mistakes found by CLI11 (an unknown
+// flag, a missing or malformed value) are user errors too: a short message and exit 1 (commands::parse_error_exit).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -20,7 +21,9 @@
 #include "cli/commands/bench.h"
 #include "cli/commands/inspect.h"
 #include "cli/commands/run.h"
+#include "cli/messages.h"
 #include "cli/pipeline.h"
+#include "codegen/build.h"
 #include "codegen/compile.h"
 #include "core/util/sha256.h"
 #include "cli/torch_support.h"
@@ -58,8 +61,9 @@ struct ModelFlags {
     auto* m = app.add_option("MODEL", model, "TorchScript model file (.pt)")->type_name("MODEL.pt");
     if (model_required) m->required();
     app.add_option("--shapes", shapes,
-                   "input shapes of one specialization, e.g. x=1x64 or 1x3x32x32 or ids=1x16:int64 (or x=Bx64 with --dim); "
-                   "repeat for more specializations (default: the shapes recorded in the model)")
+                   "input shapes of one specialization, e.g. x=1x64 or 1x3x32x32 or ids=1x16:int64 (or x=Bx64 with --dim; "
+                   "x=scalar for a 0-dim input); repeat for more specializations, each different (default: the "
+                   "shapes recorded in the model); a tensor may take at most 1 TiB (2^40 bytes)")
         ->type_name("SHAPES")
         ->take_all()
         ->allow_extra_args(false);
@@ -79,7 +83,9 @@ struct ModelFlags {
         ->type_name("NAME,...")
         ->delimiter(',')
         ->allow_extra_args(false);
-    app.add_flag("--standalone", standalone, "do not fall back on the torch executor (no LibTorch needed)");
+    app.add_flag("--standalone", standalone,
+                 "do not fall back on the torch executor (no LibTorch needed); refused with an --executors list "
+                 "that names torch");
     transforms_option = app.add_option("--transforms", transforms,
                                        "optional trace transforms to run, in order, comma-separated; replaces the "
                                        "default list (\"none\": none; executors are always claimed; see "
@@ -324,9 +330,51 @@ std::string manifest_path_for(const std::string& so) {
   return so + ".json";
 }
 
+// Whether `a` and `b` name the same file (or would, once created).
+bool same_path(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code ea, eb;
+  if (std::filesystem::exists(a, ea) && std::filesystem::exists(b, eb)) return std::filesystem::equivalent(a, b, ea);
+  return std::filesystem::weakly_canonical(a, ea) == std::filesystem::weakly_canonical(b, eb) && !ea && !eb;
+}
+
+// Refuses outputs that would destroy an input or be mistaken for another file, before anything is loaded.
+void check_output_paths(const std::string& model, const std::string& out_so, const std::string& out_json,
+                        const std::string& keep_sources) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string ext = fs::path(out_so).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (ext == ".json")
+    user_error("-o ", quote_text(out_so), " ends in .json: -o names the shared library (e.g. ",
+               quote_text(fs::path(out_so).replace_extension(".so").string()),
+               "); the manifest is written beside it with the extension .json");
+  if (!out_so.empty() && out_so.back() == '/')
+    user_error("-o ", quote_text(out_so), " names a directory; give a file name such as ",
+               quote_text((fs::path(out_so) / (fs::path(model).stem().string() + ".so")).string()));
+  for (const std::string& path : {out_so, out_json}) {
+    if (fs::is_directory(path, ec))
+      user_error(path == out_so ? "-o " : "the manifest path ", quote_text(path),
+                 " is a directory; give a file name such as ",
+                 quote_text((fs::path(out_so) / (fs::path(model).stem().string() + ".so")).string()));
+    if (same_path(path, model))
+      user_error(path == out_so ? "-o " + quote_text(out_so) + " is the input model itself"
+                                : "-o " + quote_text(out_so) + " would write its manifest " + quote_text(out_json) +
+                                      " over the input model",
+                 "; choose another output name (the model would be overwritten)");
+  }
+  if (!keep_sources.empty()) {
+    if (same_path(keep_sources, model)) user_error("--keep-sources ", quote_text(keep_sources), " is the input model");
+    check_keep_sources_dir(keep_sources);
+  }
+}
+
 // Compiles the traces to OUT.so + OUT.json (-o defaults to the model's stem in the current directory).
 int compile(const ModelFlags& flags, const CompileFlags& out) {
   const std::string cache = cache_mode(out.cache);  // checked before the model is loaded
+  const std::string out_so =
+      out.output.empty() ? std::filesystem::path(flags.model).stem().string() + ".so" : out.output;
+  check_model_path(flags.model);
+  check_output_paths(flags.model, out_so, manifest_path_for(out_so), out.keep_sources);
   PipelineOptions options = flags.pipeline_options();
   if (options.device.kind == DeviceKind::CUDA) {
     (void)parse_cuda_archs(out.cuda_arch);  // a bad --cuda-arch fails before the model is loaded
@@ -342,7 +390,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   PipelineResult r = run_pipeline(options);
 
   CompileRequest request;
-  request.out_so = out.output.empty() ? std::filesystem::path(flags.model).stem().string() + ".so" : out.output;
+  request.out_so = out_so;
   request.out_json = manifest_path_for(request.out_so);
   if (!out.keep_sources.empty()) request.keep_sources = out.keep_sources;
   if (options.device.kind == DeviceKind::CUDA) request.cuda_archs = parse_cuda_archs(out.cuda_arch);
@@ -415,9 +463,14 @@ int run(int argc, char** argv) {
   ModelFlags compile_flags;
   CompileFlags out;
   compile_flags.add_to(app, false);
-  app.add_option("-o,--output", out.output, "the shared library to write (OUT.json is written beside it)")
+  app.add_option("-o,--output", out.output,
+                 "the shared library to write (OUT.json is written beside it); never the model itself or a .json "
+                 "name; written to a temporary file beside it and renamed into place")
       ->type_name("OUT.so");
-  app.add_option("--keep-sources", out.keep_sources, "keep the generated sources in this directory")->type_name("DIR");
+  app.add_option("--keep-sources", out.keep_sources,
+                 "keep the generated sources in this directory (new, empty, or holding only an earlier "
+                 "--keep-sources set, which is replaced)")
+      ->type_name("DIR");
   out.cuda_arch_option =
       app.add_option("--cuda-arch", out.cuda_arch,
                      "CUDA architectures to compile kernels for, comma-separated (default sm_80,sm_90; PTX of the "
@@ -451,7 +504,7 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return commands::parse_error_exit(app, e);
   }
 
   if (version) {
@@ -483,11 +536,15 @@ int main(int argc, char** argv) {
   try {
     return thunderc::run(argc, argv);
   } catch (const thunderc::UserError& e) {
-    std::cerr << "thunderc: error: " << e.what() << "\n";
+    std::cerr << "thunderc: error: " << thunderc::printable_message(e.what()) << "\n";
     return thunderc::kExitUserError;
   } catch (const thunderc::InternalError& e) {
-    std::cerr << "thunderc: " << e.what() << "\n";
+    std::cerr << "thunderc: " << thunderc::printable_message(e.what(), 8000) << "\n";
     return thunderc::kExitInternalError;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "thunderc: error: out of memory (the model or its shapes need more memory than this machine can "
+                 "give)\n";
+    return thunderc::kExitUserError;
   } catch (const std::exception& e) {
     std::cerr << "thunderc: internal error (this is a bug in thunderc, please report it): " << e.what() << "\n";
     return thunderc::kExitInternalError;

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/messages.h"
+#include "core/executors/executor.h"
 #include "core/ir/error.h"
 #include "core/ir/printer.h"
 #include "core/ir/verifier.h"
@@ -108,7 +110,26 @@ class CliObserver : public PassObserver {
   std::size_t symbols_;
 };
 
+// UserError naming the first tensor of `trace` (an input, constant or intermediate) above kMaxTensorBytes, or
+// whose size overflows: such a model cannot be compiled, and its sizes would wrap around in generated code.
+void check_tensor_sizes(const Trace& trace, const std::string& prefix) {
+  for (ValueId id = 0; id < trace.num_values(); ++id) {
+    const Value& v = trace.value(id);
+    std::optional<std::uint64_t> bytes = checked_tensor_bytes(v.type.shape, dtype_size(v.type.dtype));
+    if (!bytes || *bytes > kMaxTensorBytes)
+      user_error(prefix, "tensor ", v.name, v.source_name.empty() || v.source_name == v.name ? "" : " (" + quote_text(v.source_name) + " in the model)",
+                 " of type ", v.type.str(), " would take ", bytes_text(bytes), "; thunderc refuses tensors above ",
+                 max_tensor_bytes_text());
+  }
+}
+
 }  // namespace
+
+void check_model_path(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    user_error("the model ", quote_text(path), " is a directory; give a TorchScript file (.pt)");
+}
 
 ProgressLine::ProgressLine(bool enabled) : active_(enabled && isatty(STDERR_FILENO)) {}
 ProgressLine::~ProgressLine() { clear(); }
@@ -167,6 +188,12 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
   }
   std::vector<std::string> executors = options.executors;
   bool standalone = options.standalone;
+  if (standalone)
+    for (const Executor* always : always_executors())
+      if (std::find(executors.begin(), executors.end(), always->name()) != executors.end())
+        user_error("--standalone excludes the ", always->name(), " executor (a standalone .so needs no LibTorch), but "
+                   "--executors lists ", always->name(), "; leave ", always->name(),
+                   " out of --executors, or drop --standalone");
   if (options.symbolic) {
     if (specs.size() != 1)
       user_error("--cache \"symbolic values\" needs exactly one --shapes with symbolic dimensions, e.g. --shapes x=Bx64 "
@@ -215,6 +242,7 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
         user_error("--decompose: no rule for '", op, "'; decompose has rules for ", join(known, ", "));
   }
 
+  check_model_path(options.model_path);
   ProgressLine progress(options.progress);
   progress.show("thunderc: loading " + options.model_path + " ...");
   auto start = std::chrono::steady_clock::now();
@@ -246,6 +274,14 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
       s.input_types = model.resolve_shapes(s.spec, options.device);
     } catch (const UserError& e) {
       throw UserError(prefix + e.what());
+    }
+    for (std::size_t k = 0; k < s.input_types.size(); ++k) {
+      const TensorType& t = s.input_types[k];
+      std::optional<std::uint64_t> bytes = checked_tensor_bytes(t.shape, dtype_size(t.dtype));
+      if (!bytes || *bytes > kMaxTensorBytes)
+        user_error(prefix, "input ", k < model.input_names().size() ? quote_text(model.input_names()[k]) : std::to_string(k),
+                   " of type ", t.str(), " would take ", bytes_text(bytes), "; thunderc refuses tensors above ",
+                   max_tensor_bytes_text());
     }
     progress.show("thunderc: " + where + "importing ...");
     start = std::chrono::steady_clock::now();
@@ -281,6 +317,7 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     } catch (const UserError& e) {
       throw UserError(prefix + e.what());
     }
+    check_tensor_sizes(s.trace, prefix);
     return s;
   };
 
@@ -336,6 +373,29 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     return result;
   }
 
+  // A --shapes repeated (the same input types, however written) would add a variant no call can reach.
+  {
+    std::vector<std::vector<TensorType>> resolved;
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      std::vector<TensorType> types;
+      try {
+        types = model.resolve_shapes(specs[i], options.device);
+      } catch (const UserError& e) {
+        if (specs.size() > 1) {
+          SpecializedTrace label{specs[i], {}, Trace{}};
+          throw UserError("specialization " + std::to_string(i + 1) + " (" + specialization_label(label) + "): " +
+                          e.what());
+        }
+        throw;
+      }
+      for (std::size_t j = 0; j < resolved.size(); ++j)
+        if (resolved[j] == types)
+          user_error("--shapes ", quote_text(specialization_str(specs[i])), " (specialization ", i + 1,
+                     ") gives the same input shapes and dtypes as specialization ", j + 1, " (",
+                     quote_text(specialization_str(specs[j])), "); each --shapes makes one variant, so give each once");
+      resolved.push_back(std::move(types));
+    }
+  }
   for (std::size_t i = 0; i < specs.size(); ++i) {
     // With several specializations, messages say which one failed.
     SpecializedTrace label{specs[i], {}, Trace{}};

@@ -71,6 +71,9 @@ struct PipelineResult {
 // specializations (--shapes, else recorded_shapes(), else UserError listing the input names); per
 // specialization: resolve_shapes -> import -> verify_trace -> run_passes (claiming included; UserError
 // listing unclaimed operations).
+// UserError when `path` (the model argument) is a directory.
+void check_model_path(const std::string& path);
+
 PipelineResult run_pipeline(const PipelineOptions& options);
 
 // Text of a specialization for messages: "x=1x64:float32".

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/frontend/shape_spec.h"
 #include "core/ir/error.h"
 
 namespace thunderc {
@@ -10,6 +11,28 @@ bool shares_input_buffer(const BoundSymbol& sym) { return sym.op->name == "resha
 
 namespace {
 std::size_t align_up(std::size_t n) { return (n + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
+
+// The workspace bytes of `v`, checked: UserError when the size overflows or exceeds kMaxTensorBytes.
+std::size_t checked_buffer_bytes(const Trace& trace, ValueId v) {
+  const TensorType& type = trace.type(v);
+  std::optional<std::uint64_t> bytes = checked_tensor_bytes(type.shape, dtype_size(type.dtype));
+  if (!bytes || *bytes > kMaxTensorBytes)
+    user_error("tensor ", trace.value(v).name, " of type ", type.str(), " would take ", bytes_text(bytes),
+               "; thunderc refuses tensors above ", max_tensor_bytes_text());
+  return align_up(std::max<std::size_t>(static_cast<std::size_t>(*bytes), 1));
+}
+
+// offset + size for the workspace's extent, checked against kMaxTensorBytes (each part is at most that, so the
+// sum cannot overflow).
+std::size_t checked_end(std::size_t offset, std::size_t size, const char* what) {
+  std::size_t end = 0;
+  if (__builtin_add_overflow(offset, size, &end) || end > kMaxTensorBytes)
+    user_error("the workspace of this variant would need ", bytes_text(__builtin_add_overflow(offset, size, &end)
+                                                                          ? std::nullopt
+                                                                          : std::optional<std::uint64_t>(end)),
+               " (for ", what, "); thunderc refuses workspaces above ", max_tensor_bytes_text());
+  return end;
+}
 
 struct Interval {
   std::size_t offset, size;
@@ -78,24 +101,29 @@ VariantMemoryPlan plan_memory(const Trace& trace, const std::map<ValueId, std::s
         plan.buffers[out] = {Storage::Output, o->second, 0, 0};
         continue;
       }
-      std::size_t size = align_up(std::max<std::size_t>(trace.type(out).nbytes(), 1));
+      std::size_t size = checked_buffer_bytes(trace, out);
       std::vector<Interval> occupied;
       for (const Live& l : live) occupied.push_back(l.where);
       std::size_t offset = first_fit(occupied, size);
+      const std::size_t end = checked_end(offset, size, ("tensor " + trace.value(out).name).c_str());
       plan.buffers[out] = {Storage::Workspace, 0, offset, 0};
       auto lu = last_use.find(out);
       live.push_back({{offset, size}, lu == last_use.end() ? i : lu->second});
-      plan.workspace_bytes = std::max(plan.workspace_bytes, offset + size);
+      plan.workspace_bytes = std::max(plan.workspace_bytes, end);
     }
     std::size_t scratch = scratch_bytes ? scratch_bytes(trace, symbols[i]) : 0;
     if (scratch > 0) {
       std::vector<Interval> occupied;
       for (const Live& l : live) occupied.push_back(l.where);
+      if (scratch > kMaxTensorBytes)
+        user_error("operation ", symbols[i].op->name, " would need ", bytes_text(scratch),
+                   " of scratch space; thunderc refuses workspaces above ", max_tensor_bytes_text());
       std::size_t size = align_up(scratch);
       std::size_t offset = first_fit(occupied, size);
+      const std::size_t end = checked_end(offset, size, ("the scratch space of " + symbols[i].op->name).c_str());
       plan.scratch[i] = offset;
       live.push_back({{offset, size}, i});
-      plan.workspace_bytes = std::max(plan.workspace_bytes, offset + size);
+      plan.workspace_bytes = std::max(plan.workspace_bytes, end);
     }
   }
   return plan;

@@ -41,7 +41,9 @@ inline constexpr std::size_t kBufferAlignment = 64;
 // Scratch bytes a symbol needs while it runs (e.g. an im2col buffer); it is live only during the symbol.
 using ScratchFn = std::function<std::size_t(const Trace&, const BoundSymbol&)>;
 
-// `constant_offsets`: where each constant of the trace sits in the weights blob.
+// `constant_offsets`: where each constant of the trace sits in the weights blob. Sizes are computed with
+// overflow checks: UserError when a tensor or the workspace would exceed kMaxTensorBytes (2^40 bytes,
+// core/frontend/shape_spec.h) or its size overflows.
 VariantMemoryPlan plan_memory(const Trace& trace, const std::map<ValueId, std::size_t>& constant_offsets,
                               const ScratchFn& scratch_bytes = nullptr);
 

@@ -56,7 +56,15 @@ ModulePlan plan_module(const std::vector<ModuleVariant>& variants, const Backend
 
 namespace {
 
-std::string var(const Trace& t, ValueId v) { return "v_" + t.value(v).name; }
+// Generated identifiers are collision-free by construction: each kind has its own first letter (v: a value's
+// buffer, z: its shape array, s: a symbolic size), followed by the value's id (or the symbol's index) and an
+// underscore, so two different values can never get the same name (values "x" and "x_shape" give
+// "v3_x", "z3_x" and "v4_x_shape"); the name is only for the reader. Locals of the variant function
+// (call, ws, weights, thunderc_*) and of the backends' blocks start with none of v<digit>, z<digit>, s<digit>.
+std::string var(const Trace& t, ValueId v) { return "v" + std::to_string(v) + "_" + sanitize_identifier(t.value(v).name); }
+std::string shape_var(const Trace& t, ValueId v) {
+  return "z" + std::to_string(v) + "_" + sanitize_identifier(t.value(v).name);
+}
 
 // Where a module's CUDA kernels are collected while its variants are emitted.
 struct KernelSink {
@@ -96,7 +104,7 @@ class VariantContext : public EmitContext {
 // The C++ variable holding symbol s of a symbolic variant.
 std::vector<std::string> symbol_vars(const SymbolicTrace& st) {
   std::vector<std::string> vars;
-  for (const SymbolRange& r : st.symbols) vars.push_back("s_" + sanitize_identifier(r.name));
+  for (const SymbolRange& r : st.symbols) vars.push_back("s" + std::to_string(vars.size()) + "_" + sanitize_identifier(r.name));
   return vars;
 }
 
@@ -138,9 +146,9 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
     vars = symbol_vars(*sym);
     for (std::size_t k = 0; k < sym->symbols.size(); ++k)
       out.line("const int64_t " + vars[k] + " = call->inputs[" + std::to_string(sym->source[k].first) + "]->shape[" +
-               std::to_string(sym->source[k].second) + "];  // " + sym->symbols[k].name + " in [" +
-               std::to_string(sym->symbols[k].lo) + ", " + std::to_string(sym->symbols[k].hi) +
-               "], checked by the runtime");
+               std::to_string(sym->source[k].second) + "];  " +
+               c_comment(sym->symbols[k].name + " in [" + std::to_string(sym->symbols[k].lo) + ", " +
+                         std::to_string(sym->symbols[k].hi) + "], checked by the runtime"));
   }
   // One buffer variable per value, in id order (stable).
   for (const auto& [v, where] : mem.buffers) {
@@ -160,11 +168,11 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
     if (type.rank() > 0 && sym && sym->shapes.count(v)) {
       std::string dims = "{";
       for (std::size_t d = 0; d < type.rank(); ++d) dims += (d ? ", " : "") + sym->dim(t, v, d).c_expr(vars);
-      out.line("const int64_t " + var(t, v) + "_shape[] = " + dims + "};");
-      shape = var(t, v) + "_shape";
+      out.line("const int64_t " + shape_var(t, v) + "[] = " + dims + "};");
+      shape = shape_var(t, v);
     } else if (type.rank() > 0) {
-      out.line("static const int64_t " + var(t, v) + "_shape[] = " + shape_array(type.shape) + ";");
-      shape = var(t, v) + "_shape";
+      out.line("static const int64_t " + shape_var(t, v) + "[] = " + shape_array(type.shape) + ";");
+      shape = shape_var(t, v);
     }
     out.line("const thunderc_buffer " + var(t, v) + " = {" + data + ", " + shape + ", " + std::to_string(type.rank()) +
              ", " + std::to_string(static_cast<int>(type.dtype)) + "};");

@@ -1,6 +1,9 @@
 #include "codegen/source_writer.h"
 
+#include <cmath>
 #include <cstdio>
+
+#include "core/ir/types.h"
 
 namespace thunderc {
 
@@ -27,14 +30,42 @@ void SourceWriter::line(const std::string& text) {
   out_ += '\n';
 }
 
+namespace {
+
+// One comment line's text: bytes outside printable ASCII become '?', trailing blanks are dropped, and a text
+// ending in a backslash (or the trigraph "??/") gets a closing mark so that it cannot continue the comment.
+std::string comment_body(std::string part) {
+  for (char& c : part)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  while (!part.empty() && part.back() == ' ') part.pop_back();
+  if (!part.empty() && (part.back() == '\\' || (part.size() >= 3 && part.compare(part.size() - 3, 3, "?\?/") == 0)))
+    part += " (end)";
+  return part;
+}
+
+}  // namespace
+
+std::string c_number_literal(double v, bool single) {
+  if (std::isnan(v)) return single ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
+  if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + (single ? "__builtin_inff()" : "__builtin_inf()");
+  std::string s = format_double(v);
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string c_comment(const std::string& text) {
+  std::string one = text;
+  for (char& c : one)
+    if (c == '\n' || c == '\r') c = ' ';
+  std::string body = comment_body(one);
+  return body.empty() ? "//" : "// " + body;
+}
+
 void SourceWriter::comment(const std::string& text) {
   std::size_t start = 0;
   while (start <= text.size()) {
     std::size_t end = text.find('\n', start);
-    std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    for (char& c : part)
-      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-    if (!part.empty() && part.back() == '\\') part += ' ';  // a trailing backslash would continue the comment
+    std::string part = comment_body(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
     line(part.empty() ? "//" : "// " + part);
     if (end == std::string::npos || end + 1 == text.size()) break;
     start = end + 1;

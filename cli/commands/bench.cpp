@@ -167,6 +167,28 @@ std::string threads_source(const BenchFlags& f) {
   return "default: all hardware cores";
 }
 
+// A zero-filled host tensor; a size that overflows or memory that is not there is a UserError, not a crash.
+HostTensor allocate(DLDataType dtype, const std::vector<int64_t>& shape, const std::string& what) {
+  try {
+    return HostTensor(dtype, shape);
+  } catch (const std::bad_alloc&) {
+    user_error("out of memory allocating ", what, " (", commands::tensor_text(dtype, shape), ")");
+  } catch (const std::length_error&) {
+    user_error(what, " (", commands::tensor_text(dtype, shape), ") is too large: its size in bytes overflows");
+  } catch (const std::invalid_argument& e) {
+    user_error(what, " (", commands::tensor_text(dtype, shape), "): ", e.what());
+  }
+}
+
+// "inf", "nan" or the number, for the text report.
+std::string diff_text(double d) {
+  if (std::isnan(d)) return "nan (a NaN in one output where the other has a number)";
+  if (std::isinf(d)) return "inf (an infinity in one output where the other has a different value)";
+  std::ostringstream os;
+  os << std::setprecision(6) << d;
+  return os.str();
+}
+
 void bench_command(const BenchFlags& f) {
   if (f.warmup < 0) user_error("--warmup must be >= 0, got ", f.warmup);
   if (f.iterations < 1) user_error("--iterations must be >= 1, got ", f.iterations);
@@ -210,7 +232,7 @@ void bench_command(const BenchFlags& f) {
       if (d < 0)
         user_error("--shapes ", f.shapes, " leaves input '", names[i], "' with a symbolic dimension (", v.signature,
                    "); give its sizes");
-    inputs.emplace_back(v.inputs[i].dtype, shape);
+    inputs.push_back(allocate(v.inputs[i].dtype, shape, "input '" + names[i] + "'"));
     fill_random(inputs.back(), kSeed + i);
   }
   for (const HostTensor& t : inputs) in_dl.push_back(t.dl());
@@ -225,7 +247,7 @@ void bench_command(const BenchFlags& f) {
       } catch (const Error& e) {
         throw UserError(commands::runtime_message(e, "--shapes " + f.shapes, f.model));
       }
-    outputs.emplace_back(s.dtype, shape);
+    outputs.push_back(allocate(s.dtype, shape, "output " + std::to_string(i)));
   }
   std::vector<DLTensor> out_dl;
   for (HostTensor& t : outputs) out_dl.push_back(t.dl());
@@ -305,9 +327,13 @@ void bench_command(const BenchFlags& f) {
       j["torchscript_min_ms"] = theirs.min;
       j["torchscript_p90_ms"] = theirs.p90;
       j["speedup"] = ours.median > 0 ? theirs.median / ours.median : 0.0;
-      // JSON has no NaN; null means some output differed by NaN.
-      if (std::isnan(ref->max_abs_diff)) j["max_abs_diff"] = nullptr;
-      else j["max_abs_diff"] = ref->max_abs_diff;
+      // JSON has no NaN or infinity: max_abs_diff is then null and max_abs_diff_nonfinite says which.
+      if (std::isfinite(ref->max_abs_diff)) {
+        j["max_abs_diff"] = ref->max_abs_diff;
+      } else {
+        j["max_abs_diff"] = nullptr;
+        j["max_abs_diff_nonfinite"] = std::isnan(ref->max_abs_diff) ? "nan" : "inf";
+      }
     }
     std::cout << j.dump(2) << std::endl;
     return;
@@ -329,7 +355,7 @@ void bench_command(const BenchFlags& f) {
     std::ostringstream speed;
     speed << std::fixed << std::setprecision(2) << (ours.median > 0 ? theirs.median / ours.median : 0.0);
     std::cout << "speedup:     " << speed.str() << "x (torchscript median / thunderc median)\n";
-    std::cout << "max |diff|:  " << std::setprecision(6) << ref->max_abs_diff << " (largest absolute difference over "
+    std::cout << "max |diff|:  " << diff_text(ref->max_abs_diff) << " (largest absolute difference over "
               << ref->num_outputs << " output" << (ref->num_outputs == 1 ? "" : "s") << ")\n";
   }
   std::cout.flush();
@@ -349,11 +375,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--iterations", flags->iterations, "timed calls (default: 100)")->type_name("N");
   cmd->add_option("--threads", flags->threads,
                   "threads for the model and for LibTorch (default 0: $THUNDERC_NUM_THREADS, else all cores)")
-      ->type_name("N")
-      ->check(CLI::NonNegativeNumber);
+      ->type_name("N");
   cmd->add_flag("--json", flags->json,
                 "print one JSON object (median_ms, min_ms, p90_ms, iterations, threads; with --compare also "
-                "torchscript_median_ms, speedup, max_abs_diff)");
+                "torchscript_median_ms, speedup, max_abs_diff; null with max_abs_diff_nonfinite \"inf\" or \"nan\" when the "
+                "difference is not a finite number)");
   cmd->add_option("--compare", flags->compare,
                   "also time this TorchScript model with LibTorch on the same inputs and compare the outputs")
       ->type_name("MODEL.pt");

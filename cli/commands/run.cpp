@@ -11,11 +11,25 @@
 #include <optional>
 #include <system_error>
 
+#include "cli/messages.h"
 #include "core/ir/error.h"
 #include "thunderc/npy.hpp"
 
 namespace thunderc {
 namespace commands {
+
+int parse_error_exit(CLI::App& app, const CLI::ParseError& e) {
+  if (e.get_exit_code() == 0) return app.exit(e);  // --help and the like
+  std::string what = e.what();
+  // CLI11 writes a range check's bounds in full (hundreds of digits); thunderc checks its numbers itself.
+  std::cerr << "thunderc: error: " << escape_text(what, 300) << "\n"
+            << "(run '" << app.get_name() << " --help' for the options)\n";
+  return 1;
+}
+
+void check_tolerance(const char* flag, double value) {
+  if (!std::isfinite(value) || value < 0) user_error(flag, " must be a finite number >= 0, got ", value);
+}
 
 std::string runtime_message(const Error& e, const std::string& context, const std::string& path) {
   std::string msg = e.what();
@@ -124,10 +138,13 @@ struct RunFlags {
   int threads = 0;
   std::vector<std::string> expect;  // --expect FILE.npy, one per output in order
   double rtol = 1e-4, atol = 1e-5;
+  bool equal_nan = false;
 };
 
 
-// Compares each output with its expected .npy: same dtype and shape, |got - want| <= atol + rtol * |want|.
+// Compares each output with its expected .npy: same dtype and shape, then numpy.isclose's rule per element
+// (|got - want| <= atol + rtol * |want| for finite values; infinities match only themselves; NaN matches NaN
+// only with --equal-nan).
 void check_expected(const RunFlags& f, const std::vector<HostTensor>& outputs) {
   if (f.expect.size() > outputs.size())
     user_error(f.expect.size(), " --expect files for ", outputs.size(), " output", outputs.size() == 1 ? "" : "s");
@@ -137,26 +154,25 @@ void check_expected(const RunFlags& f, const std::vector<HostTensor>& outputs) {
       want = npy::load(f.expect[o]);
     } catch (const npy::Error& e) {
       user_error("--expect for output", o, ": ", e.what());
+    } catch (const std::bad_alloc&) {
+      user_error("--expect for output", o, ": ", f.expect[o], ": out of memory reading it");
     }
     const HostTensor& got = outputs[o];
     const std::string label = "output" + std::to_string(o);
     if (dtype_string(want.dtype()) != dtype_string(got.dtype()) || want.shape() != got.shape())
       user_error(label, " is ", commands::tensor_text(got.dtype(), got.shape()), " but ", f.expect[o], " holds ",
                  commands::tensor_text(want.dtype(), want.shape()));
-    double worst = 0;
-    size_t worst_at = 0, bad = 0;
-    for (size_t i = 0; i < got.numel(); ++i) {
-      double a = element_as_double(got, i), b = element_as_double(want, i);
-      double diff = std::isnan(a) && std::isnan(b) ? 0.0 : std::fabs(a - b);
-      if (std::isnan(diff) || diff > f.atol + f.rtol * std::fabs(b)) ++bad;
-      if (std::isnan(diff) || diff > worst) worst = std::isnan(diff) ? INFINITY : diff, worst_at = i;
+    const ValueComparison c = compare_values(got, want, f.rtol, f.atol, f.equal_nan);
+    const std::string nan_note = f.equal_nan ? "" : " (NaN matches NaN only with --equal-nan)";
+    if (c.mismatched > 0) {
+      const double a = element_as_double(got, c.worst), b = element_as_double(want, c.worst);
+      user_error(label, " differs from ", f.expect[o], " in ", c.mismatched, " of ", c.numel, " elements (rtol ",
+                 f.rtol, ", atol ", f.atol, "); largest difference ", value_difference(a, b, f.equal_nan),
+                 " at element ", c.worst, ": got ", a, ", expected ", b,
+                 std::isnan(a) || std::isnan(b) ? nan_note : std::string());
     }
-    if (bad > 0)
-      user_error(label, " differs from ", f.expect[o], " in ", bad, " of ", got.numel(), " elements (rtol ", f.rtol,
-                 ", atol ", f.atol, "); largest difference ", worst, " at element ", worst_at, ": got ",
-                 element_as_double(got, worst_at), ", expected ", element_as_double(want, worst_at));
-    std::cout << label << ": matches " << f.expect[o] << " (max abs diff " << worst << ", rtol " << f.rtol << ", atol "
-              << f.atol << ")\n";
+    std::cout << label << ": matches " << f.expect[o] << " (max abs diff " << c.max_abs_diff << ", rtol " << f.rtol
+              << ", atol " << f.atol << (f.equal_nan ? ", NaN equal to NaN" : "") << ")\n";
   }
 }
 
@@ -174,6 +190,8 @@ HostTensor load_input(const std::string& name, const std::string& file) {
 }
 
 void run_command(const RunFlags& f) {
+  commands::check_tolerance("--rtol", f.rtol);
+  commands::check_tolerance("--atol", f.atol);
   Model model = commands::open_model(f.model, f.threads);
   const std::vector<std::string> names = model.input_names();
   const size_t n = names.size();
@@ -272,14 +290,16 @@ void add_run_command(CLI::App& app) {
       ->type_name("DIR");
   cmd->add_option("--threads", flags->threads,
                   "threads the model may use (default 0: $THUNDERC_NUM_THREADS, else all cores)")
-      ->type_name("N")
-      ->check(CLI::NonNegativeNumber);
+      ->type_name("N");
   cmd->add_option("--expect", flags->expect,
                   "expected output .npy files, in output order: fail unless each output matches within the tolerances")
       ->type_name("FILE.npy")
       ->allow_extra_args(false);
-  cmd->add_option("--rtol", flags->rtol, "relative tolerance for --expect (default 1e-4)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--atol", flags->atol, "absolute tolerance for --expect (default 1e-5)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rtol", flags->rtol, "relative tolerance for --expect, finite and >= 0 (default 1e-4)");
+  cmd->add_option("--atol", flags->atol, "absolute tolerance for --expect, finite and >= 0 (default 1e-5)");
+  cmd->add_flag("--equal-nan", flags->equal_nan,
+                "with --expect, a NaN output matches a NaN expected value (as numpy.isclose(equal_nan=True)); "
+                "without it NaN matches nothing. Infinities match only an equal infinity");
   cmd->footer(
       "Example:\n"
       "  thunderc run mlp.so --input x=x.npy --output-dir out     writes out/output0.npy\n"

@@ -15,6 +15,7 @@
 
 namespace CLI {
 class App;
+class ParseError;
 }
 
 namespace thunderc {
@@ -23,6 +24,14 @@ namespace thunderc {
 void add_run_command(CLI::App& app);
 
 namespace commands {
+
+// What a CLI11 parse error becomes, for the thunderc binary and its test driver alike: --help (and other
+// requests CLI11 answers itself) print and return 0; every other parse error (unknown flag, missing or
+// malformed value) prints "thunderc: error: <short message>" and a hint to stderr and returns 1.
+int parse_error_exit(CLI::App& app, const CLI::ParseError& e);
+
+// A tolerance given on the command line (--rtol, --atol): UserError unless it is finite and >= 0.
+void check_tolerance(const char* flag, double value);
 
 // Opens a model through the runtime. threads: 0 = the runtime's default ($THUNDERC_NUM_THREADS, else all
 // cores). A runtime error (missing/corrupt .so, manifest mismatch, ...) becomes a UserError with its message.

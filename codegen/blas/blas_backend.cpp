@@ -55,7 +55,7 @@ class Emitter {
     return "static_cast<const " + ctype_ + "*>(" + ctx_.buffer(sym_.inputs[i].value) + ".data)";
   }
   std::string out() const { return "static_cast<" + ctype_ + "*>(" + ctx_.buffer(sym_.outputs[0]) + ".data)"; }
-  std::string num(double v) const { return "static_cast<" + ctype_ + ">(" + format_double(v) + ")"; }
+  std::string num(double v) const { return "static_cast<" + ctype_ + ">(" + c_number_literal(v) + ")"; }
 
   // out = scale * broadcast(bias), as the GEMM's starting C (then beta = 1).
   void fill_bias(std::size_t bias_input, double scale) {

@@ -134,14 +134,27 @@ class CppRegion : public RegionLowering {
       Body b{index, idx, {}, {}, 0};
       std::string e = cast(gen(b, x.e), x.e->dtype, d);
       body = b.lines;
+      // max propagates NaN, as torch.amax: `(t > e || t != t) ? t : e` keeps a NaN already in t and takes a
+      // NaN e. In a vectorized reduction (OpenMP's max combines lanes without regard to NaN) a NaN flag,
+      // or-reduced alongside, replaces the maximum at the end.
       if (inner[0] == 0 && !pragma.empty()) {  // the innermost loop reduces into one element
         pre.push_back(std::string(ctype(d)) + " acc = " + B + "[" + idx[0] + "];");
-        pragma = is_max ? "#pragma omp simd reduction(max:acc)" : "#pragma omp simd reduction(+:acc)";
-        body.push_back(is_max ? "acc = acc > " + e + " ? acc : " + e + ";" : "acc += " + e + ";");
-        post.push_back(B + "[" + idx[0] + "] = acc;");
+        if (is_max) {
+          pre.push_back("int acc_nan = acc != acc;");
+          pragma = "#pragma omp simd reduction(max:acc) reduction(|:acc_nan)";
+          body.push_back("const " + std::string(ctype(d)) + " e = " + e + ";");
+          body.push_back("acc_nan |= e != e;");
+          body.push_back("acc = acc > e ? acc : e;");
+          post.push_back(B + "[" + idx[0] + "] = acc_nan ? " + lit(NAN, d) + " : acc;");
+        } else {
+          pragma = "#pragma omp simd reduction(+:acc)";
+          body.push_back("acc += " + e + ";");
+          post.push_back(B + "[" + idx[0] + "] = acc;");
+        }
       } else {
         std::string t = B + "[" + idx[0] + "]";
-        body.push_back(is_max ? t + " = " + t + " > " + e + " ? " + t + " : " + e + ";" : t + " += " + e + ";");
+        body.push_back(is_max ? t + " = (" + t + " > " + e + " || " + t + " != " + t + ") ? " + t + " : " + e + ";"
+                              : t + " += " + e + ";");
       }
     });
   }

@@ -28,13 +28,11 @@
 #include <vector>
 
 #include "codegen/backend.h"
+#include "codegen/source_writer.h"
 #include "core/ir/error.h"
 #include "core/ir/types.h"
 
 namespace thunderc::loops {
-
-using Lines = std::vector<std::string>;
-
 
 using Lines = std::vector<std::string>;
 
@@ -51,10 +49,8 @@ inline const char* ctype(DType d) {
 inline std::string lit(double v, DType d) {
   if (d == DType::Bool) return v != 0 ? "true" : "false";
   bool f = d == DType::Float32;
-  if (std::isnan(v)) return f ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
-  if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + (f ? "__builtin_inff()" : "__builtin_inf()");
-  std::string s = format_double(v);
-  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  if (!std::isfinite(v)) return c_number_literal(v, f);
+  std::string s = c_number_literal(v);
   if (v < 0) s = "(" + s + ")";
   return f ? "static_cast<float>(" + s + ")" : s;
 }
@@ -258,7 +254,7 @@ class RegionLowering {
       for (const Operand& in : s.inputs)
         if (in.is_tensor()) ++uses_[in.value];
     for (const BoundSymbol& s : region_.subsymbols) {
-      lines_.push_back("  // " + s.op->name);
+      lines_.push_back("  " + c_comment(s.op->name));
       Val v = lower(s);
       ValueId out = s.outputs[0];
       bool lazy = v.e->kind == Node::Op;
@@ -396,13 +392,16 @@ class RegionLowering {
              k(0.044715) + " * (" + x + " * " + x + " * " + x + "))))";
     if (op == "hardswish") return x + " * std::min(std::max(" + x + " + " + k(3) + ", " + k(0) + "), " + k(6) + ") / " + k(6);
     if (op == "hardsigmoid") return "std::min(std::max(" + x + " + " + k(3) + ", " + k(0) + "), " + k(6) + ") / " + k(6);
-    if (op == "hardtanh")
-      return "(" + x + " <= " + k(p[0]) + " ? " + k(p[0]) + " : (" + x + " >= " + k(p[1]) + " ? " + k(p[1]) + " : " + x + "))";
+    // hardtanh is ATen's clamp(x, min_val, max_val): below.
     if (op == "leaky_relu") return "(" + x + " > " + k(0) + " ? " + x + " : " + x + " * " + k(p[0]) + ")";
-    if (op == "clamp") {
+    if (op == "clamp" || op == "hardtanh") {  // params: min, max, has min, has max
+      // As ATen's clamp: NaN in x propagates; with both bounds, a NaN bound makes every element NaN; with
+      // one bound, std::max(x, nan) / std::min(x, nan) is x, as ATen's clamp_min / clamp_max.
+      bool lo = p[2] != 0, hi = p[3] != 0;
+      if (lo && hi && (std::isnan(p[0]) || std::isnan(p[1]))) return k(NAN);
       std::string r = x;
-      if (!std::isnan(p[0])) r = "std::max(" + r + ", " + k(p[0]) + ")";
-      if (!std::isnan(p[1])) r = "std::min(" + r + ", " + k(p[1]) + ")";
+      if (lo && !std::isnan(p[0])) r = "std::max(" + r + ", " + k(p[0]) + ")";
+      if (hi && !std::isnan(p[1])) r = "std::min(" + r + ", " + k(p[1]) + ")";
       return "(std::isnan(" + x + ") ? " + x + " : " + r + ")";
     }
     if (op == "logical_not") return "!" + x;
@@ -495,10 +494,11 @@ class RegionLowering {
         std::string name = op;
         std::vector<double> params;
         if (op == "gelu" && s.attrs.get_string("approximate") == "tanh") name = "gelu_tanh";
-        if (op == "hardtanh") params = {s.attrs.get_float("min_val"), s.attrs.get_float("max_val")};
+        if (op == "hardtanh") params = {s.attrs.get_float("min_val"), s.attrs.get_float("max_val"), 1, 1};
         if (op == "leaky_relu") params = {s.attrs.get_float("negative_slope")};
         if (op == "clamp")
-          params = {s.attrs.is_none("min") ? NAN : s.attrs.get_float("min"), s.attrs.is_none("max") ? NAN : s.attrs.get_float("max")};
+          params = {s.attrs.is_none("min") ? 0.0 : s.attrs.get_float("min"), s.attrs.is_none("max") ? 0.0 : s.attrs.get_float("max"),
+                    s.attrs.is_none("min") ? 0.0 : 1.0, s.attrs.is_none("max") ? 0.0 : 1.0};
         if (op == "to_dtype") name = "cast";
         if (op == "pow" && !s.inputs[1].is_tensor()) {  // as ATen: small exponents without pow()
           double e = s.inputs[1].scalar.to_double();

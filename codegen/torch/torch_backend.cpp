@@ -18,12 +18,7 @@ std::string array_literal(const std::vector<T>& items, F format) {
   return s + "}";
 }
 
-std::string double_literal(double v) {
-  if (std::isnan(v)) return "__builtin_nan(\"\")";
-  if (std::isinf(v)) return v > 0 ? "__builtin_inf()" : "-__builtin_inf()";
-  std::string s = format_double(v);
-  return s;
-}
+std::string double_literal(double v) { return c_number_literal(v); }
 }  // namespace
 
 TorchBackend::TorchBackend(ShimLocation shim) : shim_(std::move(shim)) {}

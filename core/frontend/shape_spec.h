@@ -2,11 +2,14 @@
 //   --shapes x=1x3x224x224,mask=1x64     named inputs
 //   --shapes 1x3x224x224                 the single input of a one-input model
 //   --shapes ids=1x16:int64              an optional dtype after ':' (default: the recorded one, else float32)
-// A scalar (0-dim) input is written as an empty shape: "x=".
+// A scalar (0-dim) input is written "x=scalar" (or "x=scalar:int64"); an empty shape ("x=") is refused
+// as a likely mistake.
+// Sizes are checked with overflow-checked arithmetic: a tensor may hold at most kMaxTensorBytes bytes.
 //   --shapes x=Bx64 --dim B=1:32         a dimension may be a symbol (an identifier), whose inclusive range
 //                                        --dim gives; symbolic shapes need --cache "symbolic values"
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +17,18 @@
 #include "core/ir/types.h"
 
 namespace thunderc {
+
+// The largest tensor (and, in codegen/memory_plan, workspace) thunderc compiles: 2^40 bytes (1 TiB). Larger
+// sizes are refused at compile time with a message naming the tensor, never wrapped around or allocated.
+inline constexpr std::uint64_t kMaxTensorBytes = std::uint64_t{1} << 40;
+
+// The bytes of a tensor with `shape` and `element_size`-byte elements, or nullopt when a dimension is
+// negative or the product overflows 64 bits.
+std::optional<std::uint64_t> checked_tensor_bytes(const Shape& shape, std::size_t element_size);
+// "1 TiB (2^40 bytes)": the limit, for messages.
+std::string max_tensor_bytes_text();
+// "6.4e+12 bytes" style text for a size (or "more than 2^64 bytes" for nullopt).
+std::string bytes_text(std::optional<std::uint64_t> bytes);
 
 struct InputShape {
   std::string name;  // empty: positional (only valid when the model has one input)

@@ -9,7 +9,8 @@ namespace thunderc {
 
 std::int64_t TensorType::numel() const {
   std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) user_error("tensor of shape ", shape_str(shape), " has more than 2^63 elements");
   return n;
 }
 

@@ -22,7 +22,8 @@ void register_shape_ops(OpRegistry& r) {
              } else if (shape[i] < 0) {
                user_error("reshape: invalid size ", shape[i], " in ", shape_str(shape));
              } else {
-               known *= shape[i];
+               if (__builtin_mul_overflow(known, shape[i], &known))
+                 user_error("reshape: the sizes of ", shape_str(shape), " overflow int64");
              }
            }
            std::int64_t numel = out.numel();

@@ -10,14 +10,10 @@
 #include "core/transforms/dce.h"
 #include "core/transforms/decompose.h"
 #include "core/transforms/remat.h"
-#if __has_include("core/transforms/fold_batchnorm.h")
+// Every pass is registered explicitly below (no __has_include: a pass whose header went missing must fail
+// the build, not silently leave the pipeline).
 #include "core/transforms/fold_batchnorm.h"
-#define THUNDERC_HAVE_FOLD_BATCHNORM 1
-#endif
-#if __has_include("core/transforms/fusion.h")
 #include "core/transforms/fusion.h"
-#define THUNDERC_HAVE_FUSION 1
-#endif
 
 namespace thunderc {
 
@@ -39,13 +35,9 @@ const std::vector<RegisteredPass>& registered_passes() {
       {dce_transform(), PassPhase::Either},
       {cse_transform(), PassPhase::Either},
       {constant_folding_transform(), PassPhase::Either},
-#ifdef THUNDERC_HAVE_FOLD_BATCHNORM
       {fold_batchnorm_transform(), PassPhase::BeforeClaim},
-#endif
       {decompose_transform(), PassPhase::BeforeClaim},
-#ifdef THUNDERC_HAVE_FUSION
       {fusion_transform(), PassPhase::AfterClaim},
-#endif
       {remat_transform(), PassPhase::AfterClaim},
   };
   return passes;

@@ -125,8 +125,9 @@ enum class CacheMode {
 // range or the conflicting binding). Fixed sizes, dtypes and devices are checked elsewhere.
 std::string bind_dims(const Variant& v, const std::vector<TensorDesc>& inputs, const DLTensor* tensors, size_t n,
                       int64_t* values);
-// Output `i`'s shape of v under `values` (from bind_dims; ignored for fixed variants).
-void output_shape(const Variant& v, size_t i, const int64_t* values, int64_t* shape);
+// Output `i`'s shape of v under `values` (from bind_dims; ignored for fixed variants). False when a symbolic
+// size overflows or is negative under these values (shape is then unspecified).
+bool output_shape(const Variant& v, size_t i, const int64_t* values, int64_t* shape);
 
 struct Manifest {
   uint32_t abi_version = 0;

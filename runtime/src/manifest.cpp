@@ -283,11 +283,27 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
               f.terms.push_back({k, it->get<int64_t>()});
             }
           }
-          int64_t at = f.c;
-          for (const auto& [k, a] : f.terms) at += a * at_max[k];
-          if (at < 0) v.error(dpath, "negative size " + std::to_string(at) + " at the symbols' maxima");
+          // An affine size is smallest and largest at corners of the symbols' box: check both, overflow-checked,
+          // so that no binding in range gives a negative or overflowing size.
+          int64_t lo = f.c, hi = f.c;
+          bool overflow = false;
+          for (const auto& [k, a] : f.terms) {
+            const int64_t at_min_k = var.dims[k].min, at_max_k = at_max[k];
+            int64_t small = 0, big = 0;
+            overflow = overflow || __builtin_mul_overflow(a, a >= 0 ? at_min_k : at_max_k, &small) ||
+                       __builtin_mul_overflow(a, a >= 0 ? at_max_k : at_min_k, &big) ||
+                       __builtin_add_overflow(lo, small, &lo) || __builtin_add_overflow(hi, big, &hi);
+          }
+          if (overflow) v.error(dpath, "the size overflows within the symbols' ranges");
+          if (lo < 0) {
+            std::string where;
+            for (const auto& [k, a] : f.terms)
+              where += (where.empty() ? "" : ", ") + var.dims[k].name + " = " +
+                       std::to_string(a >= 0 ? var.dims[k].min : at_max[k]);
+            v.error(dpath, "negative size " + std::to_string(lo) + " at " + where);
+          }
           shape.push_back(f.terms.empty() ? f.c : -1);
-          largest.push_back(at);
+          largest.push_back(hi);
         } else {
           f.c = static_cast<int64_t>(
               v.uint_value(e, dpath, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
@@ -358,7 +374,7 @@ std::string bind_dims(const Variant& v, const std::vector<TensorDesc>& inputs, c
   return {};
 }
 
-void output_shape(const Variant& v, size_t i, const int64_t* values, int64_t* shape) {
+bool output_shape(const Variant& v, size_t i, const int64_t* values, int64_t* shape) {
   const auto& fixed = v.output_shapes[i];
   for (size_t d = 0; d < fixed.size(); ++d) {
     if (fixed[d] >= 0 || !v.symbolic()) {
@@ -367,9 +383,14 @@ void output_shape(const Variant& v, size_t i, const int64_t* values, int64_t* sh
     }
     const AffineDim& f = v.output_dims[i][d];
     int64_t e = f.c;
-    for (const auto& [k, a] : f.terms) e += a * values[k];
+    for (const auto& [k, a] : f.terms) {
+      int64_t term = 0;
+      if (__builtin_mul_overflow(a, values[k], &term) || __builtin_add_overflow(e, term, &e)) return false;
+    }
+    if (e < 0) return false;
     shape[d] = e;
   }
+  return true;
 }
 
 }  // namespace thunderc::rt

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <fstream>
 #include <atomic>
 #include <mutex>
@@ -68,7 +69,11 @@ constexpr size_t kAlign = 64;
 
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-void* host_alloc(size_t bytes) { return std::aligned_alloc(kAlign, round_up(bytes == 0 ? 1 : bytes)); }
+// NULL when the memory is not there or the size, rounded up, would not fit a size_t.
+void* host_alloc(size_t bytes) {
+  if (bytes > std::numeric_limits<size_t>::max() - kAlign) return nullptr;
+  return std::aligned_alloc(kAlign, round_up(bytes == 0 ? 1 : bytes));
+}
 
 }  // namespace
 
@@ -344,6 +349,52 @@ void check_tensor_struct(const DLTensor& t, const std::string& what) {
   if (!dense_nbytes(t.shape, t.ndim, t.dtype, &bytes))
     fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " is too large");
   if (bytes != 0 && t.data == nullptr) fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " has a NULL data pointer");
+  // data + byte_offset + bytes must be a real address range: no wrap-around.
+  uintptr_t end = 0;
+  if (__builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data), static_cast<uintptr_t>(t.byte_offset), &end) ||
+      __builtin_add_overflow(end, static_cast<uintptr_t>(bytes), &end))
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " has byte_offset " + std::to_string(t.byte_offset) +
+                                               ", which overflows the address space");
+}
+
+// [begin, end) of a tensor's bytes (after check_tensor_struct).
+std::pair<uintptr_t, uintptr_t> byte_range(const DLTensor& t) {
+  size_t bytes = 0;
+  dense_nbytes(t.shape, t.ndim, t.dtype, &bytes);
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(t.data) + static_cast<uintptr_t>(t.byte_offset);
+  return {begin, begin + bytes};
+}
+
+bool same_memory_space(const DLDevice& a, const DLDevice& b) {
+  const bool a_host = a.device_type == kDLCPU || a.device_type == kDLCUDAHost;
+  const bool b_host = b.device_type == kDLCPU || b.device_type == kDLCUDAHost;
+  if (a_host || b_host) return a_host == b_host;
+  return a.device_type == b.device_type && a.device_id == b.device_id;
+}
+
+bool overlap(const DLTensor& a, const DLTensor& b) {
+  if (!same_memory_space(a.device, b.device)) return false;
+  const auto [a0, a1] = byte_range(a);
+  const auto [b0, b1] = byte_range(b);
+  return a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1;
+}
+
+// Caller-provided outputs are written while the inputs are read: an output may share no byte with an input or
+// another output.
+void check_no_overlap(const thunderc_model* m, const DLTensor* inputs, size_t n, const DLTensor* outputs, size_t k) {
+  const Manifest& mf = m->manifest;
+  auto out_name = [&](size_t i) { return "output '" + mf.outputs[i].name + "' (#" + std::to_string(i) + ")"; };
+  for (size_t i = 0; i < k; ++i) {
+    for (size_t j = 0; j < n; ++j)
+      if (overlap(outputs[i], inputs[j]))
+        fail(THUNDERC_STATUS_INVALID_ARGUMENT, out_name(i) + " overlaps input '" + mf.inputs[j].name + "' (#" +
+                                                   std::to_string(j) + ") in memory; outputs must not share memory "
+                                                   "with inputs (pass a separate buffer)");
+    for (size_t j = 0; j < i; ++j)
+      if (overlap(outputs[i], outputs[j]))
+        fail(THUNDERC_STATUS_INVALID_ARGUMENT, out_name(i) + " overlaps " + out_name(j) +
+                                                   " in memory; each output needs a buffer of its own");
+  }
 }
 
 // Why `g` rejects `t`, or empty when it accepts it.
@@ -576,6 +627,18 @@ void bound_values(const thunderc_model* m, const Variant& v, const DLTensor* inp
   if (!why.empty()) fail(THUNDERC_STATUS_NO_MATCHING_VARIANT, "variant #" + std::to_string(v.id) + " of " + m->name + ": " + why);
 }
 
+// Output i's shape for this call into `shape`, and its size in bytes. The manifest's sizes are validated when
+// the model is opened; this checks the computation for the call's values too, so a size that overflows or is
+// negative is an error, never a wrapped-around allocation.
+size_t checked_output_shape(const thunderc_model* m, const Variant& v, size_t i, const int64_t* values, int64_t* shape) {
+  const int ndim = static_cast<int>(v.output_shapes[i].size());
+  size_t bytes = 0;
+  if (!output_shape(v, i, values, shape) || !dense_nbytes(shape, ndim, m->manifest.outputs[i].dtype, &bytes))
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, "variant #" + std::to_string(v.id) + " of " + m->name + ": the size of output '" +
+                                               m->manifest.outputs[i].name + "' overflows or is negative for these inputs");
+  return bytes;
+}
+
 // One runtime-allocated output: DLManagedTensor, shape and data in one block (data 64-byte aligned).
 struct OwnedOutput {
   DLManagedTensor managed;
@@ -787,7 +850,7 @@ THUNDERC_API thunderc_status thunderc_model_output_shape(const thunderc_model* m
     SmallVec<int64_t> values(v.dims.size());
     bound_values(model, v, inputs, num_inputs, values.data());
     int64_t tmp[64];
-    output_shape(v, output, values.data(), tmp);
+    checked_output_shape(model, v, output, values.data(), tmp);
     std::copy(tmp, tmp + ndim, shape);
   });
 }
@@ -817,13 +880,14 @@ THUNDERC_API thunderc_status thunderc_model_run_with_options(thunderc_model* mod
     for (size_t i = 0; i < num_outputs; ++i) {
       if (v.symbolic()) {
         int64_t shape[64];
-        output_shape(v, i, values.data(), shape);
+        checked_output_shape(model, v, i, values.data(), shape);
         check_output(model, v, i, outputs[i], shape, device);
       } else {
         check_output(model, v, i, outputs[i], v.output_shapes[i].data(), device);
       }
       outs[i] = normalized(outputs[i]);
     }
+    check_no_overlap(model, inputs, num_inputs, outputs, num_outputs);
     call_entry(model, vi, inputs, num_inputs, outs.data(), num_outputs, device, opts.cuda_stream);
   });
 }
@@ -861,9 +925,7 @@ THUNDERC_API thunderc_status thunderc_model_run_alloc_with_options(thunderc_mode
       auto* o = new OwnedOutput{};
       o->device = device;
       owned.push_back(o);
-      output_shape(v, i, values.data(), o->shape);
-      size_t bytes = 0;
-      dense_nbytes(o->shape, ndim, dtype, &bytes);  // validated at open (at the symbols' maxima)
+      const size_t bytes = checked_output_shape(model, v, i, values.data(), o->shape);
       o->data = thunderc_model::acquire_buffer(device, bytes, "output");
       DLTensor& t = o->managed.dl_tensor;
       t.data = o->data;

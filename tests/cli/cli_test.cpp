@@ -390,3 +390,195 @@ TEST_CASE("--cache \"symbolic values\" writes dims, symbolic guards and affine o
   CHECK(text.find("\"B\",\n") != std::string::npos);  // the guard's shape: ["B", 64]
   CHECK(text.find("\"const\": 0") != std::string::npos);
 }
+
+// ---- issue #12 ---------------------------------------------------------------------------------------------
+
+namespace {
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A fresh directory under the test's tmp folder holding a copy of samples/mlp.pt named `model_name`.
+std::string fresh_copy_of_mlp(const std::string& dir_name, const std::string& model_name) {
+  const std::string dir = std::string(THUNDERC_TEST_TMP) + "/" + dir_name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(sample("mlp.pt"), dir + "/" + model_name);
+  return dir;
+}
+}  // namespace
+
+// Item 5: outputs never destroy the model or unrelated files.
+TEST_CASE("outputs: -o never overwrites the model, refuses .json, and keep-sources refuses foreign files") {
+  const std::string original = read_all(sample("mlp.pt"));
+  SUBCASE("-o is the model") {
+    const std::string dir = fresh_copy_of_mlp("out_is_model", "mlp.pt");
+    for (const std::string& o : {dir + "/mlp.pt", dir + "/./mlp.pt"}) {
+      Result r = thunderc({dir + "/mlp.pt", "-o", o});
+      CHECK(r.code == 1);
+      CHECK_OUTPUT(r, "is the input model itself");
+      CHECK(read_all(dir + "/mlp.pt") == original);
+    }
+    // The same through a relative path from the model's directory.
+    Result rel = thunderc({"mlp.pt", "-o", "mlp.pt"}, dir);
+    CHECK(rel.code == 1);
+    CHECK(read_all(dir + "/mlp.pt") == original);
+  }
+  SUBCASE("the manifest path would be the model") {
+    const std::string dir = fresh_copy_of_mlp("manifest_is_model", "m.json");
+    Result r = thunderc({dir + "/m.json", "-o", dir + "/m.so"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "would write its manifest");
+    CHECK(read_all(dir + "/m.json") == original);
+    CHECK_FALSE(std::filesystem::exists(dir + "/m.so"));
+  }
+  SUBCASE("-o ending in .json") {
+    const std::string dir = fresh_copy_of_mlp("out_json", "mlp.pt");
+    Result r = thunderc({dir + "/mlp.pt", "-o", dir + "/x.json"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "ends in .json");
+    CHECK_FALSE(std::filesystem::exists(dir + "/x.json"));
+    CHECK_FALSE(std::filesystem::exists(dir + "/x.json.json"));
+  }
+  SUBCASE("-o is a directory") {
+    const std::string dir = fresh_copy_of_mlp("out_dir", "mlp.pt");
+    Result r = thunderc({dir + "/mlp.pt", "-o", dir});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "is a directory");
+  }
+  SUBCASE("--keep-sources into a directory with other files") {
+    const std::string dir = fresh_copy_of_mlp("keep_foreign", "mlp.pt");
+    const std::string keep = dir + "/keep";
+    std::filesystem::create_directories(keep);
+    std::ofstream(keep + "/notes.txt") << "mine\n";
+    std::ofstream(keep + "/model.cpp") << "my own model.cpp\n";
+    Result r = thunderc({dir + "/mlp.pt", "-o", dir + "/mlp.so", "--keep-sources", keep});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "is not empty");
+    CHECK_OUTPUT(r, "notes.txt");
+    CHECK(read_all(keep + "/model.cpp") == "my own model.cpp\n");
+    CHECK(read_all(keep + "/notes.txt") == "mine\n");
+  }
+  SUBCASE("--keep-sources: a previous set is replaced") {
+    const std::string dir = fresh_copy_of_mlp("keep_reuse", "mlp.pt");
+    const std::string keep = dir + "/keep";
+    Result first = thunderc({dir + "/mlp.pt", "-o", dir + "/mlp.so", "--keep-sources", keep});
+    REQUIRE_MESSAGE(first.code == 0, first.out);
+    CHECK(std::filesystem::exists(keep + "/model.cpp"));
+    Result second = thunderc({dir + "/mlp.pt", "-o", dir + "/mlp.so", "--keep-sources", keep});
+    CHECK_MESSAGE(second.code == 0, second.out);
+  }
+  SUBCASE("a planted OUT.so.tmp symlink does not redirect the write") {
+    const std::string dir = fresh_copy_of_mlp("planted_tmp", "mlp.pt");
+    std::ofstream(dir + "/victim.txt") << "victim\n";
+    std::filesystem::create_symlink(dir + "/victim.txt", dir + "/mlp.so.tmp");
+    std::filesystem::create_symlink(dir + "/victim.txt", dir + "/mlp.json.tmp");
+    Result r = thunderc({dir + "/mlp.pt", "-o", dir + "/mlp.so"});
+    CHECK_MESSAGE(r.code == 0, r.out);
+    CHECK(read_all(dir + "/victim.txt") == "victim\n");
+    CHECK(read_all(dir + "/mlp.so").substr(0, 4) == "\x7f" "ELF");
+    // No temporary file is left behind.
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      CHECK_MESSAGE(e.path().filename().string().rfind(".mlp", 0) != 0, e.path().string());
+  }
+}
+
+// Item 6: every command-line mistake exits 1 with a short message.
+TEST_CASE("command-line mistakes exit 1 with a short message") {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"examine", sample("mlp.pt"), "--no-such-flag"},
+        {sample("mlp.pt"), "--no-such-flag"},
+        {"run", sample("mlp.pt"), "--rtol", "-1"},
+        {sample("mlp.pt"), "--executors", ","},
+        {"examine", sample("mlp.pt"), "--executors", ","},
+        {"--shapes"},
+        {"run"}}) {
+    Result r = thunderc(args);
+    CAPTURE(r.cmd);
+    CHECK_MESSAGE(r.code == 1, r.out);
+    CHECK_OUTPUT(r, "thunderc: error: ");
+    CHECK(r.out.size() < 600);
+  }
+  CHECK(thunderc({"run", "--help"}).code == 0);
+  CHECK(thunderc({"examine", "--help"}).code == 0);
+}
+
+// Item 3: absurd sizes are refused at compile time, with overflow-checked arithmetic.
+TEST_CASE("absurd --shapes sizes are refused clearly") {
+  const std::string so = std::string(THUNDERC_TEST_TMP) + "/absurd.so";
+  std::filesystem::remove(so);
+  struct Case {
+    const char* shapes;
+    const char* phrase;
+  };
+  for (const Case& c : {Case{"x=99999999999x64", "refuses tensors above"},
+                        Case{"x=4294967296x4294967296x64", "refuses tensors above"},
+                        Case{"x=99999999999999999999x64", "is too large"},
+                        Case{"x=2000000000000x64", "is too large"}}) {
+    CAPTURE(c.shapes);
+    Result r = thunderc({sample("mlp_scripted.pt"), "-o", so, "--shapes", c.shapes});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, c.phrase);
+    CHECK_FALSE(has(r, "not a shape"));
+    CHECK_FALSE(std::filesystem::exists(so));
+    Result e = thunderc({"examine", sample("mlp_scripted.pt"), "--shapes", c.shapes});
+    CHECK(e.code == 1);
+  }
+  // An intermediate beyond the limit: x is 2^32 x 64 floats = 2^40 bytes, within it; linear's output 2^32 x 128 is not.
+  Result mid = thunderc({sample("mlp_scripted.pt"), "-o", so, "--shapes", "x=4294967296x64"});
+  CHECK(mid.code == 1);
+  CHECK_OUTPUT(mid, "refuses tensors above");
+}
+
+// Item 4: --standalone with torch listed explicitly.
+TEST_CASE("--standalone refuses an explicit torch executor") {
+  Result r = thunderc({sample("mlp.pt"), "-o", std::string(THUNDERC_TEST_TMP) + "/standalone_torch.so", "--executors",
+                       "torch", "--standalone"});
+  CHECK(r.code == 1);
+  CHECK_OUTPUT(r, "--standalone excludes the torch executor");
+  CHECK_FALSE(std::filesystem::exists(std::string(THUNDERC_TEST_TMP) + "/standalone_torch.so"));
+  Result e = thunderc({"examine", sample("mlp.pt"), "--executors", "cpp,blas,torch", "--standalone"});
+  CHECK(e.code == 1);
+  CHECK_OUTPUT(e, "--standalone excludes the torch executor");
+}
+
+// Item 7: clearer messages.
+TEST_CASE("messages: directories, empty shapes, repeated --shapes, control characters and long text") {
+  SUBCASE("a directory as the model") {
+    Result r = thunderc({"examine", THUNDERC_SAMPLES});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "is a directory");
+    Result c = thunderc({THUNDERC_SAMPLES, "-o", std::string(THUNDERC_TEST_TMP) + "/dir_model.so"});
+    CHECK(c.code == 1);
+    CHECK_OUTPUT(c, "is a directory");
+  }
+  SUBCASE("a directory where OUT.json goes") {
+    const std::string dir = fresh_copy_of_mlp("json_is_dir", "mlp.pt");
+    std::filesystem::create_directories(dir + "/out.json");
+    Result r = thunderc({dir + "/mlp.pt", "-o", dir + "/out.so"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "is a directory");
+    CHECK_FALSE(std::filesystem::exists(dir + "/out.so"));
+  }
+  SUBCASE("--shapes x= is not taken as a 0-dim shape") {
+    Result r = thunderc({"examine", sample("mlp_scripted.pt"), "--shapes", "x="});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "is empty; write x=scalar");
+  }
+  SUBCASE("a repeated --shapes") {
+    Result r = thunderc({"examine", sample("mlp_scripted.pt"), "--shapes", "x=1x64", "--shapes", "x=1x64:float32"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "same input shapes and dtypes as specialization 1");
+  }
+  SUBCASE("control characters and long text are escaped and cut") {
+    Result r = thunderc({"examine", sample("mlp_scripted.pt"), "--shapes", "x=1x\n64"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "\\x0a");
+    CHECK(r.out.find("x=1x\n") == std::string::npos);
+    Result name = thunderc({"examine", sample("mlp_scripted.pt"), "--shapes", std::string(10000, 'y') + "=1x64"});
+    CHECK(name.code == 1);
+    CHECK_OUTPUT(name, "characters)");
+    CHECK(name.out.size() < 1500);
+  }
+}

@@ -134,6 +134,10 @@ OPS_TEST_CASE("meta reshape", "reshape") {
   CHECK(meta1("reshape", {T(f4, {})}, {{"shape", IntList{-1}}}) == tt(f4, {1}));
   CHECK(meta1("reshape", {T(f4, {0, 3})}, {{"shape", IntList{-1, 3}}}) == tt(f4, {0, 3}));
   CHECK_USER_ERROR(meta_error("reshape", {a()}, {{"shape", IntList{-1, -1}}}), "only one dimension can be -1");
+  // sizes whose product overflows int64 are an error, not undefined behaviour
+  CHECK_USER_ERROR(meta_error("reshape", {a()}, {{"shape", IntList{std::int64_t{1} << 40, std::int64_t{1} << 40, -1}}}),
+                   "overflow int64");
+  CHECK_THROWS_AS(tt(f4, {std::int64_t{1} << 40, std::int64_t{1} << 40}).numel(), UserError);
   CHECK_USER_ERROR(meta_error("reshape", {a()}, {{"shape", IntList{5, -1}}}), "[5, -1]", "[2, 3, 4]");
   CHECK_USER_ERROR(meta_error("reshape", {a()}, {{"shape", IntList{-2, 12}}}), "invalid size -2");
   CHECK_USER_ERROR(meta_error("reshape", {a()}, {{"shape", IntList{2, 3, 5}}}), "[2, 3, 5]", "[2, 3, 4]",

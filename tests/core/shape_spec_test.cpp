@@ -38,13 +38,13 @@ TEST_CASE("shape_spec: named, positional, dtype and 0-dim inputs") {
   CHECK(s[0].shape == Shape{1, 16});
   CHECK(s[0].dtype == DType::Int64);
 
-  s = parse_shapes_flag("x=");
+  s = parse_shapes_flag("x=scalar");
   REQUIRE(s.size() == 1);
   CHECK(s[0].name == "x");
   CHECK(s[0].shape.empty());
   CHECK_FALSE(s[0].dtype.has_value());
 
-  s = parse_shapes_flag("x=:bool,y=7:half,z=0x2:f32");
+  s = parse_shapes_flag("x=scalar:bool,y=7:half,z=0x2:f32");
   REQUIRE(s.size() == 3);
   CHECK(s[0].shape.empty());
   CHECK(s[0].dtype == DType::Bool);
@@ -80,12 +80,54 @@ TEST_CASE("shape_spec: errors quote the flag") {
   expect("x=x1", {"is not a shape"});
   expect("x=-1x2", {"'-1x2'", "is not a shape"});
   expect("x=1 x2", {"is not a shape"});
-  expect("x=1x2x1234567890123", {"is not a shape"});
+  expect("x=1x2x1234567890123", {"'1234567890123'", "is too large"});  // a number, too large: not "not a shape"
+}
+
+// Issue #12, items 3 and 7: sizes are overflow-checked and limited to kMaxTensorBytes; an empty shape is refused
+// (0-dim inputs are written "scalar"); quoted text is escaped and cut.
+TEST_CASE("shape_spec: absurd sizes, empty shapes, control characters") {
+  auto expect = [](const std::string& text, std::initializer_list<const char*> parts) {
+    std::string msg = parse_error(text);
+    CAPTURE(text);
+    CAPTURE(msg);
+    CHECK(msg != "<no error>");
+    CHECK_FALSE(contains(msg, "<other exception"));
+    for (const char* p : parts) CHECK_MESSAGE(contains(msg, p), "lacks '" << std::string(p) << "'");
+  };
+  expect("x=99999999999x64", {"would take 6.4e+12 bytes", "refuses tensors above 1 TiB"});
+  expect("x=4294967296x4294967296x64", {"more than 2^64 bytes", "refuses tensors above"});
+  expect("x=99999999999999999999x64", {"'99999999999999999999'", "is too large"});
+  expect("x=1099511627777", {"is too large"});  // 2^40 + 1 elements in one dimension
+  expect("x=274877906944x2:int64", {"would take 4.4e+12 bytes"});  // the dtype's size counts
+  CHECK(parse_error("x=274877906944:float32") == "<no error>");      // exactly 2^40 bytes
+  CHECK(parse_error("x=1099511627776:bool") == "<no error>");
+  expect("x=", {"input 'x' is empty", "x=scalar"});
+  expect("x=:bool", {"is empty", "scalar"});
+  expect("x=1x\n64", {"\\x0a"});
+  CHECK_FALSE(contains(parse_error("x=1x\n64"), "\n"));
+  const std::string long_name(10000, 'y');
+  std::string msg = parse_error(long_name + "=1x" + std::string(5000, 'z') + "-");
+  CHECK(contains(msg, "characters)"));
+  CHECK(msg.size() < 1000);
+
+  auto dim_error = [](const std::string& text) {
+    try {
+      parse_dim_flag(text);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    } catch (const std::exception& e) {
+      return std::string("<other exception: ") + e.what() + ">";
+    }
+    return std::string("<no error>");
+  };
+  CHECK(contains(dim_error("B=1:99999999999999999999999"), "is too large"));
+  CHECK(contains(dim_error("B=1:2000000000000"), "is too large"));
+  CHECK(dim_error("B=1:32") == "<no error>");
 }
 
 TEST_CASE("shape_spec: specialization_str round trip") {
   for (const char* text : {"x=1x64:float32,mask=1x64:bool", "x=1x3x224x224,mask=1x64", "1x3x224x224",
-                           "ids=1x16:int64", "x=", "x=:bool", "a=0,b=2x0x3:bfloat16"}) {
+                           "ids=1x16:int64", "x=scalar", "x=scalar:bool", "a=0,b=2x0x3:bfloat16"}) {
     CAPTURE(text);
     Specialization s = parse_shapes_flag(text);
     CHECK(specialization_str(s) == text);

@@ -796,3 +796,83 @@ TEST_CASE("symbolic variants: dims are bound from the inputs, checked against th
     CHECK_MESSAGE(st2.message().find("min 4 exceeds max 3") != std::string::npos, st2.message());
   }
 }
+
+// ---- issue #12, item 8 -------------------------------------------------------------------------------------
+
+TEST_CASE("caller-provided outputs that overlap an input or another output are refused, naming both") {
+  ModelHandle h(model_path("two_variants"));
+  std::vector<float> buf(64, 1.0f);
+  std::vector<int64_t> xs{2, 3}, ys{2, 3}, ss{2};
+  DLTensor in = f32(buf, xs);
+  std::vector<float> y(6), s(2);
+  SUBCASE("output over the input") {
+    DLTensor out[2] = {f32(buf, ys), f32(s, ss)};  // y is x's buffer
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+    CHECK_MESSAGE(st.message().find("output 'y' (#0) overlaps input 'x' (#0)") != std::string::npos, st.message());
+  }
+  SUBCASE("partial overlap through byte_offset") {
+    DLTensor out[2] = {f32(y, ys), f32(buf, ss)};
+    out[1].byte_offset = 5 * sizeof(float);  // rowsum starts at x's last element
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+    CHECK_MESSAGE(st.message().find("output 'rowsum' (#1) overlaps input 'x'") != std::string::npos, st.message());
+  }
+  SUBCASE("two outputs share memory") {
+    DLTensor out[2] = {f32(y, ys), f32(y, ss)};
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+    CHECK_MESSAGE(st.message().find("output 'rowsum' (#1) overlaps output 'y' (#0)") != std::string::npos, st.message());
+  }
+  SUBCASE("adjacent buffers are fine") {
+    DLTensor out[2] = {f32(buf, ys), f32(buf, ss)};
+    in.byte_offset = 0;
+    out[0].byte_offset = 6 * sizeof(float);
+    out[1].byte_offset = 12 * sizeof(float);
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK_MESSAGE(st.ok(), st.message());
+    CHECK(buf[6] == doctest::Approx(3.0f));  // 2 * 1 + 1
+    CHECK(buf[12] == doctest::Approx(3.0f));  // rowsum of three ones
+  }
+}
+
+TEST_CASE("a byte_offset that overflows the address space is refused") {
+  ModelHandle h(model_path("two_variants"));
+  std::vector<float> x(6, 1.0f), y(6), s(2);
+  std::vector<int64_t> xs{2, 3}, ys{2, 3}, ss{2};
+  DLTensor in = f32(x, xs);
+  in.byte_offset = ~uint64_t{0} - 8;
+  DLTensor out[2] = {f32(y, ys), f32(s, ss)};
+  Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+  CHECK(st.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  CHECK_MESSAGE(st.message().find("overflows the address space") != std::string::npos, st.message());
+  in.byte_offset = 0;
+  out[1].byte_offset = ~uint64_t{0} - 4;
+  Status st2(thunderc_model_run(h.m, &in, 1, out, 2));
+  CHECK(st2.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  CHECK_MESSAGE(st2.message().find("output 'rowsum'") != std::string::npos, st2.message());
+}
+
+TEST_CASE("symbolic output sizes are checked over the whole range, not only at the maxima") {
+  std::string manifest = read_file(model_path("two_variants", ".json"));
+  manifest = replace(manifest, "\"cache\": \"constant values\"", "\"cache\": \"symbolic values\"");
+  auto with_rowsum = [&](const std::string& dims, const std::string& size) {
+    return replace(manifest, "\"shape\": [2, 3]}], \"id\": 0, \"output_shapes\": [[2, 3], [2]]",
+                   "\"shape\": [\"R\", 3]}], \"id\": 0, \"dims\": {\"R\": " + dims +
+                       "}, \"output_shapes\": [[{\"const\": 0, \"R\": 1}, 3], [" + size + "]]");
+  };
+  thunderc_model* m = nullptr;
+  // R - 2 is 1 at R's maximum 3 but -1 at its minimum 1.
+  Status negative = open_with_manifest(with_rowsum("{\"min\": 1, \"max\": 3}", "{\"const\": -2, \"R\": 1}"), &m);
+  CHECK(negative.code() == THUNDERC_STATUS_MANIFEST);
+  CHECK_MESSAGE(negative.message().find("negative size -1 at R = 1") != std::string::npos, negative.message());
+  // 5 - R is largest at R's minimum; within range it is fine.
+  Status decreasing = open_with_manifest(with_rowsum("{\"min\": 2, \"max\": 3}", "{\"const\": 5, \"R\": -1}"), &m);
+  CHECK_MESSAGE(decreasing.ok(), decreasing.message());
+  if (m) thunderc_model_close(m);
+  m = nullptr;
+  // A coefficient whose product with the range overflows 64 bits.
+  Status huge = open_with_manifest(with_rowsum("{\"min\": 2, \"max\": 3}", "{\"const\": 0, \"R\": 4611686018427387904}"), &m);
+  CHECK(huge.code() == THUNDERC_STATUS_MANIFEST);
+  CHECK_MESSAGE(huge.message().find("overflows") != std::string::npos, huge.message());
+}

@@ -294,3 +294,13 @@ TEST_CASE("remat: a cheap elementwise value read far away is recomputed there") 
   // Followed by dce, the original stays (its near reader still reads it).
   CHECK(dce(after).symbols().size() == after.symbols().size());
 }
+
+// THUNDERC_UPDATE_GOLDEN rewrites a golden file and fails: a run with it set never passes.
+TEST_CASE("golden update mode fails after writing" * doctest::should_fail()) {
+  std::string path = std::string(THUNDERC_TRANSFORMS_GOLDEN) + "/decompose.before.txt";
+  std::string current = xftest::read_file(path);
+  REQUIRE(!current.empty());
+  setenv("THUNDERC_UPDATE_GOLDEN", "1", 1);
+  xftest::check_golden("decompose.before.txt", current);  // same text: the file is unchanged
+  unsetenv("THUNDERC_UPDATE_GOLDEN");
+}

@@ -56,11 +56,13 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// Compares `actual` with golden/<name>; THUNDERC_UPDATE_GOLDEN=1 rewrites the file instead.
+// Compares `actual` with golden/<name>. With THUNDERC_UPDATE_GOLDEN set, rewrites the file from `actual` and
+// fails (a run that updates golden files checks nothing: review the diff and rerun without it).
 inline void check_golden(const std::string& name, const std::string& actual) {
   std::string path = std::string(THUNDERC_TRANSFORMS_GOLDEN) + "/" + name;
   if (std::getenv("THUNDERC_UPDATE_GOLDEN")) {
     std::ofstream(path) << actual;
+    FAIL_CHECK("golden " << path << " updated, rerun without THUNDERC_UPDATE_GOLDEN");
     return;
   }
   std::string expected = read_file(path);

@@ -30,16 +30,17 @@ namespace {
 
 const char* const kUsage =
     "usage: thunderc_gpu_check MODEL.so --input FILE.npy [--input NAME=FILE.npy ...] [--expect FILE.npy ...]\n"
-    "                          [--rtol R] [--atol A] [--iters N] [--warmup W] [--device N] [--output-dir DIR]\n"
-    "                          [--json]\n"
+    "                          [--rtol R] [--atol A] [--equal-nan] [--iters N] [--warmup W] [--device N]\n"
+    "                          [--output-dir DIR] [--json]\n"
     "       thunderc_gpu_check --probe [--device N] [--json]\n"
     "\n"
     "--probe says what the runtime finds (CUDA devices, whether cuda:N can be used and why not, its compute\n"
     "capability) and exits 0 when cuda:N is usable, else 1.\n"
     "\n"
     "Runs the model's CUDA variant on cuda:N (default 0): copies the inputs to the GPU with the runtime's device\n"
-    "helpers, runs once, copies the outputs back and compares each with its --expect file (|got - want| <= atol +\n"
-    "rtol * |want|; defaults rtol 1e-4, atol 1e-5), then times --iters runs (default 100, after --warmup 10) with\n"
+    "helpers, runs once, copies the outputs back and compares each with its --expect file (numpy.isclose: |got - want|\n"
+    "<= atol + rtol * |want| for finite values, an infinity matches only itself, NaN matches NaN only with\n"
+    "--equal-nan; rtol/atol finite and >= 0, defaults 1e-4 and 1e-5), then times --iters runs (default 100, after --warmup 10) with\n"
     "CUDA events on a stream of its own: min / median / p90 ms per call (each call synchronized), and the mean\n"
     "of back-to-back calls (pipelined). --output-dir writes output0.npy, ... of the first run. --json prints one\n"
     "JSON object (also on errors, with \"error\").\n"
@@ -50,6 +51,7 @@ struct Flags {
   std::vector<std::string> inputs;  // FILE.npy or NAME=FILE.npy
   std::vector<std::string> expect;
   double rtol = 1e-4, atol = 1e-5;
+  bool equal_nan = false;
   int iters = 100, warmup = 10, device = 0;
   std::string output_dir;
   bool json = false;
@@ -141,7 +143,10 @@ struct Comparison {
   size_t bad = 0, numel = 0;
 };
 
-Comparison compare(const thunderc::HostTensor& got, const thunderc::HostTensor& want, double rtol, double atol) {
+// numpy.isclose's rule per element (thunderc/tensor.hpp: compare_values): equal infinities match, an infinity
+// matches nothing else, NaN matches NaN only with --equal-nan.
+Comparison compare(const thunderc::HostTensor& got, const thunderc::HostTensor& want, double rtol, double atol,
+                   bool equal_nan) {
   Comparison c;
   c.numel = got.numel();
   if (thunderc::dtype_string(got.dtype()) != thunderc::dtype_string(want.dtype()) || got.shape() != want.shape()) {
@@ -151,24 +156,17 @@ Comparison compare(const thunderc::HostTensor& got, const thunderc::HostTensor& 
                 thunderc::dtype_string(want.dtype()) + shape_text(want.shape());
     return c;
   }
-  size_t worst_at = 0;
-  bool worst_nan = false;
-  for (size_t i = 0; i < c.numel; ++i) {
-    const double a = element_as_double(got, i), b = element_as_double(want, i);
-    const double diff = std::isnan(a) && std::isnan(b) ? 0.0 : std::fabs(a - b);
-    if (std::isnan(diff) || diff > atol + rtol * std::fabs(b)) ++c.bad;
-    if (!worst_nan && (std::isnan(diff) || diff > c.max_abs_diff)) {
-      worst_nan = std::isnan(diff);
-      c.max_abs_diff = worst_nan ? NAN : diff;
-      worst_at = i;
-    }
-  }
+  const thunderc::ValueComparison v = thunderc::compare_values(got, want, rtol, atol, equal_nan);
+  c.bad = v.mismatched;
+  c.max_abs_diff = v.max_abs_diff;
   if (c.bad) {
     c.ok = false;
+    const double a = element_as_double(got, v.worst), b = element_as_double(want, v.worst);
     std::ostringstream os;
     os << c.bad << " of " << c.numel << " elements differ (rtol " << rtol << ", atol " << atol
-       << "); largest difference at element " << worst_at << ": got " << element_as_double(got, worst_at) << ", expected "
-       << element_as_double(want, worst_at);
+       << "); largest difference " << thunderc::value_difference(a, b, equal_nan) << " at element " << v.worst
+       << ": got " << a << ", expected " << b;
+    if (!equal_nan && (std::isnan(a) || std::isnan(b))) os << " (NaN matches NaN only with --equal-nan)";
     c.problem = os.str();
   }
   return c;
@@ -229,7 +227,7 @@ int parse_int(const std::string& flag, const std::string& v, int min) {
 double parse_double(const std::string& flag, const std::string& v) {
   char* end = nullptr;
   const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end || !(x >= 0)) fail(flag + " expects a non-negative number, got '" + v + "'");
+  if (v.empty() || *end || !std::isfinite(x) || x < 0) fail(flag + " expects a finite number >= 0, got '" + v + "'");
   return x;
 }
 
@@ -260,6 +258,7 @@ Flags parse(int argc, char** argv) {
     else if (flag == "--device") f.device = parse_int(flag, get(flag), 0);
     else if (flag == "--output-dir") f.output_dir = get(flag);
     else if (a == "--json") f.json = true;
+    else if (a == "--equal-nan") f.equal_nan = true;
     else if (a == "--probe") f.probe = true;
     else if (a == "-h" || a == "--help") {
       std::cout << kUsage;
@@ -436,7 +435,7 @@ void check_run(const Flags& f, Result& r) {
       } catch (const std::exception& e) {
         fail("--expect for output" + std::to_string(o) + ": " + e.what());
       }
-      const Comparison c = compare(outputs[o], want, f.rtol, f.atol);
+      const Comparison c = compare(outputs[o], want, f.rtol, f.atol, f.equal_nan);
       parity_ok = parity_ok && c.ok;
       if (std::isnan(c.max_abs_diff) || std::isnan(parity_max)) parity_max = NAN;
       else parity_max = std::max(parity_max, c.max_abs_diff);

@@ -194,9 +194,17 @@ extern "C" {
 
 uint32_t thunderc_aten_shim_version(void) { return THUNDERC_ATEN_SHIM_VERSION; }
 
+// ATen's OpenMP backend keeps the intra-op thread count in the calling thread's OpenMP ICV
+// (at::set_num_threads -> omp_set_num_threads), so the count is remembered per calling thread: two models
+// called concurrently from different threads with different counts each keep their own, and a thread whose
+// count is already right pays nothing. (A process-wide cache would skip the call on a thread whose ICV was
+// never set, and leave it on the default.)
 void thunderc_aten_set_num_threads(int32_t n) {
-  static std::atomic<int32_t> current{0};
-  if (n > 0 && current.exchange(n) != n) at::set_num_threads(n);
+  static thread_local int32_t current = 0;
+  if (n > 0 && current != n) {
+    at::set_num_threads(n);
+    current = n;
+  }
 }
 
 int32_t thunderc_aten_call(const char* op_name, const thunderc_operand* inputs, int32_t num_inputs,

@@ -300,7 +300,8 @@ class Model {
   }
 
   // CPU convenience: host tensors in, freshly allocated host tensors out (no copy of the outputs). For CUDA
-  // variants use DeviceTensor::from_host and run_alloc.
+  // variants use DeviceTensor::from_host and run_alloc. An output that cannot be allocated is an Error with
+  // THUNDERC_STATUS_OUT_OF_MEMORY (never std::bad_alloc).
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) {
     std::vector<DLTensor> in;
     in.reserve(inputs.size());
@@ -313,7 +314,16 @@ class Model {
       const TensorSpec& s = v.outputs[i];
       bool symbolic = false;
       for (int64_t d : s.shape) symbolic = symbolic || d < 0;
-      outs.emplace_back(s.dtype, symbolic ? output_shape(in, i) : s.shape);
+      std::vector<int64_t> shape = symbolic ? output_shape(in, i) : s.shape;
+      try {
+        outs.emplace_back(s.dtype, shape);
+      } catch (const std::bad_alloc&) {
+        throw Error(THUNDERC_STATUS_OUT_OF_MEMORY, "out of memory allocating output " + std::to_string(i) + " (" +
+                                                        s.name + ")");
+      } catch (const std::length_error&) {
+        throw Error(THUNDERC_STATUS_OUT_OF_MEMORY, "output " + std::to_string(i) + " (" + s.name +
+                                                        ") is too large to allocate (its byte size overflows)");
+      }
     }
     for (HostTensor& t : outs) out_dl.push_back(t.dl());
     run(in, out_dl);

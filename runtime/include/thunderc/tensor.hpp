@@ -88,16 +88,18 @@ class HostTensor {
  public:
   HostTensor() = default;
 
-  // Zero-filled tensor. Throws std::invalid_argument for negative extents or sub-byte dtypes.
+  // Zero-filled tensor. Throws std::invalid_argument for negative extents or sub-byte dtypes,
+  // std::length_error when the byte size overflows, std::bad_alloc when the memory is not there.
   HostTensor(DLDataType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
     if (dtype.bits == 0 || dtype.bits % 8 != 0 || dtype.lanes == 0)
       throw std::invalid_argument("HostTensor: unsupported dtype " + dtype_string(dtype));
-    size_t n = 1;
+    size_t n = itemsize();
     for (int64_t d : shape_) {
       if (d < 0) throw std::invalid_argument("HostTensor: negative extent");
-      n *= static_cast<size_t>(d);
+      if (__builtin_mul_overflow(n, static_cast<size_t>(d), &n))
+        throw std::length_error("HostTensor: the size of a " + dtype_string(dtype) + " tensor of this shape overflows");
     }
-    bytes_.assign(n * itemsize(), 0);
+    bytes_.assign(n, 0);  // std::bad_alloc when the memory is not there
   }
 
   // From values in row-major order; values.size() must equal the product of shape.
@@ -198,6 +200,62 @@ inline double element_as_double(const HostTensor& t, size_t i) {
   int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
   double v = exp == 0 ? std::ldexp(mant, -24) : exp == 31 ? (mant ? NAN : INFINITY) : std::ldexp(mant + 1024, exp - 25);
   return (h & 0x8000) ? -v : v;
+}
+
+// ---- comparing outputs with expected values (numpy.isclose / torch.allclose rules) ---------------------------
+//
+// got and want are close when both are finite and |got - want| <= atol + rtol * |want|; when either is an
+// infinity, only when they are equal (same sign); when either is NaN, only when both are and equal_nan is set.
+// rtol and atol must be finite and >= 0 (callers check; tolerances_valid says whether they are).
+inline bool tolerances_valid(double rtol, double atol) {
+  return std::isfinite(rtol) && std::isfinite(atol) && rtol >= 0 && atol >= 0;
+}
+
+inline bool values_close(double got, double want, double rtol, double atol, bool equal_nan) {
+  if (std::isnan(got) || std::isnan(want)) return equal_nan && std::isnan(got) && std::isnan(want);
+  if (std::isinf(got) || std::isinf(want)) return got == want;
+  return std::fabs(got - want) <= atol + rtol * std::fabs(want);
+}
+
+// |got - want| as the comparison sees it: 0 for equal values (equal infinities included, and NaN against NaN
+// with equal_nan), +inf for an infinity against a different value, NaN when a NaN is not matched.
+inline double value_difference(double got, double want, bool equal_nan) {
+  if (std::isnan(got) || std::isnan(want)) return equal_nan && std::isnan(got) && std::isnan(want) ? 0.0 : NAN;
+  if (got == want) return 0.0;
+  return std::fabs(got - want);  // +inf when either is an infinity
+}
+
+// Orders differences for "the largest": NaN above +inf above every finite value.
+inline bool difference_greater(double a, double b) {
+  if (std::isnan(b)) return false;
+  if (std::isnan(a)) return true;
+  return a > b;
+}
+
+struct ValueComparison {
+  std::size_t numel = 0;
+  std::size_t mismatched = 0;  // elements that are not close
+  double max_abs_diff = 0;     // the largest value_difference over all elements (NaN ranks highest)
+  std::size_t worst = 0;       // the mismatched element with the largest difference (when mismatched > 0)
+};
+
+// Compares two tensors of the same shape element by element (any dtypes element_as_double reads).
+inline ValueComparison compare_values(const HostTensor& got, const HostTensor& want, double rtol, double atol,
+                                      bool equal_nan) {
+  ValueComparison c;
+  c.numel = got.numel() < want.numel() ? got.numel() : want.numel();
+  bool have_worst = false;
+  double worst_diff = 0;
+  for (std::size_t i = 0; i < c.numel; ++i) {
+    const double a = element_as_double(got, i), b = element_as_double(want, i);
+    const double d = value_difference(a, b, equal_nan);
+    if (difference_greater(d, c.max_abs_diff)) c.max_abs_diff = d;
+    if (!values_close(a, b, rtol, atol, equal_nan)) {
+      ++c.mismatched;
+      if (!have_worst || difference_greater(d, worst_diff)) worst_diff = d, c.worst = i, have_worst = true;
+    }
+  }
+  return c;
 }
 
 }  // namespace thunderc

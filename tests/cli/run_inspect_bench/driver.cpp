@@ -7,6 +7,7 @@
 #include "cli/commands/bench.h"
 #include "cli/commands/inspect.h"
 #include "cli/commands/run.h"
+#include "cli/messages.h"
 #include "core/ir/error.h"
 
 int main(int argc, char** argv) {
@@ -18,9 +19,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return thunderc::commands::parse_error_exit(app, e);
   } catch (const thunderc::UserError& e) {
-    std::cerr << "thunderc: error: " << e.what() << "\n";
+    std::cerr << "thunderc: error: " << thunderc::printable_message(e.what()) << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "thunderc: error: out of memory\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "thunderc: internal error (this is a bug in thunderc, please report it): " << e.what() << "\n";

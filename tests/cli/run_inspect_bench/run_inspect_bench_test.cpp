@@ -114,6 +114,73 @@ TEST_CASE("run: named input, variant #0, outputs equal the model's math") {
   check_outputs(dir, 2, x);
 }
 
+// --expect follows numpy.isclose: equal infinities match, an infinity matches nothing else, NaN matches NaN only
+// with --equal-nan, and tolerances must be finite and >= 0 (issue #12, item 2).
+TEST_CASE("run --expect: infinities, NaN and tolerances follow numpy.isclose") {
+  const float inf = INFINITY, nan = NAN;
+  // y = 2*x + 1 and rowsum = x.sum(1): x = [[inf, 0, 1], [-inf, 2, 3]] gives y = [[inf, 1, 3], [-inf, 5, 7]],
+  // rowsum = [inf, -inf].
+  const std::string in = save_input("x_inf.npy", HostTensor::from_vector<float>({2, 3}, {inf, 0, 1, -inf, 2, 3}));
+  const std::string dir = fresh_dir("out_inf");
+  auto expect = [&](const std::string& name, std::vector<float> y) {
+    return save_input(name, HostTensor::from_vector<float>({2, 3}, y));
+  };
+  SUBCASE("identical infinities match") {
+    Result r = run_cli({"run", kModel, in, "--output-dir", dir, "--expect", expect("want_inf.npy", {inf, 1, 3, -inf, 5, 7})});
+    CHECK_MESSAGE(r.code == 0, r.out);
+    CHECK_OUTPUT(r, "output0: matches");
+    CHECK_OUTPUT(r, "max abs diff 0");
+  }
+  SUBCASE("an expected infinity does not match a finite output") {
+    const std::string fin = save_input("x_fin.npy", HostTensor::from_vector<float>({2, 3}, {0, 0, 1, 1, 2, 3}));
+    Result r = run_cli({"run", kModel, fin, "--output-dir", dir, "--expect", expect("want_inf2.npy", {inf, 1, 3, 3, 5, 7})});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "output0 differs from");
+    CHECK_OUTPUT(r, "in 1 of 6 elements");
+    CHECK_OUTPUT(r, "largest difference inf at element 0: got 1, expected inf");
+  }
+  SUBCASE("infinities of opposite sign differ") {
+    Result r = run_cli({"run", kModel, in, "--output-dir", dir, "--expect", expect("want_sign.npy", {-inf, 1, 3, -inf, 5, 7})});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "in 1 of 6 elements");
+  }
+  SUBCASE("NaN matches NaN only with --equal-nan") {
+    // The test model refuses NaN inputs; rowsum of [inf, -inf, 0] is NaN.
+    const std::string xn = save_input("x_nan.npy", HostTensor::from_vector<float>({2, 3}, {inf, -inf, 0, 1, 2, 3}));
+    const std::string want_y = expect("want_nan_y.npy", {inf, -inf, 1, 3, 5, 7});
+    const std::string want_sum = save_input("want_nan_sum.npy", HostTensor::from_vector<float>({2}, {nan, 6}));
+    Result strict = run_cli({"run", kModel, xn, "--output-dir", dir, "--expect", want_y, "--expect", want_sum});
+    CHECK(strict.code == 1);
+    CHECK_OUTPUT(strict, "output0: matches");
+    CHECK_OUTPUT(strict, "output1 differs from");
+    CHECK_OUTPUT(strict, "in 1 of 2 elements");
+    CHECK_OUTPUT(strict, "--equal-nan");
+    Result lenient =
+        run_cli({"run", kModel, xn, "--output-dir", dir, "--expect", want_y, "--expect", want_sum, "--equal-nan"});
+    CHECK_MESSAGE(lenient.code == 0, lenient.out);
+    CHECK_OUTPUT(lenient, "output1: matches");
+    // A NaN output never matches a number, even with --equal-nan.
+    const std::string want_num = save_input("want_num_sum.npy", HostTensor::from_vector<float>({2}, {1, 6}));
+    Result number =
+        run_cli({"run", kModel, xn, "--output-dir", dir, "--equal-nan", "--expect", want_y, "--expect", want_num});
+    CHECK(number.code == 1);
+    CHECK_OUTPUT(number, "output1 differs from");
+  }
+  SUBCASE("tolerances must be finite and >= 0") {
+    const std::string want = expect("want_tol.npy", {inf, 1, 3, -inf, 5, 7});
+    for (const char* flag : {"--rtol", "--atol"})
+      for (const char* value : {"nan", "inf", "-1", "-0.5"}) {
+        CAPTURE(flag);
+        CAPTURE(value);
+        Result r = run_cli({"run", kModel, in, "--output-dir", dir, "--expect", want, flag, value});
+        CHECK(r.code == 1);
+        CHECK_OUTPUT(r, "thunderc: error: ");
+        CHECK_OUTPUT(r, std::string(flag) + " must be a finite number >= 0");
+        CHECK(r.out.size() < 400);
+      }
+  }
+}
+
 TEST_CASE("run: positional input, variant #1") {
   const std::vector<float> x = iota(12, 3.0f);
   const std::string in = save_input("x43.npy", HostTensor::from_vector<float>({4, 3}, x));
@@ -346,6 +413,45 @@ TEST_CASE("bench: bad --shapes and flags") {
   Result iters = run_cli({"bench", kModel, "--iterations", "0"});
   CHECK(iters.code == 1);
   CHECK_OUTPUT(iters, "--iterations must be >= 1");
+}
+
+// Command-line mistakes are user errors: exit 1 with a short message, never CLI11's own exit codes (105, 109,
+// 114...) or a range with hundreds of digits (issue #12, item 6).
+TEST_CASE("run/bench: command-line mistakes exit 1 with a short message") {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", kModel, "--no-such-flag"}, {"run", kModel, "--rtol", "-1"},
+        {"run", kModel, "--threads", "-1"}, {"run", kModel, "--rtol", "abc"}, {"bench", kModel, "--threads", "-2"},
+        {"bench", kModel, "--iterations", "x"}, {"run"}, {"nosuchcommand"}}) {
+    Result r = run_cli(args);
+    CAPTURE(r.cmd);
+    CHECK_MESSAGE(r.code == 1, r.out);
+    CHECK_OUTPUT(r, "thunderc: error: ");
+    CHECK(r.out.size() < 500);
+  }
+  Result help = run_cli({"run", "--help"});
+  CHECK(help.code == 0);
+  CHECK_OUTPUT(help, "--equal-nan");
+}
+
+// Issue #12, item 3: a model whose sizes cannot be allocated here (an old or foreign manifest: 2^46 x 3 floats,
+// 3 PiB) makes bench fail with a clear message and exit 1, never std::bad_alloc and exit 3.
+TEST_CASE("bench: sizes that cannot be allocated are a clear error, not bad_alloc") {
+  const std::string dir = fresh_dir("huge_model");
+  const std::string so = dir + "/huge.so";
+  const std::string manifest_path = dir + "/huge.json";
+  fs::copy_file(THUNDERC_TEST_ENV_MODEL, so);
+  fs::path source = kModel;
+  source.replace_extension(".json");
+  std::ifstream in(source);
+  json m = json::parse(in);
+  const int64_t rows = int64_t{1} << 46;
+  m["variants"][0]["guards"][0]["shape"] = {rows, 3};
+  m["variants"][0]["output_shapes"] = {{rows, 3}, {rows}};
+  std::ofstream(manifest_path) << m.dump();
+  const std::string env = "THUNDERC_TEST_MANIFEST=" + shell_quote(manifest_path) + " ";
+  Result r = shell(env + command_line(THUNDERC_CMDS_BIN, {"bench", so, "--iterations", "1", "--warmup", "0"}));
+  CHECK(r.code == 1);
+  CHECK_OUTPUT(r, "thunderc: error: out of memory allocating input 'x' (float32[70368744177664, 3])");
 }
 
 TEST_CASE("bench: text output") {

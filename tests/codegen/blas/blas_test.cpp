@@ -102,6 +102,8 @@ TEST_CASE("blas linear / matmul / bmm / addmm match the torch executor (float32)
   s.matmul({1, 1, 9}, {1, 9, 1}, "bmm");
   s.matmul({2, 16, 1}, {2, 1, 16}, "bmm");  // K = 1
   s.addmm({6}, {4, 5}, {5, 6}, 1.0, 1.0);
+  s.addmm({6}, {4, 5}, {5, 6}, 1.0, INFINITY);  // non-finite attributes are valid literals in the source
+  s.addmm({6}, {4, 5}, {5, 6}, NAN, -INFINITY);
   s.addmm({4, 1}, {4, 5}, {5, 6}, 0.5, 2.0);
   s.addmm({1}, {3, 5}, {5, 2}, 0.0, 1.5);
   s.check("gemm_f32", 1e-4, 1e-5);

@@ -86,6 +86,7 @@ inline double worst_ratio(const HostTensor& got, const HostTensor& want, double 
   double worst = 0;
   for (std::size_t i = 0; i < want.numel(); ++i) {
     double g = at(got, i), w = at(want, i);
+    if ((std::isnan(g) && std::isnan(w)) || g == w) continue;  // NaN matches NaN, inf matches itself
     double r = std::abs(g - w) / (atol + rtol * std::abs(w));
     if (!(r <= worst)) worst = std::isnan(r) ? 1e30 : r;
   }

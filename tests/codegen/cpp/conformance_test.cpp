@@ -306,3 +306,106 @@ TEST_CASE("checkers leave unsupported uses to torch") {
   CHECK(t.symbols()[3].executor == "cpp");
 }
 #endif
+
+// NaN in the inputs: PyTorch propagates it through amax, max_pool2d, maximum/minimum, clamp, relu, ...
+// Every float input has NaNs at random positions (and, for odd seeds, in its first element) — so rows have a
+// NaN first, in the middle, last, or none. The torch executor (ATen) is the reference.
+TEST_CASE("NaN propagates as in PyTorch: reductions, softmax, pooling, min/max-like ops") {
+  const InputOpts nan{0.15};
+  SUBCASE("amax, sum, mean over every kind of reduced dims") {
+    int i = 0;
+    struct C {
+      Shape s;
+      IntList dims;
+    };
+    for (C c : {C{{1, 3}, {-1}}, C{{4, 5, 6}, {}}, C{{4, 5, 6}, {0}}, C{{4, 5, 6}, {-1}}, C{{4, 5, 6}, {0, 2}},
+                C{{2, 33, 65}, {2}}, C{{2, 33, 65}, {1}}, C{{300, 300}, {1}}, C{{300, 300}, {0}}, C{{64, 2000}, {1}}}) {
+      CAPTURE(i);
+      Trace t;
+      ValueId x = t.add_input("x", f32(c.s));
+      std::vector<ValueId> outs;
+      for (const char* name : {"amax", "sum", "mean"}) outs.push_back(t.emit1(op(name), {T(x)}, {{"dims", c.dims}}));
+      t.set_outputs(outs);
+      check_against_torch(t, "nan_reduce_" + std::to_string(i++), false, Tol{1e-5, 1e-4}, 1, nan);
+    }
+  }
+  SUBCASE("softmax, log_softmax, layer_norm") {
+    Trace t;
+    ValueId x = t.add_input("x", f32({6, 9})), w = t.add_input("w", f32({9}));
+    t.set_outputs({t.emit1(op("softmax"), {T(x)}, {{"dim", std::int64_t{-1}}}),
+                   t.emit1(op("log_softmax"), {T(x)}, {{"dim", std::int64_t{0}}}),
+                   t.emit1(op("layer_norm"), {T(x), T(w), Operand::none()}, {{"normalized_shape", IntList{9}}})});
+    check_against_torch(t, "nan_softmax", false, Tol{}, 1, nan);
+  }
+  SUBCASE("max_pool2d") {
+    Trace t;
+    ValueId x = t.add_input("x", f32({2, 3, 9, 11}));
+    auto k = [](IntList v) { return AttrValue(v); };
+    t.set_outputs({t.emit1(op("max_pool2d"), {T(x)}, {{"kernel_size", k({3, 3})}, {"stride", k({2, 2})}, {"padding", k({1, 1})}}),
+                   t.emit1(op("max_pool2d"), {T(x)}, {{"kernel_size", k({2})}}),
+                   t.emit1(op("avg_pool2d"), {T(x)}, {{"kernel_size", k({2, 2})}}),
+                   t.emit1(op("adaptive_avg_pool2d"), {T(x)}, {{"output_size", k({2, 3})}})});
+    check_against_torch(t, "nan_pool", false, Tol{}, 1, nan);
+  }
+  SUBCASE("unary min/max-like ops") {
+    Trace t;
+    ValueId x = t.add_input("x", f32({5, 33}));
+    std::vector<ValueId> outs;
+    for (const char* name : {"relu", "hardswish", "hardsigmoid", "abs", "neg", "sigmoid", "exp"})
+      outs.push_back(t.emit1(op(name), {T(x)}, {}));
+    outs.push_back(t.emit1(op("hardtanh"), {T(x)}, {{"min_val", -0.5}, {"max_val", 0.7}}));
+    outs.push_back(t.emit1(op("leaky_relu"), {T(x)}, {{"negative_slope", 0.2}}));
+    outs.push_back(t.emit1(op("clamp"), {T(x)}, {{"min", -0.3}}));
+    outs.push_back(t.emit1(op("clamp"), {T(x)}, {{"max", 0.4}}));
+    outs.push_back(t.emit1(op("clamp"), {T(x)}, {{"min", -0.3}, {"max", 0.4}}));
+    t.set_outputs(outs);
+    check_against_torch(t, "nan_unary", false, Tol{}, 1, nan);
+  }
+  SUBCASE("maximum, minimum, where, comparisons") {
+    Trace t;
+    ValueId a = t.add_input("a", f32({4, 7})), b = t.add_input("b", f32({7}));
+    std::vector<ValueId> outs;
+    for (const char* name : {"maximum", "minimum", "gt", "eq", "ne"}) outs.push_back(t.emit1(op(name), {T(a), T(b)}, {}));
+    outs.push_back(t.emit1(op("maximum"), {T(b), T(a)}, {}));
+    outs.push_back(t.emit1(op("minimum"), {T(b), T(a)}, {}));
+    t.set_outputs(outs);
+    check_against_torch(t, "nan_binary", false, Tol{}, 1, nan);
+  }
+}
+
+// Non-finite attributes (addmm alpha=inf, leaky_relu negative_slope=nan, clamp min=inf) are valid
+// literals in the generated source (a bare `inf` or `nan` fails its build), with PyTorch's results.
+TEST_CASE("non-finite attribute values compile and match PyTorch") {
+  Trace t;
+  ValueId x = t.add_input("x", f32({3, 17}));
+  std::vector<ValueId> outs;
+  outs.push_back(t.emit1(op("leaky_relu"), {T(x)}, {{"negative_slope", double(NAN)}}));
+  outs.push_back(t.emit1(op("leaky_relu"), {T(x)}, {{"negative_slope", double(INFINITY)}}));
+  outs.push_back(t.emit1(op("clamp"), {T(x)}, {{"min", double(INFINITY)}}));
+  outs.push_back(t.emit1(op("clamp"), {T(x)}, {{"max", -double(INFINITY)}}));
+  outs.push_back(t.emit1(op("clamp"), {T(x)}, {{"min", -double(INFINITY)}, {"max", double(INFINITY)}}));
+  outs.push_back(t.emit1(op("hardtanh"), {T(x)}, {{"min_val", -double(INFINITY)}, {"max_val", double(INFINITY)}}));
+  outs.push_back(t.emit1(op("mul"), {T(x), N(INFINITY)}, {}));
+  outs.push_back(t.emit1(op("add"), {T(x), N(NAN)}, {}));
+  t.set_outputs(outs);
+  check_against_torch(t, "nonfinite_attrs");
+  SUBCASE("clamp with a NaN bound gives NaN everywhere") {
+    Trace c;
+    ValueId y = c.add_input("y", f32({2, 5}));
+    c.set_outputs({c.emit1(op("clamp"), {T(y)}, {{"min", double(NAN)}, {"max", 1.0}}),
+                   c.emit1(op("clamp"), {T(y)}, {{"min", -1.0}, {"max", double(NAN)}})});
+    check_against_torch(c, "nonfinite_clamp_nan");
+  }
+}
+
+// Generated identifiers cannot collide whatever the values are named: `x` and `x_shape` (the shape array
+// of x was once named v_x_shape, the buffer of x_shape too), names that sanitize alike.
+TEST_CASE("values named like generated identifiers") {
+  Trace t;
+  ValueId x = t.add_input("x", f32({3, 4})), xs = t.add_input("x_shape", f32({3, 4}));
+  ValueId a = t.add_input("a.b", f32({4})), b = t.add_input("a_b", f32({4}));
+  ValueId s = t.emit1(op("add"), {T(x), T(xs)}, {});
+  ValueId u = t.emit1(op("mul"), {T(a), T(b)}, {});
+  t.set_outputs({s, t.emit1(op("add"), {T(s), T(u)}, {})});
+  check_against_torch(t, "ident_collision");
+}

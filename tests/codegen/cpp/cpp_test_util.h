@@ -58,10 +58,13 @@ inline DLDataType dl(DType d) {
   return {kDLFloat, static_cast<std::uint8_t>(d == DType::Float64 ? 64 : 32), 1};
 }
 
-// Seeded inputs: normal floats (|x| + 0.1 when `positive`), bools with p = 0.5.
-inline std::vector<HostTensor> random_inputs(const Trace& trace, unsigned seed, bool positive) {
+// Seeded inputs: normal floats (|x| + 0.1 when `positive`), bools with p = 0.5. With `nan_p` > 0, each float
+// element is NaN with that probability, and the first element of every float input is NaN (a NaN that is
+// not first in its row must propagate as well as one that is).
+inline std::vector<HostTensor> random_inputs(const Trace& trace, unsigned seed, bool positive, double nan_p = 0) {
   std::mt19937 gen(seed);
   std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uniform;
   std::vector<HostTensor> in;
   for (ValueId v : trace.inputs()) {
     const TensorType& t = trace.type(v);
@@ -69,6 +72,7 @@ inline std::vector<HostTensor> random_inputs(const Trace& trace, unsigned seed, 
     for (std::int64_t i = 0; i < t.numel(); ++i) {
       double x = normal(gen);
       if (positive) x = std::abs(x) + 0.1;
+      if (nan_p > 0 && t.dtype != DType::Bool && ((i == 0 && seed % 2 == 1) || uniform(gen) < nan_p)) x = NAN;
       if (t.dtype == DType::Float32) static_cast<float*>(h.raw())[i] = static_cast<float>(x);
       else if (t.dtype == DType::Float64) static_cast<double*>(h.raw())[i] = x;
       else static_cast<bool*>(h.raw())[i] = x > 0;
@@ -117,10 +121,15 @@ struct Tol {
   double rtol = 1e-5, atol = 1e-5;
 };
 
+// Input options of check_against_torch beyond `positive`.
+struct InputOpts {
+  double nan_p = 0;  // probability of a NaN in each float element (see random_inputs)
+};
+
 // Compiles `trace` with torch and with cpp, checks cpp claimed at least `min_cpp` top-level symbols, runs
 // both on the same inputs and compares every output.
 inline void check_against_torch(const Trace& trace, const std::string& name, bool positive = false, Tol tol = {},
-                                std::size_t min_cpp = 1) {
+                                std::size_t min_cpp = 1, InputOpts opts = {}) {
   verify_trace(trace, "test");
   Trace ref = claimed(trace, {"torch"});
 #ifdef THUNDERC_CONFORMANCE_NVFUSER
@@ -144,7 +153,7 @@ inline void check_against_torch(const Trace& trace, const std::string& name, boo
   thunderc::Model mfast(compile(fast, {"cpp", "torch"}, name + "_cpp"));
 #endif
   for (unsigned seed : {1u, 2u}) {
-    auto in = random_inputs(trace, seed, positive);
+    auto in = random_inputs(trace, seed, positive, opts.nan_p);
     auto want = mref.run(in);
     auto got = mfast.run(in);
     Mismatch m = compare(got, want, tol.rtol, tol.atol);

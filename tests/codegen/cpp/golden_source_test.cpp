@@ -42,6 +42,14 @@ TEST_CASE("generated source of a small fusion matches the golden file") {
   SourceWriter out;
   backend.emit_symbol(Ctx(fused), fused.symbols()[0], out);
   std::string got = print_trace(fused) + "\n" + out.str();
-  maybe_update_golden("small_fusion.cpp.txt", got);
-  CHECK(got == read_golden("small_fusion.cpp.txt"));
+  check_golden("small_fusion.cpp.txt", got);
+}
+
+// THUNDERC_UPDATE_GOLDEN rewrites a golden file and fails: a run with it set never passes.
+TEST_CASE("golden update mode fails after writing" * doctest::should_fail()) {
+  std::string current = read_golden("small_fusion.cpp.txt");
+  REQUIRE(!current.empty());
+  setenv("THUNDERC_UPDATE_GOLDEN", "1", 1);
+  check_golden("small_fusion.cpp.txt", current);  // same text: the file is unchanged
+  unsetenv("THUNDERC_UPDATE_GOLDEN");
 }

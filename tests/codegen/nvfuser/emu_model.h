@@ -22,9 +22,11 @@ namespace nvfuser_emu {
 
 namespace fs = std::filesystem;
 
-// Compiles <dir>/kernels.cu (kept by --keep-sources) into <dir>/kernels_emu.so for the emulator.
+// Compiles <dir>/kernels.cu (kept by --keep-sources) into <dir>_kernels_emu.so for the emulator: next to the
+// directory, not in it (a --keep-sources directory holding files thunderc did not write is refused on the
+// next compile).
 inline std::string build_emulated_kernels(const fs::path& dir) {
-  fs::path src = dir / "kernels.cu", so = dir / "kernels_emu.so";
+  fs::path src = dir / "kernels.cu", so = dir.parent_path() / (dir.filename().string() + "_kernels_emu.so");
   if (!fs::exists(src)) throw std::runtime_error(src.string() + " was not generated");
   auto r = thunderc_test::run_program(THUNDERC_TEST_CXX, {"-std=c++17", "-O1", "-shared", "-fPIC", "-DTHUNDERC_CUDA_EMULATION",
                                                           "-I" THUNDERC_CUDA_EMU_INCLUDE_DIR, "-x", "c++", src.string(), "-o",

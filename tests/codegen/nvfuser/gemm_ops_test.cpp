@@ -87,7 +87,8 @@ TEST_CASE("emulated gemm ops: matmul 2-D, batched, one side shared, bmm, addmm")
     ValueId bias = t.add_input("bias", f32({12})), a = t.add_input("a", f32({9, 20})), b = t.add_input("b", f32({20, 12}));
     ValueId y = t.emit1(op("addmm"), {T(bias), T(a), T(b)}, {{"beta", 0.5}, {"alpha", 2.0}});
     ValueId z = t.emit1(op("addmm"), {T(bias), T(a), T(b)}, {{"beta", 0.0}, {"alpha", 1.0}});
-    t.set_outputs({y, z});
+    ValueId w = t.emit1(op("addmm"), {T(bias), T(a), T(b)}, {{"beta", double(NAN)}, {"alpha", double(INFINITY)}});
+    t.set_outputs({y, z, w});  // w: non-finite alpha and beta are valid literals in the epilogue
     check_against_torch(t, "addmm", false, kGemm);
   }
 }

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "codegen/memory_plan.h"
+#include "core/ir/error.h"
 #include "core/ir/verifier.h"
 
 using namespace thunderc;
@@ -117,5 +118,53 @@ TEST_CASE("random DAGs: no two live buffers overlap, and reuse happens") {
         CHECK(apart);
       }
     }
+  }
+}
+
+// Issue #12, item 3: sizes are overflow-checked and limited to 2^40 bytes (kMaxTensorBytes): an absurd
+// intermediate or workspace is a UserError, never a wrapped-around or 100-TB plan.
+TEST_CASE("absurd sizes are refused, not planned") {
+  auto plan_error = [](const Trace& t, const ScratchFn& scratch = nullptr) {
+    try {
+      plan_memory(t, {}, scratch);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    } catch (const std::exception& e) {
+      return std::string("<other exception: ") + e.what() + ">";
+    }
+    return std::string("<no error>");
+  };
+  {  // 2^38 x 8 floats: 2^43 bytes
+    Trace t;
+    ValueId x = t.add_input("x", f32({std::int64_t{1} << 38, 8}));
+    ValueId a = t.emit1(op("relu"), {Operand::tensor(x)}, {});
+    ValueId b = t.emit1(op("exp"), {Operand::tensor(a)}, {});
+    t.set_outputs({b});
+    const std::string msg = plan_error(t);
+    CAPTURE(msg);
+    CHECK(msg.find("refuses tensors above") != std::string::npos);
+  }
+  {  // two live buffers of 2^39 bytes each plus a third: a workspace above 2^40
+    Trace t;
+    ValueId x = t.add_input("x", f32({std::int64_t{1} << 37}));
+    ValueId a = t.emit1(op("relu"), {Operand::tensor(x)}, {});
+    ValueId b = t.emit1(op("exp"), {Operand::tensor(x)}, {});
+    ValueId c = t.emit1(op("neg"), {Operand::tensor(x)}, {});
+    ValueId d = t.emit1(op("add"), {Operand::tensor(a), Operand::tensor(b)}, {});
+    ValueId e = t.emit1(op("add"), {Operand::tensor(d), Operand::tensor(c)}, {});
+    t.set_outputs({e});
+    const std::string msg = plan_error(t);
+    CAPTURE(msg);
+    CHECK(msg.find("refuses workspaces above") != std::string::npos);
+  }
+  {  // a scratch size near SIZE_MAX must not wrap around when aligned
+    Trace t;
+    ValueId x = t.add_input("x", f32({4}));
+    ValueId a = t.emit1(op("relu"), {Operand::tensor(x)}, {});
+    ValueId b = t.emit1(op("exp"), {Operand::tensor(a)}, {});
+    t.set_outputs({b});
+    const std::string msg = plan_error(t, [](const Trace&, const BoundSymbol&) { return ~std::size_t{0} - 3; });
+    CAPTURE(msg);
+    CHECK(msg.find("scratch space") != std::string::npos);
   }
 }
