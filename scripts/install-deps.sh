@@ -3,6 +3,8 @@
 #
 #   bash scripts/install-deps.sh            # build + test dependencies
 #   bash scripts/install-deps.sh --samples  # also Debian's PyTorch, to regenerate samples/
+#   bash scripts/install-deps.sh --sanitize # also GCC's sanitizer runtimes (scripts/test.sh --sanitize)
+#   bash scripts/install-deps.sh --fuzz     # also clang 14 and its libFuzzer/sanitizer runtimes (scripts/fuzz.sh)
 #
 # Idempotent and silent when everything is already present: only the missing
 # packages are installed, and `apt-get update` runs only when something is missing.
@@ -15,7 +17,11 @@ packages=(build-essential cmake libtorch-dev libcli11-dev nlohmann-json3-dev
 for arg in "$@"; do
   case "$arg" in
     --samples) packages+=(python3-torch python3-torchvision) ;;
-    -h|--help) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    # GCC 12's ASan, UBSan and TSan runtimes (build-essential usually brings the first two already).
+    --sanitize) packages+=(libasan8 libubsan1 libtsan2) ;;
+    # clang 14 with libclang_rt.fuzzer / asan / ubsan (libclang-rt-14-dev).
+    --fuzz) packages+=(clang-14 libclang-rt-14-dev) ;;
+    -h|--help) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install-deps.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done

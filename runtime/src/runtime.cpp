@@ -339,6 +339,9 @@ std::string describe(const DLTensor& t) {
 }
 
 void check_tensor_struct(const DLTensor& t, const std::string& what) {
+  if (t.dtype.bits == 0 || t.dtype.lanes == 0)
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " has a dtype of zero size (bits " + std::to_string(t.dtype.bits) +
+                                               ", lanes " + std::to_string(t.dtype.lanes) + ")");
   if (t.ndim < 0 || t.ndim > 64)
     fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " has invalid ndim " + std::to_string(t.ndim));
   if (t.ndim > 0 && !t.shape) fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " has ndim > 0 but shape is NULL");
@@ -924,6 +927,8 @@ THUNDERC_API thunderc_status thunderc_model_run_alloc_with_options(thunderc_mode
       const DLDataType dtype = model->manifest.outputs[i].dtype;
       auto* o = new OwnedOutput{};
       o->device = device;
+      o->managed.manager_ctx = o;  // before anything can throw: the cleanup below calls the deleter
+      o->managed.deleter = owned_output_deleter;
       owned.push_back(o);
       const size_t bytes = checked_output_shape(model, v, i, values.data(), o->shape);
       o->data = thunderc_model::acquire_buffer(device, bytes, "output");
