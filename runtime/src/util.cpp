@@ -55,7 +55,10 @@ std::string dtype_to_string(DLDataType dtype) {
 }
 
 std::string device_to_string(DLDevice device) {
-  switch (device.device_type) {
+  // A C caller may pass any int as the enum: read it as an integer (loading an out-of-range C++ enum is UB).
+  int32_t type = 0;
+  std::memcpy(&type, &device.device_type, sizeof type);
+  switch (type) {
     case kDLCPU:
       return "cpu";
     case kDLCUDA:
@@ -65,7 +68,7 @@ std::string device_to_string(DLDevice device) {
     case kDLCUDAManaged:
       return "cuda_managed:" + std::to_string(device.device_id);
     default:
-      return "device(type=" + std::to_string(static_cast<int>(device.device_type)) +
+      return "device(type=" + std::to_string(type) +
              ", id=" + std::to_string(device.device_id) + ")";
   }
 }
