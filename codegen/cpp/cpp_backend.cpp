@@ -19,13 +19,6 @@ class CppRegion : public RegionLowering {
  public:
   using RegionLowering::RegionLowering;
 
-  void write(SourceWriter& out) const override {
-    out.line("{");
-    for (const auto& b : bufs_) out.line("  " + b);
-    for (const auto& l : lines_) out.line(l);
-    out.line("}");
-  }
-
  private:
   // ---- loop nests ----
   using Gen = std::function<void(const std::vector<std::string>& idx, const std::vector<std::int64_t>& inner_strides,

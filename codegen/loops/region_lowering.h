@@ -269,8 +269,14 @@ class RegionLowering {
 
   std::size_t scratch_bytes() const { return scratch_; }
 
-  // The code of the region (the statements inside the variant function).
-  virtual void write(SourceWriter& out) const = 0;
+  // The code of the region (the statements inside the variant function): its buffers, then what the target
+  // emitted (loops on the CPU, kernel launches on CUDA).
+  void write(SourceWriter& out) const {
+    out.line("{");
+    for (const auto& b : bufs_) out.line("  " + b);
+    for (const auto& l : lines_) out.line(l);
+    out.line("}");
+  }
 
  protected:
   std::string name(ValueId v) const { return ctx_ ? ctx_->buffer(v) : "v_" + t_.value(v).name; }

@@ -209,13 +209,6 @@ class CudaRegion : public RegionLowering {
  public:
   using RegionLowering::RegionLowering;
 
-  void write(SourceWriter& out) const override {
-    out.line("{");
-    for (const auto& b : bufs_) out.line("  " + b);
-    for (const auto& l : lines_) out.line(l);
-    out.line("}");
-  }
-
  private:
   // Index type for a kernel whose indices stay below `extent`.
   static std::string index_type(std::int64_t extent) { return extent < (std::int64_t{1} << 31) - kBlock * kMaxBlocks ? "int" : "long long"; }
