@@ -3,6 +3,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
+
+#include "cuda_libs.hpp"
 
 namespace thunderc::rt {
 
@@ -23,7 +26,13 @@ struct CudaModel::Device {
   void* weights = nullptr;
 
   std::mutex pool_mutex;
-  std::unordered_map<void*, std::vector<void*>> free_blocks;  // workspace blocks by stream
+  std::unordered_map<void*, std::vector<void*>> free_blocks;      // workspace blocks by stream
+  std::unordered_map<void*, std::vector<void*>> free_lib_blocks;  // library scratch (kLibWorkspaceBytes) by stream
+
+  // The libraries, set up at the first library call on this device.
+  std::once_flag blas_once, dnn_once;
+  CublasLtDevicePtr blas;
+  CudnnDevicePtr dnn;
 };
 
 namespace {
@@ -62,11 +71,103 @@ std::string dims_text(const uint32_t d[3]) {
 
 }  // namespace
 
+namespace {
+
+// A workspace block of one stream's pool, lent to one call (the context is current).
+class PoolLease {
+ public:
+  using Pool = std::unordered_map<void*, std::vector<void*>>;
+  PoolLease(CudaModel::Device& dev, Pool& pool, void* stream, size_t bytes, const std::string& what)
+      : dev_(dev), pool_(pool), stream_(stream) {
+    if (bytes == 0) return;
+    {
+      std::lock_guard<std::mutex> lock(dev.pool_mutex);
+      auto& list = pool[stream];
+      if (!list.empty()) {
+        ptr_ = list.back();
+        list.pop_back();
+        return;
+      }
+    }
+    const CudaDriver& d = cuda_driver();
+    cu::CUdeviceptr p = 0;
+    if (cu::CUresult r = d.cuMemAlloc(&p, bytes); r != cu::kSuccess)
+      fail(cuda_status_code(r, THUNDERC_STATUS_KERNEL_FAILED) == THUNDERC_STATUS_OUT_OF_MEMORY
+               ? THUNDERC_STATUS_OUT_OF_MEMORY
+               : THUNDERC_STATUS_KERNEL_FAILED,
+           "cannot allocate " + std::to_string(bytes) + " bytes of " + what + " on cuda:" +
+               std::to_string(dev.ordinal) + ": " + d.failed("cuMemAlloc", r));
+    ptr_ = cu::to_ptr(p);
+  }
+  ~PoolLease() {
+    if (!ptr_) return;
+    // Safe to reuse at once: the next call on this stream is ordered after this call's work.
+    try {
+      std::lock_guard<std::mutex> lock(dev_.pool_mutex);
+      pool_[stream_].push_back(ptr_);
+    } catch (...) {
+      cuda_driver().cuMemFree(cu::to_dev(ptr_));
+    }
+  }
+  PoolLease(const PoolLease&) = delete;
+  PoolLease& operator=(const PoolLease&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  CudaModel::Device& dev_;
+  Pool& pool_;
+  void* stream_;
+  void* ptr_ = nullptr;
+};
+
+}  // namespace
+
 // What a generated entry's device_api.context points at during one call.
 struct CudaCall {
   const CudaModel* model;
   CudaModel::Device* dev;
   cu::CUstream stream;
+  std::optional<PoolLease> lib_ws;  // library scratch, leased at the call's first library call
+
+  // The LibCall for a library call of this call (leases the scratch once).
+  LibCall lib_call() {
+    if (!lib_ws)
+      lib_ws.emplace(*dev, dev->free_lib_blocks, stream, kLibWorkspaceBytes,
+                     "library workspace for " + basename_of(model->path_));
+    return LibCall{dev->ordinal, stream, lib_ws->get(), kLibWorkspaceBytes};
+  }
+
+  static int32_t gemm(void* context, const thunderc_gemm* op, void* d, const void* a, const void* b,
+                      const void* bias, char* error, size_t error_capacity) noexcept {
+    auto* c = static_cast<CudaCall*>(context);
+    if (!c || !op || op->struct_size < sizeof(thunderc_gemm)) {
+      write_error(error, error_capacity, "device_api.gemm: NULL context or an operation of an older ABI");
+      return 1;
+    }
+    try {
+      std::call_once(c->dev->blas_once, [&] { c->dev->blas = make_cublaslt_device(c->dev->ordinal); });
+      return cublaslt_gemm(*c->dev->blas, c->lib_call(), op, d, a, b, bias, error, error_capacity);
+    } catch (const std::exception& e) {
+      write_error(error, error_capacity, "gemm #" + std::to_string(op->id) + ": " + e.what());
+      return 1;
+    }
+  }
+
+  static int32_t conv2d(void* context, const thunderc_conv2d* op, void* y, const void* x, const void* w,
+                        const void* bias, const void* residual, char* error, size_t error_capacity) noexcept {
+    auto* c = static_cast<CudaCall*>(context);
+    if (!c || !op || op->struct_size < sizeof(thunderc_conv2d)) {
+      write_error(error, error_capacity, "device_api.conv2d: NULL context or an operation of an older ABI");
+      return 1;
+    }
+    try {
+      std::call_once(c->dev->dnn_once, [&] { c->dev->dnn = make_cudnn_device(c->dev->ordinal); });
+      return cudnn_conv2d(*c->dev->dnn, c->lib_call(), op, y, x, w, bias, residual, error, error_capacity);
+    } catch (const std::exception& e) {
+      write_error(error, error_capacity, "conv2d #" + std::to_string(op->id) + ": " + e.what());
+      return 1;
+    }
+  }
 
   static int32_t launch(void* context, uint32_t kernel, const uint32_t grid[3], const uint32_t block[3],
                         uint32_t shared_bytes, void** args, char* error, size_t error_capacity) noexcept {
@@ -197,9 +298,13 @@ void CudaModel::release_device(Device& dev) noexcept {
   if (!dev.ctx) return;
   const CudaDriver& d = cuda_driver();
   if (d.cuCtxPushCurrent(dev.ctx) != cu::kSuccess) return;
-  for (auto& [stream, blocks] : dev.free_blocks)
-    for (void* p : blocks) d.cuMemFree(cu::to_dev(p));
-  dev.free_blocks.clear();
+  for (auto* pool : {&dev.free_blocks, &dev.free_lib_blocks}) {
+    for (auto& [stream, blocks] : *pool)
+      for (void* p : blocks) d.cuMemFree(cu::to_dev(p));
+    pool->clear();
+  }
+  dev.blas.reset();
+  dev.dnn.reset();
   if (dev.weights) d.cuMemFree(cu::to_dev(dev.weights));
   dev.weights = nullptr;
   if (dev.module) d.cuModuleUnload(dev.module);
@@ -314,65 +419,20 @@ CudaModel::Device& CudaModel::ready_device(int ordinal) {
 
 const std::string& CudaModel::prepare(int ordinal) { return ready_device(ordinal).image; }
 
-namespace {
-
-// A workspace block of one stream's pool, lent to one call (the context is current).
-class PoolLease {
- public:
-  PoolLease(CudaModel::Device& dev, void* stream, size_t bytes, const std::string& model)
-      : dev_(dev), stream_(stream) {
-    if (bytes == 0) return;
-    {
-      std::lock_guard<std::mutex> lock(dev.pool_mutex);
-      auto& list = dev.free_blocks[stream];
-      if (!list.empty()) {
-        ptr_ = list.back();
-        list.pop_back();
-        return;
-      }
-    }
-    const CudaDriver& d = cuda_driver();
-    cu::CUdeviceptr p = 0;
-    if (cu::CUresult r = d.cuMemAlloc(&p, bytes); r != cu::kSuccess)
-      fail(cuda_status_code(r, THUNDERC_STATUS_KERNEL_FAILED) == THUNDERC_STATUS_OUT_OF_MEMORY
-               ? THUNDERC_STATUS_OUT_OF_MEMORY
-               : THUNDERC_STATUS_KERNEL_FAILED,
-           "cannot allocate " + std::to_string(bytes) + " bytes of workspace for " + model + " on cuda:" +
-               std::to_string(dev.ordinal) + ": " + d.failed("cuMemAlloc", r));
-    ptr_ = cu::to_ptr(p);
-  }
-  ~PoolLease() {
-    if (!ptr_) return;
-    // Safe to reuse at once: the next call on this stream is ordered after this call's work.
-    try {
-      std::lock_guard<std::mutex> lock(dev_.pool_mutex);
-      dev_.free_blocks[stream_].push_back(ptr_);
-    } catch (...) {
-      cuda_driver().cuMemFree(cu::to_dev(ptr_));
-    }
-  }
-  PoolLease(const PoolLease&) = delete;
-  PoolLease& operator=(const PoolLease&) = delete;
-  void* get() const { return ptr_; }
-
- private:
-  CudaModel::Device& dev_;
-  void* stream_;
-  void* ptr_ = nullptr;
-};
-
-}  // namespace
 
 int32_t CudaModel::call(int ordinal, thunderc_entry_fn fn, thunderc_call* call, void* stream) {
   Device& dev = ready_device(ordinal);
   CudaContextScope scope(dev.ctx);
-  PoolLease ws(dev, stream, call->workspace_bytes > 0 ? workspace_bytes_ : 0, basename_of(path_));
-  CudaCall ctx{this, &dev, stream};
+  PoolLease ws(dev, dev.free_blocks, stream, call->workspace_bytes > 0 ? workspace_bytes_ : 0,
+               "workspace for " + basename_of(path_));
+  CudaCall ctx{this, &dev, static_cast<cu::CUstream>(stream), std::nullopt};
   thunderc_device_api api{};
   api.struct_size = sizeof api;
   api.context = &ctx;
   api.launch = &CudaCall::launch;
   api.copy = &CudaCall::copy;
+  api.gemm = &CudaCall::gemm;
+  api.conv2d = &CudaCall::conv2d;
   call->workspace = ws.get();
   if (!ws.get()) call->workspace_bytes = 0;
   call->device = DLDevice{kDLCUDA, ordinal};

@@ -96,7 +96,7 @@ T test_hook(const std::string& so, const char* name) {
 
 TEST_CASE("versions") {
   CHECK(thunderc_runtime_api_version() == THUNDERC_RUNTIME_API_VERSION);
-  CHECK(thunderc_runtime_abi_version() == 2u);
+  CHECK(thunderc_runtime_abi_version() == 3u);
   CHECK(std::string(thunderc_runtime_version()) == "0.1.0");
   CHECK(thunderc_status_code(nullptr) == THUNDERC_STATUS_OK);
   CHECK(std::string(thunderc_status_message(nullptr)) == "OK");
@@ -581,10 +581,10 @@ TEST_CASE("corrupt or invalid manifests") {
       {"format", replace(good, "\"thunderc-manifest\"", "\"onnx\""), "format: expected \"thunderc-manifest\""},
       {"format_version", replace(good, "\"format_version\": 1", "\"format_version\": 7"),
        "format_version: version 7 is not supported"},
-      {"abi_version type", replace(good, "\"abi_version\": 2", "\"abi_version\": \"2\""),
+      {"abi_version type", replace(good, "\"abi_version\": 3", "\"abi_version\": \"3\""),
        "abi_version: expected a non-negative integer, got string"},
-      {"abi_version mismatch", replace(good, "\"abi_version\": 2", "\"abi_version\": 3"),
-       "abi_version 3 differs from the ABI version the .so reports (2)", THUNDERC_STATUS_ABI_MISMATCH},
+      {"abi_version mismatch", replace(good, "\"abi_version\": 3", "\"abi_version\": 4"),
+       "abi_version 4 differs from the ABI version the .so reports (3)", THUNDERC_STATUS_ABI_MISMATCH},
       {"inputs missing", replace(good, "\"inputs\"", "\"inputz\""), "inputs: missing"},
       {"input dtype", replace(good, "{\"dtype\": \"float32\", \"name\": \"x\"}", "{\"dtype\": \"complex64\", \"name\": \"x\"}"),
        "inputs[0].dtype: unknown dtype 'complex64'"},

@@ -14,7 +14,12 @@
  *
  * Version 2 added the device fields of thunderc_call (device, stream, weights, device_api) and
  * thunderc_cuda_module. A model .so links no CUDA library: it launches its kernels through the
- * thunderc_device_api the runtime passes in, and the runtime reaches the driver through dlopen. */
+ * thunderc_device_api the runtime passes in, and the runtime reaches the driver through dlopen.
+ *
+ * Version 3 added the library calls of thunderc_device_api (gemm: cuBLASLt; conv2d: cuDNN's graph API), so
+ * that a model .so links neither library either: the runtime dlopens them, builds and caches their plans,
+ * and answers THUNDERC_DEVICE_API_FALLBACK where it cannot (library missing, no engine for the problem on
+ * this GPU); the generated code then runs the kernel it carries for that operation instead. */
 #ifndef THUNDERC_ABI_H_
 #define THUNDERC_ABI_H_
 
@@ -26,7 +31,62 @@
 extern "C" {
 #endif
 
-#define THUNDERC_ABI_VERSION 2u
+#define THUNDERC_ABI_VERSION 3u
+
+/* Returned by thunderc_device_api.gemm/conv2d when the library cannot run this operation here (not
+ * installed, too old, no engine for the problem on this GPU): nothing was enqueued and the caller runs its
+ * own kernel for it. Every other non-zero status is an error. Negative, so never a CUresult. */
+#define THUNDERC_DEVICE_API_FALLBACK (-1)
+
+/* Element types of library-call operands (thunderc_gemm.dtype, thunderc_conv2d.dtype). */
+#define THUNDERC_LIB_FLOAT32 0u
+#define THUNDERC_LIB_FLOAT16 1u
+#define THUNDERC_LIB_BFLOAT16 2u
+
+/* How products are computed (.math): IEEE float32 on CUDA cores, or tensor cores with TF32 inputs and
+ * float32 accumulation (--precision tf32). */
+#define THUNDERC_LIB_MATH_FP32 0u
+#define THUNDERC_LIB_MATH_TF32 1u
+
+/* Activations a library call applies last (.activation). GELU_TANH is PyTorch's gelu(approximate='tanh'):
+ * cuBLASLt's GELU epilogue is that approximation, so an erf gelu is never handed to it. */
+#define THUNDERC_LIB_ACT_NONE 0u
+#define THUNDERC_LIB_ACT_RELU 1u
+#define THUNDERC_LIB_ACT_GELU_TANH 2u
+#define THUNDERC_LIB_ACT_SIGMOID 3u
+#define THUNDERC_LIB_ACT_SILU 4u
+
+/* D[b][m][n] = act(sum_k A[b][m][k] * B[b][k][n] + bias[n]) for b < batch, m < M, n < N (a row-major view;
+ * the runtime maps it onto cuBLASLt's column-major one). Element strides: A[b][m][k] is at
+ * a_batch*b + a_row*m + a_col*k, with a_row == 1 or a_col == 1 (likewise B); D is dense along n
+ * (D[b][m][n] at d_batch*b + d_row*m + n). A batch stride of 0 shares the operand across the batch. */
+typedef struct thunderc_gemm {
+  uint32_t struct_size; /* sizeof(thunderc_gemm) */
+  uint32_t id;          /* unique among the model's library calls: the runtime caches its plan per (device, id) */
+  uint32_t dtype;       /* THUNDERC_LIB_FLOAT32, ...: A, B, D and bias */
+  uint32_t math;        /* THUNDERC_LIB_MATH_* */
+  uint32_t activation;  /* THUNDERC_LIB_ACT_NONE, _RELU or _GELU_TANH */
+  uint32_t has_bias;    /* 1: add bias[n] (N elements) before the activation */
+  int64_t batch, m, n, k;
+  int64_t a_batch, a_row, a_col;
+  int64_t b_batch, b_row, b_col;
+  int64_t d_batch, d_row;
+} thunderc_gemm;
+
+/* y = act(conv2d(x, w) + bias[k] + residual): x [N][C][H][W], w [K][C/groups][R][S], y and residual
+ * [N][K][OH][OW], all dense row-major (NCHW); PyTorch's cross-correlation, zero padding. */
+typedef struct thunderc_conv2d {
+  uint32_t struct_size; /* sizeof(thunderc_conv2d) */
+  uint32_t id;          /* as thunderc_gemm.id (one numbering for all library calls of a model) */
+  uint32_t dtype;
+  uint32_t math;
+  uint32_t activation;  /* THUNDERC_LIB_ACT_NONE, _RELU, _SIGMOID or _SILU */
+  uint32_t has_bias;
+  uint32_t has_residual;
+  uint32_t reserved;    /* 0 */
+  int64_t n, c, h, w, k, r, s, oh, ow;
+  int64_t stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups;
+} thunderc_conv2d;
 
 /* What the runtime does for a CUDA variant's entry. Every function returns 0 on success, or non-zero
  * after writing a NUL-terminated message (naming the kernel or the call) into error[0 .. error_capacity). */
@@ -39,6 +99,14 @@ typedef struct thunderc_device_api {
                     uint32_t shared_bytes, void** args, char* error, size_t error_capacity);
   /* Device-to-device copy of `bytes` bytes, ordered on the call's stream. */
   int32_t (*copy)(void* context, void* dst, const void* src, size_t bytes, char* error, size_t error_capacity);
+  /* ---- since ABI 3 ---- */
+  /* One GEMM through cuBLASLt on the call's stream (bias: NULL unless has_bias). 0, THUNDERC_DEVICE_API_FALLBACK
+   * or an error. */
+  int32_t (*gemm)(void* context, const thunderc_gemm* op, void* d, const void* a, const void* b, const void* bias,
+                  char* error, size_t error_capacity);
+  /* One convolution through cuDNN on the call's stream (bias, residual: NULL unless has_bias/has_residual). */
+  int32_t (*conv2d)(void* context, const thunderc_conv2d* op, void* y, const void* x, const void* w,
+                    const void* bias, const void* residual, char* error, size_t error_capacity);
 } thunderc_device_api;
 
 /* Arguments of one variant call. The runtime has already checked every guard in the manifest: inputs
