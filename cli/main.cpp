@@ -183,9 +183,14 @@ int list_executors() {
     std::cout << "  " << pad(e->name(), name_w) << "  " << pad(e->devices_str(), dev_w) << "  " << status_str(*e)
               << "\n";
     std::cout << indent << e->description() << "\n";
-    if (e->implemented())
-      std::cout << indent << "claims " << e->num_impls() << " operators (" << e->categories_str() << ")"
-                << (e->is_always() ? "; always-executor" : "") << "\n";
+    if (e->implemented()) {
+      std::cout << indent << "claims " << e->num_impls() << " operator" << (e->num_impls() == 1 ? "" : "s") << " ("
+                << e->categories_str() << ")" << (e->is_always() ? "; always-executor" : "") << "\n";
+      std::string fallback;
+      for (const std::string& op : e->fallback_ops()) fallback += (fallback.empty() ? "" : ", ") + op;
+      if (!fallback.empty())
+        std::cout << indent << "as a fallback only (where no other listed executor claims them): " << fallback << "\n";
+    }
     else
       std::cout << indent << "will serve: " << e->categories_str() << "\n";
   }
@@ -428,7 +433,8 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   if (options.device.kind == DeviceKind::CUDA) {
     std::string archs;
     for (const std::string& a : request.cuda_archs) archs += (archs.empty() ? "" : ", ") + a;
-    std::printf("  CUDA: %zu kernels, cubins for %s + PTX for the newest\n", summary.cuda_kernels, archs.c_str());
+    std::printf("  CUDA: %zu kernels, %zu library calls (cuBLASLt/cuDNN, loaded at run time), cubins for %s + PTX for the newest\n",
+                summary.cuda_kernels, summary.library_calls, archs.c_str());
   }
   return 0;
 }

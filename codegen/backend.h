@@ -5,6 +5,7 @@
 // through call->device_api.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,13 @@ struct CudaKernel {
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   unsigned shared_bytes = 0;  // dynamic shared memory
   std::string what;           // what it computes, for the manifest (e.g. "softmax: reduce max")
+};
+
+// One call of a CUDA library (thunderc_device_api.gemm / .conv2d, ABI 3) that a variant makes.
+struct LibraryCall {
+  std::string library;  // "cublasLt", "cudnn"
+  std::string what;     // what it computes, for the manifest ("linear 1x16x192x64 +bias")
+  std::uint32_t id = 0; // its id (unique in the module), set by EmitContext::add_library_call
 };
 
 // What a backend needs to know while emitting one symbol.
@@ -42,6 +50,9 @@ class EmitContext {
   // Null context (only sizing scratch): backends register nothing.
   virtual std::string kernel_name(const std::string& base) const { return base; }
   virtual std::size_t add_kernel(CudaKernel kernel) const { return 0; }
+  // CUDA variants: registers a library call and returns its id (unique in the module: the runtime caches
+  // the library's plan per id).
+  virtual std::uint32_t add_library_call(LibraryCall call) const { return 0; }
 };
 
 // What the generated .so needs to build and link for one backend.

@@ -16,6 +16,7 @@
 
 #include "codegen/blas/blas_backend.h"
 #include "codegen/cpp/cpp_backend.h"
+#include "codegen/cudalib/cudalib_backend.h"
 #include "codegen/nvfuser/nvfuser_backend.h"
 #include "core/ir/error.h"
 
@@ -43,6 +44,8 @@ BackendSet make_backends(const Toolchain& toolchain) {
   set["cpp"] = std::make_unique<CppBackend>();
   set["blas"] = std::make_unique<BlasBackend>();
   set["nvfuser"] = std::make_unique<NvfuserBackend>();
+  set["cublas"] = std::make_unique<LibraryBackend>("cublas");
+  set["cudnn"] = std::make_unique<LibraryBackend>("cudnn");
   return set;
 }
 

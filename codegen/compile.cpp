@@ -32,6 +32,7 @@ CompileSummary compile_model(const CompileRequest& request, const Toolchain& too
   summary.weight_bytes = plan.weights.bytes.size();
   for (const auto& m : plan.memory) summary.workspace_bytes.push_back(m.workspace_bytes);
   summary.cuda_kernels = module.kernels.size();
+  summary.library_calls = module.library_calls.size();
   return summary;
 }
 

@@ -27,6 +27,7 @@ struct CompileSummary {
   std::size_t weight_bytes = 0;
   std::vector<std::size_t> workspace_bytes;  // per variant
   std::size_t cuda_kernels = 0;              // kernels in the CUDA module (0: none)
+  std::size_t library_calls = 0;             // cuBLASLt/cuDNN calls (each with a fallback kernel)
 };
 
 CompileSummary compile_model(const CompileRequest& request, const Toolchain& toolchain);

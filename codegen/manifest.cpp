@@ -99,7 +99,13 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
         entry["resources"] = per_arch;
         kernels.push_back(entry);
       }
-      variant["cuda"] = {{"archs", cuda.archs}, {"kernels", kernels}};
+      json calls = json::array();
+      for (std::size_t c = 0; c < cuda.module->library_calls.size(); ++c) {
+        if (cuda.module->library_call_variant[c] != i) continue;
+        const LibraryCall& lc = cuda.module->library_calls[c];
+        calls.push_back({{"id", lc.id}, {"library", lc.library}, {"what", lc.what}});
+      }
+      variant["cuda"] = {{"archs", cuda.archs}, {"kernels", kernels}, {"library_calls", calls}};
     }
     if (const SymbolicTrace* st = variants[i].symbolic) {
       json dims = json::object();
@@ -113,7 +119,10 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
     json images = json::array();
     for (const CudaImageFile& im : cuda.module->cuda_images)
       images.push_back({{"arch", im.arch}, {"kind", im.ptx ? "ptx" : "cubin"}, {"bytes", im.data.size()}});
-    m["cuda"] = {{"archs", cuda.archs}, {"kernels", cuda.module->kernels.size()}, {"images", images}};
+    m["cuda"] = {{"archs", cuda.archs},
+                 {"kernels", cuda.module->kernels.size()},
+                 {"library_calls", cuda.module->library_calls.size()},
+                 {"images", images}};
   }
   return m.dump(2) + "\n";
 }

@@ -70,6 +70,8 @@ std::string shape_var(const Trace& t, ValueId v) {
 struct KernelSink {
   std::vector<CudaKernel> kernels;
   std::vector<std::size_t> variant;
+  std::vector<LibraryCall> library_calls;  // ids 0, 1, ...
+  std::vector<std::size_t> library_call_variant;
 };
 
 class VariantContext : public EmitContext {
@@ -91,6 +93,12 @@ class VariantContext : public EmitContext {
     sink_->kernels.push_back(std::move(kernel));
     sink_->variant.push_back(variant_);
     return sink_->kernels.size() - 1;
+  }
+  std::uint32_t add_library_call(LibraryCall call) const override {
+    call.id = static_cast<std::uint32_t>(sink_->library_calls.size());
+    sink_->library_calls.push_back(call);
+    sink_->library_call_variant.push_back(variant_);
+    return call.id;
   }
 
  private:
@@ -287,6 +295,8 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
     THUNDERC_CHECK(!cuda_archs.empty(), "CUDA kernels but no CUDA architecture to compile them for");
     m.kernels = std::move(sink.kernels);
     m.kernel_variant = std::move(sink.variant);
+    m.library_calls = std::move(sink.library_calls);
+    m.library_call_variant = std::move(sink.library_call_variant);
     m.cuda_source = cuda_module_source(m.kernels);
     for (const std::string& a : cuda_archs) m.cuda_images.push_back({a, false, "cuda_" + a + ".cubin", {}});
     std::string newest = "compute_" + cuda_archs.back().substr(3);

@@ -64,6 +64,8 @@ struct GeneratedModule {
   // source (kernels.cu) and the images to embed (one cubin per architecture, then PTX of the newest).
   std::vector<CudaKernel> kernels;
   std::vector<std::size_t> kernel_variant;
+  std::vector<LibraryCall> library_calls;  // by id, and the variant making each
+  std::vector<std::size_t> library_call_variant;
   std::string cuda_source;                // empty: no CUDA variant
   std::vector<CudaImageFile> cuda_images;
 };

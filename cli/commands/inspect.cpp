@@ -187,6 +187,14 @@ void print_summary(std::ostream& os, const std::string& so_path, const json& m, 
         os << "        " << k.value("name", std::string()) << "  grid " << dims(k["grid"]) << " block " << dims(k["block"])
            << (regs.empty() ? "" : "  (" + regs + ")") << "\n          " << k.value("what", std::string()) << "\n";
       }
+      // Library calls: the runtime runs them through cuBLASLt/cuDNN, or falls back to the kernels above.
+      const auto& calls = c->value("library_calls", nlohmann::json::array());
+      if (!calls.empty())
+        os << "      library:   " << calls.size() << " call" << (calls.size() == 1 ? "" : "s")
+           << " (each falls back to its kernel where the library cannot run it)\n";
+      for (const auto& lc : calls)
+        os << "        #" << lc.value("id", 0) << " " << lc.value("library", std::string()) << ": "
+           << lc.value("what", std::string()) << "\n";
     }
   }
 }

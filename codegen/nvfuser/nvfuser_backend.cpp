@@ -2,6 +2,7 @@
 
 #include "codegen/loops/region_lowering.h"
 #include "codegen/nvfuser/gemm.h"
+#include "codegen/nvfuser/gemm_plan.h"
 
 #include <optional>
 
@@ -52,18 +53,7 @@ bool gemm_backed(const BoundSymbol& s) {
   return op == "linear" || op == "matmul" || op == "bmm" || op == "addmm" || op == "conv2d";
 }
 
-// How a GEMM-backed symbol maps onto codegen/nvfuser/gemm.h. The output is contiguous, so the element the
-// epilogue computes is at `flat` (an expression in the epilogue's index variables).
-struct GemmPlan {
-  bool conv = false;
-  cuda::GemmSpec g;
-  cuda::Conv2dSpec c;
-  std::vector<std::size_t> operands;  // inputs passed after the output: (a, b) or (input, weight)
-  std::vector<std::size_t> extras;    // inputs passed as the spec's extra_params (bias), in order
-  std::string flat;
-  std::string what;
-  bool empty = false;  // no output element: nothing to launch
-};
+}  // namespace
 
 GemmPlan plan_gemm(const Trace& t, const BoundSymbol& s) {
   GemmPlan p;
@@ -148,6 +138,8 @@ GemmPlan plan_gemm(const Trace& t, const BoundSymbol& s) {
   return p;
 }
 
+namespace {
+
 // The kernel of a plan whose epilogue and extra parameters may have been extended.
 cuda::KernelLaunch gemm_launch(const std::string& name, const GemmPlan& p) {
   return p.conv ? cuda::conv2d_kernel(name, p.c) : cuda::gemm_kernel(name, p.g);
@@ -183,6 +175,8 @@ void add_gemm_kernel(const EmitContext& ctx, const cuda::KernelLaunch& l, const 
   emit_launch(lines, indent, index, k, vars, ctx.on_failure());
 }
 
+}  // namespace
+
 // A GEMM-backed symbol outside any region: its kernel, bias in the epilogue.
 void emit_lone_gemm(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& out) {
   GemmPlan p = plan_gemm(ctx.trace(), s);
@@ -203,6 +197,8 @@ void emit_lone_gemm(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& 
   for (const std::string& l : lines) out.line(l);
   out.line("}");
 }
+
+namespace {
 
 // The CUDA target of the shared region lowering: every loop nest becomes a kernel.
 class CudaRegion : public RegionLowering {

@@ -126,13 +126,52 @@ bool cuda_gemm(const Trace& t, const BoundSymbol& s) {
   return true;
 }
 
+// What a cuBLASLt call expresses (runtime/src/cublaslt.cpp): one (strided-batched) GEMM of at least one
+// term, a bias of N elements added per output column, alpha 1. Anything else stays with nvfuser's kernels.
+bool cublas_gemm(const Trace& t, const BoundSymbol& s) {
+  if (!cuda_gemm(t, s)) return false;
+  const std::string& op = s.op->name;
+  auto n_of = [&](ValueId v) { return t.type(v).shape.back(); };
+  auto has = [&](std::size_t i) { return i < s.inputs.size() && s.inputs[i].is_tensor(); };
+  const TensorType& out = t.type(s.outputs[0]);
+  if (op == "linear") {
+    const TensorType& w = t.type(s.inputs[1].value);
+    if (w.shape[1] == 0) return false;  // K = 0: nothing to multiply
+    return !has(2) || t.type(s.inputs[2].value).shape == Shape{w.shape[0]};
+  }
+  if (op == "addmm") {
+    const TensorType& a = t.type(s.inputs[1].value);
+    if (a.shape[1] == 0 || s.attrs.get_float("alpha") != 1.0) return false;
+    const double beta = s.attrs.get_float("beta");
+    if (beta == 0) return true;
+    const Shape& bias = t.type(s.inputs[0].value).shape;
+    return beta == 1.0 && (bias == Shape{n_of(s.outputs[0])} || bias == Shape{1, n_of(s.outputs[0])});
+  }
+  const TensorType& a = t.type(s.inputs[0].value);  // matmul, bmm
+  return a.shape.back() != 0 && out.numel() > 0;
+}
+
+// What a cuDNN convolution graph expresses (runtime/src/cudnn.cpp): 2-D NCHW, at least one term.
+bool cudnn_conv(const Trace& t, const BoundSymbol& s) {
+  if (!cuda_gemm(t, s)) return false;
+  const TensorType& w = t.type(s.inputs[1].value);
+  return w.rank() == 4 && w.numel() > 0 && t.type(s.outputs[0]).numel() > 0;
+}
+
 }  // namespace
 
 void register_cpp_impls(Executor& cpp) { register_loop_impls<DeviceKind::CPU>(cpp); }
 
 void register_nvfuser_impls(Executor& nvfuser) {
   register_loop_impls<DeviceKind::CUDA>(nvfuser);
-  for (const char* name : {"linear", "matmul", "bmm", "addmm", "conv2d"}) nvfuser.register_impl(name, cuda_gemm);
+  for (const char* name : {"linear", "matmul", "bmm", "addmm", "conv2d"})
+    nvfuser.register_impl(name, cuda_gemm, Executor::Claim::Fallback);
 }
+
+void register_cublas_impls(Executor& cublas) {
+  for (const char* name : {"linear", "matmul", "bmm", "addmm"}) cublas.register_impl(name, cublas_gemm);
+}
+
+void register_cudnn_impls(Executor& cudnn) { cudnn.register_impl("conv2d", cudnn_conv); }
 
 }  // namespace thunderc

@@ -4,7 +4,9 @@
 // left for the next executor (torch), so these must say no to every use that the code generation does not
 // handle: dtypes other than float32/float64 (bool only for masks, conditions, comparisons and data
 // movement), other devices, div with a rounding mode. nvfuser also runs float32 linear/matmul/bmm/addmm and
-// 4-D conv2d with its own GEMM kernels (codegen/nvfuser/gemm.h).
+// 4-D conv2d with its own GEMM kernels (codegen/nvfuser/gemm.h), as a Fallback claim: cublas (GEMMs through
+// cuBLASLt) and cudnn (convolutions through cuDNN) take them wherever they are listed, and carry nvfuser's
+// kernel for the same symbol for machines where the library cannot run it (codegen/cudalib/).
 #pragma once
 
 #include "core/executors/executor.h"
@@ -14,5 +16,7 @@ namespace thunderc {
 // Registers every operator the cpp executor implements, each with its checker.
 void register_cpp_impls(Executor& cpp);
 void register_nvfuser_impls(Executor& nvfuser);
+void register_cublas_impls(Executor& cublas);
+void register_cudnn_impls(Executor& cudnn);
 
 }  // namespace thunderc

@@ -40,10 +40,23 @@ Availability Executor::availability(DeviceKind kind) const {
   return a;
 }
 
-void Executor::register_impl(const std::string& op_name, Checker checker) {
+void Executor::register_impl(const std::string& op_name, Checker checker, Claim claim) {
   THUNDERC_CHECK(op_registry().find(op_name) != nullptr, "executor ", info_.name,
                  " implements unknown operator ", op_name);
   impls_[op_name] = std::move(checker);
+  claims_[op_name] = claim;
+}
+
+std::vector<std::string> Executor::fallback_ops() const {
+  std::vector<std::string> out;
+  for (const auto& [name, claim] : claims_)
+    if (claim == Claim::Fallback) out.push_back(name);
+  return out;
+}
+
+Executor::Claim Executor::claim_of(const std::string& op_name) const {
+  auto it = claims_.find(op_name);
+  return it == claims_.end() ? Claim::Preferred : it->second;
 }
 
 bool Executor::can_execute(const Trace& trace, const BoundSymbol& sym) const {
@@ -87,7 +100,7 @@ std::vector<const Executor*> always_executors() {
 }
 
 std::vector<std::string> default_executor_names(DeviceKind device) {
-  if (device == DeviceKind::CUDA) return {"nvfuser", "cublas", "cudnn"};
+  if (device == DeviceKind::CUDA) return {"cudnn", "cublas", "nvfuser"};
   return {"cpp", "blas"};
 }
 
@@ -153,12 +166,17 @@ std::vector<UnclaimedSymbol> claim_executors(Trace& trace, const std::vector<con
   for (std::size_t i = 0; i < symbols.size(); ++i) {
     BoundSymbol& sym = symbols[i];
     sym.executor.clear();
+    const Executor* fallback = nullptr;
     for (const Executor* e : executors) {
-      if (e->can_execute(trace, sym)) {
-        sym.executor = e->name();
+      if (!e->can_execute(trace, sym)) continue;
+      if (e->claim_of(sym.op->name) == Executor::Claim::Preferred) {
+        // An always-executor (torch) is everyone's last resort, a fallback implementation included.
+        sym.executor = fallback && e->is_always() ? fallback->name() : e->name();
         break;
       }
+      if (!fallback) fallback = e;
     }
+    if (sym.executor.empty() && fallback) sym.executor = fallback->name();
     if (sym.executor.empty()) unclaimed.push_back({i, sym.op ? sym.op->name : "?", sym.source});
   }
   return unclaimed;

@@ -57,16 +57,26 @@ class Executor {
   // Available for this device kind? Not serving the kind is reported as unavailable, with a reason.
   Availability availability(DeviceKind kind) const;
 
+  // How strongly an implementation claims: Preferred takes the symbol when this executor comes first in
+  // the list among those that accept it; Fallback takes it only when no executor of the list accepts it with
+  // a Preferred implementation, always-executors (torch) aside: nvfuser's own GEMM/convolution kernels
+  // yield to cublas/cudnn wherever those are listed, as Thunder's nvFuser leaves matmuls to others by default.
+  enum class Claim { Preferred, Fallback };
   // Registers an implementation of one operator (by catalog name); a null checker accepts every use.
-  void register_impl(const std::string& op_name, Checker checker = nullptr);
+  void register_impl(const std::string& op_name, Checker checker = nullptr, Claim claim = Claim::Preferred);
   bool implements(const std::string& op_name) const { return impls_.count(op_name) != 0; }
   std::size_t num_impls() const { return impls_.size(); }
   // True when it implements the symbol's operator and the checker accepts this use.
   bool can_execute(const Trace& trace, const BoundSymbol& sym) const;
+  // How it claims the symbol's operator (Preferred for operators it does not implement).
+  Claim claim_of(const std::string& op_name) const;
+  // The operators it claims with a Fallback implementation, by name.
+  std::vector<std::string> fallback_ops() const;
 
  private:
   Info info_;
   std::map<std::string, Checker> impls_;
+  std::map<std::string, Claim> claims_;
   mutable std::map<DeviceKind, Availability> probed_;
 };
 
@@ -90,7 +100,7 @@ struct ExecutorSelection {
   std::string names_str() const;  // "cpp, torch"
 };
 
-// The default list for a device kind (cpu: cpp, blas; cuda: nvfuser, cublas, cudnn), filtered to those
+// The default list for a device kind (cpu: cpp, blas; cuda: cudnn, cublas, nvfuser), filtered to those
 // implemented and available; the rest go to notes. Always-executors are not included.
 ExecutorSelection default_executors(DeviceKind device);
 // The names the default list is drawn from, before filtering.
@@ -118,8 +128,9 @@ struct UnclaimedSymbol {
   std::string source;     // source location in the model, may be empty
 };
 
-// Sets `executor` on every bound symbol to the first executor whose checker accepts it (clearing it when
-// none does) and returns the symbols nobody claimed, in trace order.
+// Sets `executor` on every bound symbol to the first executor whose checker accepts it with a Preferred
+// implementation, else to the first that accepts it with a Fallback one (clearing it when none does), and
+// returns the symbols nobody claimed, in trace order.
 std::vector<UnclaimedSymbol> claim_executors(Trace& trace, const std::vector<const Executor*>& executors);
 
 // A user-facing explanation of unclaimed symbols: how many, each op with its source location (at most

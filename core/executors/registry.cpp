@@ -1,9 +1,10 @@
-// The six executors thunderc knows. torch claims every operator of the catalog; cpp, blas and nvfuser
-// claim what their code generation handles; cublas and cudnn declare the operator categories they will
-// serve, but their code generation does not exist yet, so they claim nothing.
+// The six executors thunderc knows. torch claims every operator of the catalog; the others claim what their
+// code generation handles.
 //
 // Availability means "can compile for this device here": nvfuser needs NVRTC (kernels are compiled when the
-// model is compiled), not a GPU; running a CUDA model needs a GPU, which the runtime checks.
+// model is compiled), not a GPU; running a CUDA model needs a GPU, which the runtime checks. cublas and cudnn
+// need NVRTC too (each library call carries nvfuser's kernel for the same work, run where the library
+// cannot), but not the libraries: the runtime dlopens cuBLASLt and cuDNN on the machine that runs the model.
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -73,14 +74,6 @@ Availability probe_nvrtc() {
   }
   return probe_library("NVRTC", {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"},
                        "libnvrtc", true, "nvrtcCreateProgram");
-}
-Availability probe_cublas() {
-  return probe_library("cuBLAS", {"libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11"},
-                       "libcublas", true, "cublasCreate_v2");
-}
-Availability probe_cudnn() {
-  return probe_library("cuDNN", {"libcudnn.so", "libcudnn.so.9", "libcudnn.so.8"}, "libcudnn", true,
-                       "cudnnCreate");
 }
 Availability probe_cblas() {
   return probe_library("CBLAS", {"libopenblas.so.0", "libcblas.so.3", "libblas.so.3", "libopenblas.so"}, "",
@@ -157,19 +150,25 @@ std::vector<std::unique_ptr<Executor>> make_executors() {
 
   Executor::Info cublas;
   cublas.name = "cublas";
-  cublas.description = "matrix multiplications through cuBLAS";
+  cublas.description = "matrix multiplications through cuBLASLt (bias, relu, gelu-tanh epilogues), loaded at run time";
   cublas.devices = {DeviceKind::CUDA};
   cublas.categories = {C::Matmul};
-  cublas.probe = [](DeviceKind k) { return cuda_probe({&cached<probe_cublas>}, k); };
-  out.push_back(std::make_unique<Executor>(std::move(cublas)));
+  cublas.implemented = true;
+  cublas.probe = [](DeviceKind k) { return cuda_probe({&cached<probe_nvrtc>}, k); };
+  auto cb = std::make_unique<Executor>(std::move(cublas));
+  register_cublas_impls(*cb);
+  out.push_back(std::move(cb));
 
   Executor::Info cudnn;
   cudnn.name = "cudnn";
-  cudnn.description = "convolution, pooling and attention through cuDNN";
+  cudnn.description = "convolutions (bias, residual add, relu/sigmoid/silu fused) through cuDNN's graph API, loaded at run time";
   cudnn.devices = {DeviceKind::CUDA};
-  cudnn.categories = {C::Convolution, C::Pooling, C::Attention};
-  cudnn.probe = [](DeviceKind k) { return cuda_probe({&cached<probe_cudnn>}, k); };
-  out.push_back(std::make_unique<Executor>(std::move(cudnn)));
+  cudnn.categories = {C::Convolution};
+  cudnn.implemented = true;
+  cudnn.probe = [](DeviceKind k) { return cuda_probe({&cached<probe_nvrtc>}, k); };
+  auto dn = std::make_unique<Executor>(std::move(cudnn));
+  register_cudnn_impls(*dn);
+  out.push_back(std::move(dn));
 
   return out;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <set>
 
@@ -208,15 +209,117 @@ Trace fuse_regions(const Trace& trace, const std::string& executor) {
   return out;
 }
 
+namespace {
+
+// The epilogue a library call can apply after its GEMM or convolution, in the order it applies them.
+struct LibraryEpilogue {
+  bool residual = false;                 // one add of a tensor of the output's exact type
+  std::set<std::string> activations;     // then at most one of these
+};
+
+std::optional<LibraryEpilogue> library_epilogue(const std::string& executor) {
+  if (executor == "cublas") return LibraryEpilogue{false, {"relu", "gelu"}};  // gelu only approximate='tanh'
+  if (executor == "cudnn") return LibraryEpilogue{true, {"relu", "sigmoid", "silu"}};
+  return std::nullopt;
+}
+
+}  // namespace
+
+Trace fuse_library_epilogues(const Trace& trace) {
+  const auto& syms = trace.symbols();
+  const std::size_t n = syms.size();
+  std::set<ValueId> returned(trace.outputs().begin(), trace.outputs().end());
+  // Readers of each value: (symbol, how many of its operands read it).
+  std::map<ValueId, std::vector<std::size_t>> readers;
+  for (std::size_t j = 0; j < n; ++j)
+    for (const Operand& in : syms[j].inputs)
+      if (in.is_tensor()) readers[in.value].push_back(j);
+  // The single symbol reading v once, when v is not returned either; n otherwise.
+  auto sole_reader = [&](ValueId v) -> std::size_t {
+    auto it = readers.find(v);
+    if (returned.count(v) || it == readers.end() || it->second.size() != 1) return n;
+    return it->second[0];
+  };
+
+  std::vector<std::vector<std::size_t>> chain_at(n);  // last member -> the whole chain (head first)
+  std::vector<bool> absorbed(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    const BoundSymbol& head = syms[i];
+    auto rule = library_epilogue(head.executor);
+    if (!rule || head.is_region() || !gemm_backed(head) || absorbed[i]) continue;
+    const TensorType out = trace.type(head.outputs[0]);
+    std::vector<std::size_t> chain = {i};
+    ValueId cur = head.outputs[0];
+    bool residual_done = !rule->residual, activation_done = false;
+    while (!activation_done) {
+      std::size_t j = sole_reader(cur);
+      if (j == n || absorbed[j] || syms[j].is_region() || syms[j].outputs.size() != 1) break;
+      const BoundSymbol& s = syms[j];
+      if (trace.type(s.outputs[0]) != out || s.executor.empty()) break;
+      const std::string& op = s.op->name;
+      if (!residual_done && op == "add" && s.inputs.size() == 2 && s.inputs[0].is_tensor() &&
+          s.inputs[1].is_tensor()) {
+        ValueId other = s.inputs[0].value == cur ? s.inputs[1].value : s.inputs[0].value;
+        if (other == cur || trace.type(other) != out) break;
+        residual_done = true;
+      } else if (rule->activations.count(op) && s.inputs.size() == 1) {
+        if (op == "gelu" && s.attrs.get_string("approximate") != "tanh") break;
+        activation_done = true;
+      } else {
+        break;
+      }
+      residual_done = true;  // a residual add comes before the activation or not at all
+      chain.push_back(j);
+      cur = s.outputs[0];
+    }
+    if (chain.size() == 1) continue;
+    for (std::size_t k : chain) absorbed[k] = true;
+    chain_at[chain.back()] = chain;
+  }
+
+  Trace out = trace.clone_without_symbols();
+  out.constructed_by = "fusion";
+  std::map<std::string, std::size_t> numbers;
+  for (std::size_t j = 0; j < n; ++j) {
+    if (!absorbed[j]) {
+      out.append(syms[j]);
+      continue;
+    }
+    if (chain_at[j].empty()) continue;  // emitted with its chain's last member, where all its inputs exist
+    const std::vector<std::size_t>& chain = chain_at[j];
+    BoundSymbol region;
+    region.op = &op("fusion");
+    region.executor = syms[chain[0]].executor;
+    std::set<ValueId> defined, seen;
+    for (std::size_t k : chain) {
+      BoundSymbol member = syms[k];
+      member.executor = region.executor;
+      for (const Operand& in : member.inputs)
+        if (in.is_tensor() && !defined.count(in.value) && seen.insert(in.value).second)
+          region.inputs.push_back(Operand::tensor(in.value));
+      for (ValueId o : member.outputs) defined.insert(o);
+      region.subsymbols.push_back(std::move(member));
+    }
+    region.outputs = {syms[chain.back()].outputs[0]};
+    region.source = syms[chain[0]].source;
+    region.attrs.set("name", region.executor + "_fusion" + std::to_string(numbers[region.executor]++));
+    out.append(std::move(region));
+  }
+  verify_trace(out, "fusion");
+  return out;
+}
+
 Trace fuse_all_regions(const Trace& trace) {
-  Trace out = fuse_regions(trace, "cpp");
+  Trace out = fuse_library_epilogues(trace);
+  out = fuse_regions(out, "cpp");
   return fuse_regions(out, "nvfuser");
 }
 
 const Transform& fusion_transform() {
   static const Transform t{"fusion",
                            "symbols claimed by cpp or nvfuser are grouped into fusion regions (cpp_fusion<N>, "
-                           "nvfuser_fusion<N>) by dataflow",
+                           "nvfuser_fusion<N>) by dataflow; cublas/cudnn calls absorb the epilogue their library "
+                           "applies (residual add, activation)",
                            [](const Trace& trace, const TransformContext&) { return fuse_all_regions(trace); }};
   return t;
 }

@@ -21,6 +21,13 @@
 // cycle either; otherwise it starts a new region. Every cpp operator may be combined with any other (the
 // cpp codegen materializes what it has to: reduction and normalization statistics, values read more than
 // once, inputs of pooling), so no pair of ops is illegal; siblings that only share an input are not merged.
+//
+// Library calls (fuse_library_epilogues, run first): a GEMM claimed by cublas, or a convolution claimed by
+// cudnn, absorbs the chain of symbols after it that its library applies in the same call, each the sole
+// reader of the value before it (never a returned value): for cudnn an optional residual add (the other
+// operand of exactly the output's type) then an optional relu, sigmoid or silu; for cublas an optional relu
+// or gelu(approximate='tanh') (cuBLASLt's GELU is the tanh form). The chain becomes a region of the library
+// executor ("cudnn_fusion<N>") placed where its last member was; nothing else moves.
 #pragma once
 
 #include "core/ir/trace.h"
@@ -30,8 +37,10 @@ namespace thunderc {
 
 Trace fuse_regions(const Trace& trace, const std::string& executor);
 Trace fuse_cpp_regions(const Trace& trace);  // fuse_regions(trace, "cpp")
+Trace fuse_library_epilogues(const Trace& trace);
 
-// name "fusion"; runs fuse_regions for cpp, then for nvfuser (the context is not needed).
+// name "fusion"; runs fuse_library_epilogues, then fuse_regions for cpp and for nvfuser (the context is not
+// needed).
 const Transform& fusion_transform();
 
 }  // namespace thunderc

@@ -85,12 +85,19 @@ TEST_CASE("registry lists the six executors in order") {
   for (const char* name : {"cublas", "cudnn"}) {
     const Executor* e = find_executor(name);
     REQUIRE(e);
-    CHECK_FALSE(e->implemented());
+    CHECK(e->implemented());
     CHECK_FALSE(e->is_always());
-    CHECK(e->num_impls() == 0);
     CHECK_FALSE(e->categories().empty());
     CHECK_FALSE(e->description().empty());
   }
+  for (const char* name : {"linear", "matmul", "bmm", "addmm"}) CHECK(find_executor("cublas")->implements(name));
+  CHECK(find_executor("cublas")->num_impls() == 4);
+  CHECK(find_executor("cudnn")->implements("conv2d"));
+  CHECK(find_executor("cudnn")->num_impls() == 1);
+  // nvfuser's own GEMM/convolution kernels are a fallback claim; its loop operators are preferred.
+  CHECK(nv->claim_of("linear") == Executor::Claim::Fallback);
+  CHECK(nv->claim_of("conv2d") == Executor::Claim::Fallback);
+  CHECK(nv->claim_of("softmax") == Executor::Claim::Preferred);
   CHECK(find_executor("cpp")->serves(DeviceKind::CPU));
   CHECK_FALSE(find_executor("cpp")->serves(DeviceKind::CUDA));
   CHECK(find_executor("cudnn")->serves(DeviceKind::CUDA));
@@ -126,17 +133,38 @@ TEST_CASE("torch on CUDA follows what the frontend reports") {
   set_torch_cuda_support(false, "LibTorch was built without CUDA");
 }
 
-TEST_CASE("default executors: cpp and blas on cpu, nvfuser on cuda where NVRTC is found") {
+TEST_CASE("a fallback claim yields to a preferred one later in the list, but not to an always-executor") {
+  Trace t;
+  ValueId x = t.add_input("x", TensorType{DType::Float32, {4, 8}, Device::cuda(0)});
+  ValueId w = t.add_input("w", TensorType{DType::Float32, {6, 8}, Device::cuda(0)});
+  t.set_outputs({t.emit1(op("linear"), {Operand::tensor(x), Operand::tensor(w), Operand::none()}, {})});
+  auto owner = [&](std::vector<std::string> names) {
+    std::vector<const Executor*> exs;
+    for (const auto& n : names) exs.push_back(find_executor(n));
+    Trace c = t;
+    CHECK(claim_executors(c, exs).empty());
+    return c.symbols()[0].executor;
+  };
+  CHECK(owner({"nvfuser"}) == "nvfuser");
+  CHECK(owner({"nvfuser", "cublas"}) == "cublas");  // the card's order: nvfuser first, the library still wins
+  CHECK(owner({"cublas", "nvfuser"}) == "cublas");
+  set_torch_cuda_support(true);
+  CHECK(owner({"nvfuser", "torch"}) == "nvfuser");  // torch is everyone's last resort
+  CHECK(owner({"torch", "nvfuser"}) == "torch");    // ... unless listed first
+  set_torch_cuda_support(false, "LibTorch was built without CUDA");
+}
+
+TEST_CASE("default executors: cpp and blas on cpu; cudnn, cublas, nvfuser on cuda where NVRTC is found") {
   CHECK(default_executor_names(DeviceKind::CPU) == std::vector<std::string>{"cpp", "blas"});
-  CHECK(default_executor_names(DeviceKind::CUDA) == std::vector<std::string>{"nvfuser", "cublas", "cudnn"});
+  CHECK(default_executor_names(DeviceKind::CUDA) == std::vector<std::string>{"cudnn", "cublas", "nvfuser"});
   ExecutorSelection cpu = default_executors(DeviceKind::CPU);
   CHECK(cpu.names() == std::vector<std::string>{"cpp", "blas"});
   CHECK(cpu.notes.empty());
   ExecutorSelection cuda = default_executors(DeviceKind::CUDA);
   Availability nvrtc = find_executor("nvfuser")->availability(DeviceKind::CUDA);
   if (nvrtc.available) {
-    CHECK(cuda.names() == std::vector<std::string>{"nvfuser"});
-    CHECK(cuda.notes.size() == 2);  // cublas, cudnn: not implemented yet
+    CHECK(cuda.names() == std::vector<std::string>{"cudnn", "cublas", "nvfuser"});
+    CHECK(cuda.notes.empty());
   } else {
     CHECK(cuda.executors.empty());
     CHECK(cuda.notes.size() == 3);

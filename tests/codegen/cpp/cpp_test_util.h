@@ -7,6 +7,7 @@
 // moved to CUDA, claimed by `nvfuser` alone and run end to end through the CUDA emulator (emu_model.h).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -42,6 +43,7 @@ inline Trace claimed(Trace trace, const std::vector<std::string>& executors) {
   for (const auto& e : executors) exs.push_back(find_executor(e));
   auto unclaimed = claim_executors(trace, exs);
   if (!unclaimed.empty()) throw std::runtime_error("unclaimed symbol: " + unclaimed[0].op);
+  trace = fuse_library_epilogues(trace);  // cublas/cudnn calls absorb their epilogues (nothing without them)
   if (std::find(executors.begin(), executors.end(), "cpp") != executors.end()) trace = fuse_cpp_regions(trace);
   if (std::find(executors.begin(), executors.end(), "nvfuser") != executors.end()) trace = fuse_regions(trace, "nvfuser");
   verify_trace(trace, "test");
@@ -126,6 +128,22 @@ struct InputOpts {
   double nan_p = 0;  // probability of a NaN in each float element (see random_inputs)
 };
 
+#ifdef THUNDERC_CONFORMANCE_NVFUSER
+// The CUDA executors check_against_torch compiles with: nvfuser alone unless a test widens it (to the library
+// executors, which carry nvfuser's kernels as their fallback) with a CudaExecutorsScope.
+inline std::vector<std::string>& conformance_cuda_executors() {
+  static std::vector<std::string> list = {"nvfuser"};
+  return list;
+}
+struct CudaExecutorsScope {
+  explicit CudaExecutorsScope(std::vector<std::string> list) : saved(conformance_cuda_executors()) {
+    conformance_cuda_executors() = std::move(list);
+  }
+  ~CudaExecutorsScope() { conformance_cuda_executors() = saved; }
+  std::vector<std::string> saved;
+};
+#endif
+
 // Compiles `trace` with torch and with cpp, checks cpp claimed at least `min_cpp` top-level symbols, runs
 // both on the same inputs and compares every output.
 inline void check_against_torch(const Trace& trace, const std::string& name, bool positive = false, Tol tol = {},
@@ -133,22 +151,25 @@ inline void check_against_torch(const Trace& trace, const std::string& name, boo
   verify_trace(trace, "test");
   Trace ref = claimed(trace, {"torch"});
 #ifdef THUNDERC_CONFORMANCE_NVFUSER
-  const std::string executor = "nvfuser";
+  const std::vector<std::string> executors = conformance_cuda_executors();
+  const std::string executor = executors.size() == 1 ? executors[0] : "cuda executors";
   Trace on_cuda = trace;
   on_cuda.set_device(Device::cuda(0));
-  Trace fast = claimed(on_cuda, {"nvfuser"});  // no fallback on CUDA here: nvfuser must claim everything
+  Trace fast = claimed(on_cuda, executors);  // no torch on CUDA here: the CUDA executors must claim everything
 #else
+  const std::vector<std::string> executors = {"cpp"};
   const std::string executor = "cpp";
   Trace fast = claimed(trace, {"cpp", "torch"});
 #endif
   std::size_t claimed_by_executor = 0;
-  for (const BoundSymbol& s : fast.symbols()) claimed_by_executor += s.executor == executor;
+  for (const BoundSymbol& s : fast.symbols())
+    claimed_by_executor += std::find(executors.begin(), executors.end(), s.executor) != executors.end();
   INFO(print_trace(fast));
   CHECK(claimed_by_executor >= min_cpp);
   thunderc::Model mref(compile(ref, {"torch"}, name + "_torch"));
 #ifdef THUNDERC_CONFORMANCE_NVFUSER
   std::string sources = std::string(THUNDERC_TEST_TMP) + "/" + name + "_nvfuser_src";
-  nvfuser_emu::EmulatedModel mfast(compile(fast, {"nvfuser"}, name + "_nvfuser", sources), sources);
+  nvfuser_emu::EmulatedModel mfast(compile(fast, executors, name + "_nvfuser", sources), sources);
 #else
   thunderc::Model mfast(compile(fast, {"cpp", "torch"}, name + "_cpp"));
 #endif

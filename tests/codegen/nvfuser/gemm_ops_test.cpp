@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "../cpp/cpp_test_util.h"
+#include "codegen/nvfuser/fake_libs.h"
 
 using namespace cpptest;
 
@@ -182,4 +183,115 @@ TEST_CASE("emulated gemm ops: the fusion pass puts a GEMM's consumers in its reg
   CHECK(fused.symbols()[0].is_region());  // linear + relu: one region, relu in the GEMM's epilogue
   CHECK(fused.symbols()[0].subsymbols.size() == 2);
   CHECK(fused.symbols()[1].op->name == "linear");  // nothing to fuse: a lone symbol
+}
+
+// ---- The library executors: cublas (cuBLASLt) and cudnn, run against the fake libraries ------------------
+
+namespace {
+
+Operand conv_args_none() { return Operand::none(); }
+
+// The symbol or region (by head op) that an executor claimed in `t`, or null.
+const BoundSymbol* claimed_by(const Trace& t, const std::string& executor, const std::string& head) {
+  for (const BoundSymbol& s : t.symbols()) {
+    const BoundSymbol& h = s.is_region() ? s.subsymbols[0] : s;
+    if (s.executor == executor && h.op->name == head) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("emulated gemm ops through cuBLASLt: layouts, batches, bias and activation epilogues") {
+  CudaExecutorsScope scope({"cudnn", "cublas", "nvfuser"});
+  const uint64_t before = fake_libs::cublaslt_matmuls();
+  SUBCASE("linear, 2-D and 3-D, with and without bias (weight read transposed)") {
+    for (Shape in : {Shape{1, 64}, Shape{3, 37}, Shape{2, 5, 37}}) {
+      Trace t;
+      ValueId x = t.add_input("x", f32(in));
+      ValueId w = weight(t, "w", {45, in.back()}, 1), b = weight(t, "b", {45}, 2);
+      t.set_outputs({t.emit1(op("linear"), {T(x), T(w), T(b)}, {}), t.emit1(op("linear"), {T(x), T(w), Operand::none()}, {})});
+      check_against_torch(t, "lt_linear_" + std::to_string(in.size()) + "_" + std::to_string(in[0]), false, kGemm);
+    }
+  }
+  SUBCASE("matmul 2-D, batched, one side shared; bmm") {
+    struct Case {
+      const char* name;
+      Shape a, b;
+      const char* op;
+    };
+    for (const Case& c : {Case{"2d", {19, 23}, {23, 29}, "matmul"}, Case{"batched", {2, 3, 9, 16}, {2, 3, 16, 11}, "matmul"},
+                          Case{"b_shared", {4, 7, 16}, {16, 13}, "matmul"}, Case{"a_shared", {7, 16}, {3, 16, 13}, "matmul"},
+                          Case{"bmm", {5, 1, 33}, {5, 33, 40}, "bmm"}}) {
+      Trace t;
+      ValueId a = t.add_input("a", f32(c.a)), b = t.add_input("b", f32(c.b));
+      t.set_outputs({t.emit1(op(c.op), {T(a), T(b)}, {})});
+      Trace on = t;
+      on.set_device(Device::cuda(0));
+      CHECK(claimed_by(claimed(on, {"cudnn", "cublas", "nvfuser"}), "cublas", c.op) != nullptr);
+      check_against_torch(t, std::string("lt_matmul_") + c.name, false, kGemm);
+    }
+  }
+  SUBCASE("addmm: cublas takes alpha 1 with beta 0 or 1; other alpha/beta stay on nvfuser") {
+    Trace t;
+    ValueId bias = t.add_input("bias", f32({12})), a = t.add_input("a", f32({9, 20})), b = t.add_input("b", f32({20, 12}));
+    ValueId y = t.emit1(op("addmm"), {T(bias), T(a), T(b)}, {{"beta", 1.0}, {"alpha", 1.0}});
+    ValueId z = t.emit1(op("addmm"), {T(bias), T(a), T(b)}, {{"beta", 0.0}, {"alpha", 1.0}});
+    ValueId w = t.emit1(op("addmm"), {T(bias), T(a), T(b)}, {{"beta", 0.5}, {"alpha", 2.0}});
+    t.set_outputs({y, z, w});
+    Trace on = t;
+    on.set_device(Device::cuda(0));
+    Trace c = claimed(on, {"cudnn", "cublas", "nvfuser"});
+    INFO(print_trace(c));
+    std::vector<std::string> owners;
+    for (const BoundSymbol& s : c.symbols()) owners.push_back(s.executor);
+    CHECK(owners == std::vector<std::string>{"cublas", "cublas", "nvfuser"});
+    check_against_torch(t, "lt_addmm", false, kGemm);
+  }
+  SUBCASE("linear + relu and linear + gelu(tanh) become one call; gelu(erf) does not") {
+    Trace t;
+    ValueId x = t.add_input("x", f32({2, 5, 24}));
+    ValueId w = weight(t, "w", {40, 24}, 5), b = weight(t, "b", {40}, 6);
+    ValueId r = t.emit1(op("relu"), {T(t.emit1(op("linear"), {T(x), T(w), T(b)}, {}))}, {});
+    ValueId g = t.emit1(op("gelu"), {T(t.emit1(op("linear"), {T(x), T(w), Operand::none()}, {}))},
+                        {{"approximate", std::string("tanh")}});
+    ValueId e = t.emit1(op("gelu"), {T(t.emit1(op("linear"), {T(x), T(w), T(b)}, {}))}, {{"approximate", std::string("none")}});
+    t.set_outputs({r, g, e});
+    Trace on = t;
+    on.set_device(Device::cuda(0));
+    Trace c = claimed(on, {"cudnn", "cublas", "nvfuser"});
+    INFO(print_trace(c));
+    std::vector<std::string> shape;
+    for (const BoundSymbol& s : c.symbols())
+      shape.push_back(s.executor + ":" + (s.is_region() ? "region" + std::to_string(s.subsymbols.size()) : s.op->name));
+    // The erf gelu is nvfuser's elementwise region after a lone cuBLASLt linear.
+    CHECK(shape == std::vector<std::string>{"cublas:region2", "cublas:region2", "cublas:linear", "nvfuser:region1"});
+    check_against_torch(t, "lt_epilogues", false, kGemm);
+  }
+  CHECK(fake_libs::cublaslt_matmuls() > before);  // cuBLASLt ran them (not the fallback kernels)
+}
+
+TEST_CASE("emulated conv2d through the cudnn executor: claimed with its bias, residual add and activation") {
+  CudaExecutorsScope scope({"cudnn", "cublas", "nvfuser"});
+  Trace t;
+  ValueId x = t.add_input("x", f32({2, 4, 9, 9}));
+  ValueId res = t.add_input("res", f32({2, 6, 9, 9}));
+  ValueId w = weight(t, "w", {6, 4, 3, 3}, 9), b = weight(t, "b", {6}, 10), wd = weight(t, "wd", {6, 1, 3, 3}, 11);
+  Attrs geom{{"stride", IntList{1, 1}}, {"padding", IntList{1, 1}}, {"dilation", IntList{1, 1}}, {"groups", std::int64_t{1}}};
+  ValueId y = t.emit1(op("conv2d"), {T(x), T(w), T(b)}, geom);
+  ValueId s = t.emit1(op("relu"), {T(t.emit1(op("add"), {T(y), T(res)}, {}))}, {});  // ResNet's block end
+  Attrs dw = geom;
+  dw.set("groups", std::int64_t{6});
+  ValueId d = t.emit1(op("silu"), {T(t.emit1(op("conv2d"), {T(s), T(wd), conv_args_none()}, dw))}, {});
+  t.set_outputs({d});
+  Trace on = t;
+  on.set_device(Device::cuda(0));
+  Trace c = claimed(on, {"cudnn", "cublas", "nvfuser"});
+  INFO(print_trace(c));
+  REQUIRE(c.symbols().size() == 2);
+  CHECK(c.symbols()[0].executor == "cudnn");
+  CHECK(c.symbols()[0].subsymbols.size() == 3);  // conv2d, add, relu
+  CHECK(c.symbols()[1].executor == "cudnn");
+  CHECK(c.symbols()[1].subsymbols.size() == 2);  // depthwise conv2d, silu
+  check_against_torch(t, "dnn_conv_epilogue", false, kGemm);
 }

@@ -6,12 +6,17 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <map>
+#include <set>
 
 #include "codegen/nvfuser/emu_model.h"
 #include "common/run_process.h"
+#include "codegen/nvfuser/fake_libs.h"
 #include "thunderc/npy.hpp"
 
 namespace {
@@ -25,7 +30,10 @@ struct Compiled {
 };
 
 Compiled compile_sample(const std::string& name, const std::vector<std::string>& flags) {
-  fs::path dir = fs::path(THUNDERC_TEST_TMP) / ("sample_" + name);
+  // One folder per (sample, flags): ctest -j runs the test cases below in parallel.
+  std::string key;
+  for (const std::string& f : flags) key += f + " ";
+  fs::path dir = fs::path(THUNDERC_TEST_TMP) / ("sample_" + name + "_" + std::to_string(std::hash<std::string>{}(key)));
   fs::create_directories(dir);
   Compiled c{(dir / (name + ".so")).string(), dir / "src", {}};
   std::vector<std::string> args = {std::string(THUNDERC_SAMPLES_DIR) + "/" + name + ".pt", "-o", c.so, "--keep-sources",
@@ -55,7 +63,10 @@ double max_rel_excess(const thunderc::HostTensor& got, const thunderc::HostTenso
   return worst;
 }
 
-void check_sample(const std::string& name, const std::vector<std::string>& flags) {
+// `executors`: those that may claim the sample's symbols. `library_runs`: whether the fake cuBLASLt runs the
+// GEMM calls (false: it finds no algorithm, every call falls back to the nvfuser kernel compiled beside it).
+void check_sample(const std::string& name, const std::vector<std::string>& flags,
+                  const std::set<std::string>& executors = {"nvfuser"}, bool library_runs = true) {
   Compiled c = compile_sample(name, flags);
   // The manifest: a CUDA variant with kernels compiled for sm_80 and sm_90 (cubins) plus PTX.
   const auto& v = c.manifest["variants"][0];
@@ -71,7 +82,14 @@ void check_sample(const std::string& name, const std::vector<std::string>& flags
     CHECK(k["resources"]["sm_90"]["registers"].get<int>() > 0);
     CHECK(k["block"][0].get<int>() * k["block"][1].get<int>() * k["block"][2].get<int>() <= 1024);
   }
-  for (const auto& [executor, count] : v["executors"].items()) CHECK(executor == "nvfuser");
+  for (const auto& [executor, count] : v["executors"].items()) {
+    INFO(executor);
+    CHECK(executors.count(executor) == 1);
+  }
+  std::map<std::string, uint64_t> calls;
+  for (const auto& lc : v["cuda"]["library_calls"]) ++calls[lc["library"].get<std::string>()];
+  if (v["executors"].contains("cublas")) CHECK(calls["cublasLt"] > 0);
+  CHECK(calls["cublasLt"] == (v["executors"].contains("cublas") ? v["cuda"]["library_calls"].size() - calls["cudnn"] : 0));
   // No LibTorch, no CUDA library: the runtime reaches the driver itself.
   auto needed = thunderc_test::run_shell("readelf -d " + thunderc_test::shell_quote(c.so));
   REQUIRE(needed.code == 0);
@@ -85,7 +103,13 @@ void check_sample(const std::string& name, const std::vector<std::string>& flags
   thunderc::HostTensor want = thunderc::npy::load(std::string(THUNDERC_SAMPLES_DIR) + "/" + name + ".expected.npy");
   std::vector<thunderc::HostTensor> in;
   in.push_back(std::move(x));
+  if (library_runs) unsetenv("THUNDERC_FAKE_CUBLASLT_NO_ALGO");
+  else setenv("THUNDERC_FAKE_CUBLASLT_NO_ALGO", "1", 1);
+  const uint64_t before = fake_libs::cublaslt_matmuls();
   auto got = m.run(in);
+  unsetenv("THUNDERC_FAKE_CUBLASLT_NO_ALGO");
+  // Each GEMM library call ran in cuBLASLt once, or (no algorithm) never and its fallback kernel did.
+  CHECK(fake_libs::cublaslt_matmuls() - before == (library_runs ? calls["cublasLt"] : 0));
   REQUIRE(got.size() == 1);
   REQUIRE(got[0].shape() == want.shape());
   std::size_t bad = 0;
@@ -97,14 +121,29 @@ void check_sample(const std::string& name, const std::vector<std::string>& flags
 }  // namespace
 
 TEST_CASE("samples: the card's command --executors nvfuser,cudnn, run emulated, match LibTorch") {
-  SUBCASE("mlp") { check_sample("mlp", {"--executors", "nvfuser,cudnn"}); }
-  SUBCASE("cnn") { check_sample("cnn", {"--executors", "nvfuser,cudnn"}); }
-  SUBCASE("gpt_block") { check_sample("gpt_block", {"--executors", "nvfuser,cudnn"}); }
+  const std::set<std::string> ex = {"nvfuser", "cudnn"};
+  SUBCASE("mlp") { check_sample("mlp", {"--executors", "nvfuser,cudnn"}, ex); }
+  SUBCASE("cnn") { check_sample("cnn", {"--executors", "nvfuser,cudnn"}, ex); }
+  SUBCASE("gpt_block") { check_sample("gpt_block", {"--executors", "nvfuser,cudnn"}, ex); }
 }
 
-TEST_CASE("samples: --device cuda, run emulated, match LibTorch") {
-  SUBCASE("mlp_scripted") { check_sample("mlp_scripted", {"--device", "cuda", "--shapes", "x=1x64"}); }
-  SUBCASE("gpt_block_scripted") { check_sample("gpt_block_scripted", {"--device", "cuda", "--shapes", "x=1x16x64"}); }
+TEST_CASE("samples: --device cuda (cudnn, cublas, nvfuser), run emulated, match LibTorch") {
+  const std::set<std::string> ex = {"nvfuser", "cudnn", "cublas"};
+  SUBCASE("mlp") { check_sample("mlp", {"--device", "cuda"}, ex); }
+  SUBCASE("cnn") { check_sample("cnn", {"--device", "cuda"}, ex); }
+  SUBCASE("mlp_scripted") { check_sample("mlp_scripted", {"--device", "cuda", "--shapes", "x=1x64"}, ex); }
+  SUBCASE("gpt_block_scripted") { check_sample("gpt_block_scripted", {"--device", "cuda", "--shapes", "x=1x16x64"}, ex); }
+}
+
+TEST_CASE("samples: --device cuda where cuBLASLt finds no algorithm: every GEMM runs its fallback kernel") {
+  const std::set<std::string> ex = {"nvfuser", "cudnn", "cublas"};
+  SUBCASE("mlp") { check_sample("mlp", {"--device", "cuda"}, ex, false); }
+  SUBCASE("gpt_block") { check_sample("gpt_block", {"--device", "cuda"}, ex, false); }
+}
+
+TEST_CASE("samples: --executors nvfuser alone keeps every GEMM and convolution on nvfuser's kernels") {
+  SUBCASE("cnn") { check_sample("cnn", {"--executors", "nvfuser"}); }
+  SUBCASE("gpt_block") { check_sample("gpt_block", {"--executors", "nvfuser"}); }
 }
 
 TEST_CASE("samples: a CUDA compile is deterministic (byte-identical .so and .json, cubins and PTX included)") {

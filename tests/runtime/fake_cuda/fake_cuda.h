@@ -49,6 +49,15 @@ void thunderc_fake_cuda_reset_counters(void);
  * 0 on success, else a CUresult (and the dlerror text on stderr). */
 int thunderc_fake_cuda_register_kernels(const char* so_path);
 
+/* The fake cuBLASLt (fake_libcublaslt.cpp, <dir>/libcublasLt.so.13): reached with dlopen("libcublasLt.so.13"). */
+typedef struct thunderc_fake_cublaslt_stats_t {
+  uint64_t heuristics;   /* cublasLtMatmulAlgoGetHeuristic calls */
+  uint64_t matmuls;      /* cublasLtMatmul calls that ran */
+  int64_t live_handles;  /* cublasLtCreate minus cublasLtDestroy */
+} thunderc_fake_cublaslt_stats_t;
+void thunderc_fake_cublaslt_stats(thunderc_fake_cublaslt_stats_t* out);
+typedef void (*thunderc_fake_cublaslt_stats_fn)(thunderc_fake_cublaslt_stats_t*);
+
 typedef void (*thunderc_fake_cuda_stats_fn)(thunderc_fake_cuda_stats_t*);
 typedef void (*thunderc_fake_cuda_reset_counters_fn)(void);
 typedef int (*thunderc_fake_cuda_register_kernels_fn)(const char*);

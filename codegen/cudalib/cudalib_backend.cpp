@@ -1,0 +1,117 @@
+#include "codegen/cudalib/cudalib_backend.h"
+
+#include "codegen/nvfuser/gemm_plan.h"
+#include "codegen/nvfuser/nvfuser_backend.h"
+#include "core/ir/error.h"
+
+#include <optional>
+
+namespace thunderc {
+
+namespace {
+
+// The same symbol, claimed by nvfuser: its kernels are the library call's fallback.
+BoundSymbol as_nvfuser(const BoundSymbol& sym) {
+  BoundSymbol s = sym;
+  s.executor = "nvfuser";
+  for (BoundSymbol& m : s.subsymbols) m.executor = "nvfuser";
+  return s;
+}
+
+// The epilogue a region's members after its head ask for.
+struct Epilogue {
+  const char* activation = "THUNDERC_LIB_ACT_NONE";
+  std::string activation_name;             // for the manifest ("relu")
+  std::optional<ValueId> residual;
+};
+
+Epilogue epilogue_of(const BoundSymbol& sym) {
+  Epilogue e;
+  if (!sym.is_region()) return e;
+  ValueId cur = sym.subsymbols[0].outputs[0];
+  for (std::size_t i = 1; i < sym.subsymbols.size(); ++i) {
+    const BoundSymbol& m = sym.subsymbols[i];
+    const std::string& op = m.op->name;
+    if (op == "add") {
+      e.residual = m.inputs[0].value == cur ? m.inputs[1].value : m.inputs[0].value;
+    } else {
+      e.activation_name = op;
+      if (op == "relu") e.activation = "THUNDERC_LIB_ACT_RELU";
+      else if (op == "gelu") e.activation = "THUNDERC_LIB_ACT_GELU_TANH";  // fusion admits only approximate='tanh'
+      else if (op == "sigmoid") e.activation = "THUNDERC_LIB_ACT_SIGMOID";
+      else if (op == "silu") e.activation = "THUNDERC_LIB_ACT_SILU";
+      else internal_error("library call: no epilogue for ", op);
+    }
+    cur = m.outputs[0];
+  }
+  return e;
+}
+
+std::string ll(std::int64_t v) { return std::to_string(v) + "LL"; }
+
+}  // namespace
+
+void LibraryBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
+  const Trace& t = ctx.trace();
+  const BoundSymbol& head = sym.is_region() ? sym.subsymbols[0] : sym;
+  const BoundSymbol fallback = as_nvfuser(sym);
+  NvfuserBackend nvfuser;
+  GemmPlan p = plan_gemm(t, head);
+  if (p.empty) {  // no output element; nvfuser's code for it launches nothing either
+    nvfuser.emit_symbol(ctx, fallback, out);
+    return;
+  }
+  const Epilogue e = epilogue_of(sym);
+  auto ptr = [&](ValueId v) { return ctx.buffer(v) + ".data"; };
+  auto input = [&](std::size_t i) { return ptr(head.inputs[i].value); };
+  const bool bias = !p.extras.empty();
+  std::string what = p.what + (bias ? " +bias" : "") + (e.residual ? " +residual" : "") +
+                     (e.activation_name.empty() ? "" : " " + e.activation_name);
+
+  out.line("{  " + c_comment((executor_ == "cudnn" ? "cuDNN: " : "cuBLASLt: ") + what));
+  out.indent();
+  std::string call;
+  if (!p.conv) {
+    THUNDERC_CHECK(executor_ == "cublas", "library call: ", head.op->name, " claimed by ", executor_);
+    const cuda::GemmSpec& g = p.g;
+    std::uint32_t id = ctx.add_library_call({"cublasLt", what});
+    out.line("static const thunderc_gemm op = {sizeof(thunderc_gemm), " + std::to_string(id) +
+             "u, THUNDERC_LIB_FLOAT32, THUNDERC_LIB_MATH_FP32, " + e.activation + ", " + (bias ? "1u" : "0u") + ",");
+    out.line("    " + ll(g.batch) + ", " + ll(g.M) + ", " + ll(g.N) + ", " + ll(g.K) + ",");
+    out.line("    " + ll(g.a_batch) + ", " + ll(g.a_row) + ", " + ll(g.a_col) + ", " + ll(g.b_batch) + ", " +
+             ll(g.b_row) + ", " + ll(g.b_col) + ", " + ll(g.c_batch) + ", " + ll(g.c_row) + "};");
+    call = "call->device_api->gemm(call->device_api->context, &op, " + ptr(sym.outputs[0]) + ", " +
+           input(p.operands[0]) + ", " + input(p.operands[1]) + ", " + (bias ? input(p.extras[0]) : "nullptr") +
+           ", call->error, call->error_capacity)";
+  } else {
+    THUNDERC_CHECK(executor_ == "cudnn", "library call: conv2d claimed by ", executor_);
+    const cuda::Conv2dSpec& c = p.c;
+    std::uint32_t id = ctx.add_library_call({"cudnn", what});
+    out.line("static const thunderc_conv2d op = {sizeof(thunderc_conv2d), " + std::to_string(id) +
+             "u, THUNDERC_LIB_FLOAT32, THUNDERC_LIB_MATH_FP32, " + e.activation + ", " + (bias ? "1u" : "0u") + ", " +
+             (e.residual ? "1u" : "0u") + ", 0u,");
+    out.line("    " + ll(c.N) + ", " + ll(c.C) + ", " + ll(c.H) + ", " + ll(c.W) + ", " + ll(c.K) + ", " + ll(c.R) +
+             ", " + ll(c.S) + ", " + ll(c.OH) + ", " + ll(c.OW) + ",");
+    out.line("    " + ll(c.stride_h) + ", " + ll(c.stride_w) + ", " + ll(c.pad_h) + ", " + ll(c.pad_w) + ", " +
+             ll(c.dil_h) + ", " + ll(c.dil_w) + ", " + ll(c.groups) + "};");
+    call = "call->device_api->conv2d(call->device_api->context, &op, " + ptr(sym.outputs[0]) + ", " +
+           input(p.operands[0]) + ", " + input(p.operands[1]) + ", " + (bias ? input(p.extras[0]) : "nullptr") + ", " +
+           (e.residual ? ptr(*e.residual) : "nullptr") + ", call->error, call->error_capacity)";
+  }
+  out.line("const int32_t status = " + call + ";");
+  out.line("if (status == THUNDERC_DEVICE_API_FALLBACK) {  // the library cannot run it here: nvfuser's kernel");
+  out.indent();
+  nvfuser.emit_symbol(ctx, fallback, out);
+  out.dedent();
+  out.line("} else if (status != 0) {");
+  out.line("  " + ctx.on_failure());
+  out.line("}");
+  out.dedent();
+  out.line("}");
+}
+
+std::size_t LibraryBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {
+  return NvfuserBackend().scratch_bytes(trace, as_nvfuser(sym));
+}
+
+}  // namespace thunderc

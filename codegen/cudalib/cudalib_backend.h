@@ -1,0 +1,30 @@
+// Code generation for the library executors `cublas` (GEMMs through cuBLASLt) and `cudnn` (convolutions
+// through cuDNN's graph API).
+//
+// A claimed symbol — a lone GEMM/convolution, or a region whose head is one and whose other members are the
+// epilogue its library applies (core/transforms/fusion.h, fuse_library_epilogues) — becomes one
+// library call through call->device_api (ABI 3): a static descriptor (thunderc_gemm / thunderc_conv2d) with
+// every size and stride, the operands' device pointers, and the call's id, under which the runtime caches
+// the library's plan. The model links neither library: the runtime dlopens them on the machine that runs it.
+// Where the runtime answers THUNDERC_DEVICE_API_FALLBACK (library missing or too old, no engine for the
+// problem on that GPU), the variant runs nvfuser's kernel for the same symbol instead, generated here too,
+// so a model compiled for cublas/cudnn runs wherever nvfuser's kernels do.
+#pragma once
+
+#include "codegen/backend.h"
+
+namespace thunderc {
+
+class LibraryBackend : public Backend {
+ public:
+  explicit LibraryBackend(std::string executor) : executor_(std::move(executor)) {}
+  std::string executor() const override { return executor_; }
+  LinkInputs link_inputs() const override { return {}; }
+  void emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const override;
+  std::size_t scratch_bytes(const Trace& trace, const BoundSymbol& sym) const override;
+
+ private:
+  std::string executor_;  // "cublas" or "cudnn"
+};
+
+}  // namespace thunderc

@@ -1,0 +1,33 @@
+// How nvfuser maps a GEMM-backed symbol (linear, matmul, bmm, addmm, conv2d) onto its kernels
+// (codegen/nvfuser/gemm.h). Shared with the library executors (codegen/cudalib/), which describe the same
+// problem to cuBLASLt/cuDNN and carry nvfuser's kernel as their fallback.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/backend.h"
+#include "codegen/nvfuser/gemm.h"
+
+namespace thunderc {
+
+// The output is contiguous, so the element the epilogue computes is at `flat` (an expression in the
+// epilogue's index variables).
+struct GemmPlan {
+  bool conv = false;
+  cuda::GemmSpec g;
+  cuda::Conv2dSpec c;
+  std::vector<std::size_t> operands;  // inputs passed after the output: (a, b) or (input, weight)
+  std::vector<std::size_t> extras;    // inputs passed as the spec's extra_params (bias), in order
+  std::string flat;
+  std::string what;
+  bool empty = false;  // no output element: nothing to launch
+};
+
+// The plan of a GEMM-backed symbol that nvfuser's checker (core/executors/cpp_support.cpp, cuda_gemm) accepts.
+GemmPlan plan_gemm(const Trace& t, const BoundSymbol& s);
+
+// A GEMM-backed symbol outside any region: its kernel, bias in the epilogue.
+void emit_lone_gemm(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& out);
+
+}  // namespace thunderc

@@ -1,0 +1,273 @@
+// A fake cuBLASLt (built as libcublasLt.so.13 next to the fake driver, found through LD_LIBRARY_PATH) for
+// testing the runtime's library calls without a GPU: "device" memory is host memory (fake_libcuda.cpp), so
+// cublasLtMatmul computes on the host, in double, and stores float.
+//
+// It implements exactly the subset runtime/src/cublaslt.cpp uses, and is strict where the real library is:
+// unknown attributes, wrong attribute sizes, a leading dimension smaller than the rows, operand shapes
+// that do not chain (op(A) is m x k, op(B) k x n, D m x n), a batch count that differs between layouts, or
+// pointers less aligned than the preference promised are CUBLAS_STATUS_INVALID_VALUE or NOT_SUPPORTED.
+//
+// Test knobs (read on every call): THUNDERC_FAKE_CUBLASLT_NO_ALGO=1 makes the heuristic find nothing.
+// thunderc_fake_cublaslt_stats() counts heuristic queries and matmuls (see fake_cuda.h).
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "fake_cuda.h"
+
+#define EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using Status = int;
+constexpr Status kSuccess = 0, kNotInitialized = 1, kInvalidValue = 7, kNotSupported = 15;
+constexpr int kOpN = 0, kOpT = 1;
+constexpr int kCompute32F = 68, kCompute32FFastTF32 = 77;
+constexpr int kR32F = 0;
+constexpr uint32_t kEpiDefault = 1, kEpiRelu = 2, kEpiBias = 4, kEpiGelu = 32;
+constexpr uint64_t kMagic = 0x7468756e64657263ull;  // "thunderc"
+
+struct Desc {
+  uint64_t magic = kMagic;
+  int compute = 0;
+  int32_t transa = kOpN, transb = kOpN;
+  uint32_t epilogue = kEpiDefault;
+  const void* bias = nullptr;
+};
+struct Layout {
+  uint64_t magic = kMagic;
+  uint64_t rows = 0, cols = 0;
+  int64_t ld = 0;
+  int32_t batch = 1;
+  int64_t stride = 0;
+};
+struct Pref {
+  uint64_t magic = kMagic;
+  uint64_t max_workspace = 0;
+  uint32_t align[4] = {256, 256, 256, 256};  // A, B, C, D: cuBLASLt's default
+};
+struct Algo {
+  uint64_t data[8];
+};
+struct HeuristicResult {
+  Algo algo;
+  size_t workspace_size;
+  Status state;
+  float waves_count;
+  int reserved[4];
+};
+
+std::mutex g_mutex;
+thunderc_fake_cublaslt_stats_t g_stats;
+
+template <class T>
+T* as(void* p) {
+  auto* t = static_cast<T*>(p);
+  return t && t->magic == kMagic ? t : nullptr;
+}
+
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+template <class T>
+Status read_attr(const void* buf, size_t size, T* out) {
+  if (!buf || size != sizeof(T)) return kInvalidValue;
+  std::memcpy(out, buf, sizeof(T));
+  return kSuccess;
+}
+
+// op(X) rows/cols for a stored layout.
+void op_dims(const Layout& l, int op, uint64_t* r, uint64_t* c) {
+  *r = op == kOpN ? l.rows : l.cols;
+  *c = op == kOpN ? l.cols : l.rows;
+}
+
+bool layout_ok(const Layout& l) { return l.ld >= static_cast<int64_t>(l.rows) && l.ld >= 1; }
+
+Status validate(const Desc& d, const Layout& a, const Layout& b, const Layout& c, const Layout& dl) {
+  if (!layout_ok(a) || !layout_ok(b) || !layout_ok(c) || !layout_ok(dl)) return kInvalidValue;
+  uint64_t am, ak, bk, bn;
+  op_dims(a, d.transa, &am, &ak);
+  op_dims(b, d.transb, &bk, &bn);
+  if (ak != bk || am != dl.rows || bn != dl.cols || c.rows != dl.rows || c.cols != dl.cols) return kInvalidValue;
+  if (a.batch != dl.batch || b.batch != dl.batch || c.batch != dl.batch) return kInvalidValue;
+  if (d.compute != kCompute32F && d.compute != kCompute32FFastTF32) return kNotSupported;
+  const uint32_t epi = d.epilogue;
+  if (epi != kEpiDefault && epi != kEpiRelu && epi != kEpiBias && epi != (kEpiRelu | kEpiBias) && epi != kEpiGelu &&
+      epi != (kEpiGelu | kEpiBias))
+    return kNotSupported;
+  return kSuccess;
+}
+
+}  // namespace
+
+EXPORT size_t cublasLtGetVersion(void) { return 130100; }
+EXPORT const char* cublasLtGetStatusName(Status s) {
+  switch (s) {
+    case kSuccess: return "CUBLAS_STATUS_SUCCESS";
+    case kNotInitialized: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case kInvalidValue: return "CUBLAS_STATUS_INVALID_VALUE";
+    case kNotSupported: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "CUBLAS_STATUS_UNKNOWN";
+  }
+}
+EXPORT const char* cublasLtGetStatusString(Status s) { return s == kSuccess ? "success" : "fake cuBLASLt error"; }
+
+EXPORT Status cublasLtCreate(void** handle) {
+  if (!handle) return kInvalidValue;
+  *handle = new uint64_t(kMagic);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_stats.live_handles;
+  return kSuccess;
+}
+EXPORT Status cublasLtDestroy(void* handle) {
+  if (!handle) return kNotInitialized;
+  delete static_cast<uint64_t*>(handle);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  --g_stats.live_handles;
+  return kSuccess;
+}
+
+EXPORT Status cublasLtMatmulDescCreate(void** desc, int compute, int scale) {
+  if (!desc || scale != kR32F) return kInvalidValue;
+  auto* d = new Desc;
+  d->compute = compute;
+  *desc = d;
+  return kSuccess;
+}
+EXPORT Status cublasLtMatmulDescDestroy(void* desc) {
+  delete as<Desc>(desc);
+  return kSuccess;
+}
+EXPORT Status cublasLtMatmulDescSetAttribute(void* desc, int attr, const void* buf, size_t size) {
+  Desc* d = as<Desc>(desc);
+  if (!d) return kInvalidValue;
+  switch (attr) {
+    case 3: return read_attr(buf, size, &d->transa);
+    case 4: return read_attr(buf, size, &d->transb);
+    case 7: return read_attr(buf, size, &d->epilogue);
+    case 8: return read_attr(buf, size, &d->bias);
+    default: return kInvalidValue;
+  }
+}
+
+EXPORT Status cublasLtMatrixLayoutCreate(void** layout, int type, uint64_t rows, uint64_t cols, int64_t ld) {
+  if (!layout || type != kR32F) return kInvalidValue;
+  auto* l = new Layout;
+  l->rows = rows, l->cols = cols, l->ld = ld;
+  *layout = l;
+  return kSuccess;
+}
+EXPORT Status cublasLtMatrixLayoutDestroy(void* layout) {
+  delete as<Layout>(layout);
+  return kSuccess;
+}
+EXPORT Status cublasLtMatrixLayoutSetAttribute(void* layout, int attr, const void* buf, size_t size) {
+  Layout* l = as<Layout>(layout);
+  if (!l) return kInvalidValue;
+  if (attr == 5) return read_attr(buf, size, &l->batch);
+  if (attr == 6) return read_attr(buf, size, &l->stride);
+  return kInvalidValue;
+}
+
+EXPORT Status cublasLtMatmulPreferenceCreate(void** pref) {
+  if (!pref) return kInvalidValue;
+  *pref = new Pref;
+  return kSuccess;
+}
+EXPORT Status cublasLtMatmulPreferenceDestroy(void* pref) {
+  delete as<Pref>(pref);
+  return kSuccess;
+}
+EXPORT Status cublasLtMatmulPreferenceSetAttribute(void* pref, int attr, const void* buf, size_t size) {
+  Pref* p = as<Pref>(pref);
+  if (!p) return kInvalidValue;
+  if (attr == 1) return read_attr(buf, size, &p->max_workspace);
+  if (attr >= 5 && attr <= 8) return read_attr(buf, size, &p->align[attr - 5]);
+  return kInvalidValue;
+}
+
+EXPORT Status cublasLtMatmulAlgoGetHeuristic(void* handle, void* desc, void* a, void* b, void* c, void* d, void* pref,
+                                             int requested, HeuristicResult* results, int* count) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_stats.heuristics;
+  }
+  Desc* ds = as<Desc>(desc);
+  Layout *la = as<Layout>(a), *lb = as<Layout>(b), *lc = as<Layout>(c), *ld = as<Layout>(d);
+  Pref* p = as<Pref>(pref);
+  if (!handle || !ds || !la || !lb || !lc || !ld || !p || requested < 1 || !results || !count) return kInvalidValue;
+  if (Status s = validate(*ds, *la, *lb, *lc, *ld); s != kSuccess) return s;
+  *count = 0;
+  if (env_on("THUNDERC_FAKE_CUBLASLT_NO_ALGO")) return kNotSupported;
+  std::memset(&results[0], 0, sizeof results[0]);
+  results[0].algo.data[0] = kMagic;
+  // Alignment the algorithm relies on (the smallest promised), checked again at cublasLtMatmul.
+  uint32_t align = p->align[0];
+  for (uint32_t v : p->align) align = v < align ? v : align;
+  results[0].algo.data[1] = align;
+  results[0].workspace_size = p->max_workspace < 4096 ? p->max_workspace : 4096;
+  results[0].state = kSuccess;
+  *count = 1;
+  return kSuccess;
+}
+
+EXPORT Status cublasLtMatmul(void* handle, void* desc, const void* alpha, const void* A, void* a, const void* B,
+                             void* b, const void* beta, const void* C, void* c, void* D, void* d, const Algo* algo,
+                             void* workspace, size_t workspace_size, void* stream) {
+  (void)stream;
+  Desc* ds = as<Desc>(desc);
+  Layout *la = as<Layout>(a), *lb = as<Layout>(b), *lc = as<Layout>(c), *ld = as<Layout>(d);
+  if (!handle || !ds || !la || !lb || !lc || !ld || !alpha || !beta || !A || !B || !D || !algo ||
+      algo->data[0] != kMagic)
+    return kInvalidValue;
+  if (Status s = validate(*ds, *la, *lb, *lc, *ld); s != kSuccess) return s;
+  if (workspace_size > 0 && !workspace) return kInvalidValue;
+  const uintptr_t align = algo->data[1];
+  for (const void* ptr : {A, B, static_cast<const void*>(D)})
+    if (reinterpret_cast<uintptr_t>(ptr) % align != 0) return kInvalidValue;
+  const bool bias = ds->epilogue & kEpiBias;
+  if (bias && !ds->bias) return kInvalidValue;
+  const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
+  if (be != 0.0f && !C) return kInvalidValue;
+  uint64_t m, k, n, kb;
+  op_dims(*la, ds->transa, &m, &k);
+  op_dims(*lb, ds->transb, &kb, &n);
+  const auto* pa = static_cast<const float*>(A);
+  const auto* pb = static_cast<const float*>(B);
+  const auto* pc = static_cast<const float*>(C);
+  auto* pd = static_cast<float*>(D);
+  const auto* pbias = static_cast<const float*>(ds->bias);
+  // Column-major: X[i][j] of op(X) at (op N) i + j*ld, (op T) j + i*ld.
+  auto at = [](const float* base, const Layout& l, int op, uint64_t i, uint64_t j) {
+    return op == kOpN ? base[i + j * l.ld] : base[j + i * l.ld];
+  };
+  for (int32_t bt = 0; bt < ld->batch; ++bt) {
+    const float* xa = pa + bt * la->stride;
+    const float* xb = pb + bt * lb->stride;
+    const float* xc = pc ? pc + bt * lc->stride : nullptr;
+    float* xd = pd + bt * ld->stride;
+    for (uint64_t i = 0; i < m; ++i)
+      for (uint64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (uint64_t q = 0; q < k; ++q) acc += double(at(xa, *la, ds->transa, i, q)) * at(xb, *lb, ds->transb, q, j);
+        double v = al * acc + (be != 0.0f ? be * double(xc[i + j * lc->ld]) : 0.0);
+        if (bias) v += pbias[i];  // one per row of D
+        if (ds->epilogue & kEpiRelu) v = v > 0 ? v : 0;
+        if (ds->epilogue & kEpiGelu) v = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+        xd[i + j * ld->ld] = static_cast<float>(v);
+      }
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_stats.matmuls;
+  return kSuccess;
+}
+
+EXPORT void thunderc_fake_cublaslt_stats(thunderc_fake_cublaslt_stats_t* out) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  *out = g_stats;
+}
