@@ -551,9 +551,11 @@ class CudnnDevice {
   const CudnnLib& L;
   int ordinal;
   dnn::Handle handle = nullptr;  // NULL: every call falls back
-  std::mutex exec_mutex;         // the handle's stream is shared state: cudnnSetStream + execute under it
-  std::mutex cache_mutex;        // plans
-  std::mutex build_mutex;        // one plan built at a time (first calls only)
+  // cuDNN lets a handle be used by one thread at a time: plan builds (first calls only) and cudnnSetStream +
+  // cudnnBackendExecute (the stream is the handle's state) happen under this lock. Executing only enqueues, so
+  // steady-state calls hold it briefly.
+  std::mutex handle_mutex;
+  std::mutex cache_mutex;  // plans (held only to look up or insert, never while cuDNN runs)
   std::unordered_map<uint32_t, std::shared_ptr<const Plan>> plans;
 };
 
@@ -599,7 +601,7 @@ int32_t cudnn_conv2d(CudnnDevice& dev, const LibCall& call, const thunderc_conv2
       if (auto it = dev.plans.find(op.id); it != dev.plans.end()) plan = it->second;
     }
     if (!plan) {
-      std::lock_guard<std::mutex> build(dev.build_mutex);
+      std::lock_guard<std::mutex> build(dev.handle_mutex);
       {
         std::lock_guard<std::mutex> lock(dev.cache_mutex);
         if (auto it = dev.plans.find(op.id); it != dev.plans.end()) plan = it->second;
@@ -639,8 +641,7 @@ int32_t cudnn_conv2d(CudnnDevice& dev, const LibCall& call, const thunderc_conv2
     set(L, pack, dnn::kAttrVariantPackWorkspace, dnn::kTypeVoidPtr, 1, &workspace, "variant pack");
     finalize(L, pack, "variant pack");
     {
-      // Enqueueing is asynchronous, so the lock is held only while cuDNN queues the kernels.
-      std::lock_guard<std::mutex> lock(dev.exec_mutex);
+      std::lock_guard<std::mutex> lock(dev.handle_mutex);
       check(L.SetStream(dev.handle, call.stream), "cudnnSetStream");
       check(L.Execute(dev.handle, plan->plan.get(), pack.get()), "cudnnBackendExecute");
     }

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -269,6 +270,23 @@ std::string dims_text(const int64_t* d, int n) {
   return s + "]";
 }
 
+// Marks a handle busy for the scope; counts overlapping use (the caller's lock is missing).
+class BusyScope {
+ public:
+  explicit BusyScope(Handle* h) : h_(h) {
+    if (h_->busy.fetch_add(1) != 0) {
+      std::lock_guard<std::recursive_mutex> lock(st().mutex);
+      ++st().stats.interleaved;
+    }
+  }
+  ~BusyScope() { h_->busy.fetch_sub(1); }
+  BusyScope(const BusyScope&) = delete;
+  BusyScope& operator=(const BusyScope&) = delete;
+
+ private:
+  Handle* h_;
+};
+
 // ---- finalize, per kind -------------------------------------------------------------------------------------
 
 #define REQUIRE_ATTR(d, name, label) \
@@ -429,6 +447,7 @@ Status finalize_graph(Desc& d) {
   REQUIRE_ATTR(d, dnn::kAttrOperationGraphHandle, "CUDNN_ATTR_OPERATIONGRAPH_HANDLE");
   Handle* h = *attr(d, dnn::kAttrOperationGraphHandle)->as<Handle*>();
   if (!st().handles.count(h)) return fail(dnn::kBadParam, "operation graph: not a live cudnnHandle");
+  BusyScope busy(h);  // cuDNN uses the handle here: not concurrently with another call on it
   const Attr& ops = *attr(d, dnn::kAttrOperationGraphOps);
   auto g = std::make_shared<GraphInfo>();
   std::vector<OpInfo> pending;
@@ -513,7 +532,11 @@ Status finalize_plan(Desc& d) {
   REQUIRE_ATTR(d, dnn::kAttrExecutionPlanEngineConfig, "CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG");
   Handle* h = *attr(d, dnn::kAttrExecutionPlanHandle)->as<Handle*>();
   if (!st().handles.count(h)) return fail(dnn::kBadParam, "execution plan: not a live cudnnHandle");
+  BusyScope busy(h);
   const Desc* cfg = ref(d, dnn::kAttrExecutionPlanEngineConfig);
+  // A real build takes a while (engine selection, maybe a kernel compile): long enough for a caller that uses
+  // the handle concurrently to be caught.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
   if (cfg->eng.index == env_int("THUNDERC_FAKE_CUDNN_FAIL_ENGINE", -1))
     return fail(dnn::kNotSupported, "execution plan: engine " + std::to_string(cfg->eng.index) +
                                         " cannot run this graph ($THUNDERC_FAKE_CUDNN_FAIL_ENGINE)");
@@ -690,23 +713,6 @@ void* fake_cuda_current_context() {
   if (fn && fn(&ctx) != 0) ctx = nullptr;
   return ctx;
 }
-
-// Marks a handle busy for the scope; counts overlapping use (the caller's lock is missing).
-class BusyScope {
- public:
-  explicit BusyScope(Handle* h) : h_(h) {
-    if (h_->busy.fetch_add(1) != 0) {
-      std::lock_guard<std::recursive_mutex> lock(st().mutex);
-      ++st().stats.interleaved;
-    }
-  }
-  ~BusyScope() { h_->busy.fetch_sub(1); }
-  BusyScope(const BusyScope&) = delete;
-  BusyScope& operator=(const BusyScope&) = delete;
-
- private:
-  Handle* h_;
-};
 
 }  // namespace
 
@@ -954,6 +960,8 @@ EXPORT Status cudnnBackendExecute(void* handle, void* plan, void* pack) {
   lock.unlock();
 
   BusyScope busy(h);
+  // Enqueueing takes a moment on a real GPU too: a caller that uses the handle meanwhile gets caught.
+  std::this_thread::sleep_for(std::chrono::microseconds(500));
   if (h->stream_setter != std::this_thread::get_id()) {
     std::lock_guard<std::recursive_mutex> l(s.mutex);
     ++s.stats.interleaved;
