@@ -154,7 +154,7 @@ TEST_CASE("a fallback claim yields to a preferred one later in the list, but not
   set_torch_cuda_support(false, "LibTorch was built without CUDA");
 }
 
-TEST_CASE("default executors: cpp and blas on cpu; cudnn, cublas, nvfuser on cuda where NVRTC is found") {
+TEST_CASE("default executors: cpp and blas on cpu, then cudnn, cublas, nvfuser on cuda where NVRTC is found") {
   CHECK(default_executor_names(DeviceKind::CPU) == std::vector<std::string>{"cpp", "blas"});
   CHECK(default_executor_names(DeviceKind::CUDA) == std::vector<std::string>{"cudnn", "cublas", "nvfuser"});
   ExecutorSelection cpu = default_executors(DeviceKind::CPU);

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "fake_cuda.h"
+#include "fake_cudnn.h"
 
 namespace fake_libs {
 
@@ -21,6 +22,18 @@ inline uint64_t cublaslt_matmuls() {
   fn(&st);
   dlclose(lib);
   return st.matmuls;
+}
+
+// cudnnBackendExecute calls the fake cuDNN has computed (0 before the runtime first loads it).
+inline uint64_t cudnn_executes() {
+  void* lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return 0;
+  auto fn = reinterpret_cast<thunderc_fake_cudnn_stats_fn>(dlsym(lib, "thunderc_fake_cudnn_stats"));
+  REQUIRE(reinterpret_cast<void*>(fn) != nullptr);
+  thunderc_fake_cudnn_stats_t st{};
+  fn(&st);
+  dlclose(lib);
+  return st.executes;
 }
 
 }  // namespace fake_libs

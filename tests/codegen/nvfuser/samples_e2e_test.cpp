@@ -89,6 +89,7 @@ void check_sample(const std::string& name, const std::vector<std::string>& flags
   std::map<std::string, uint64_t> calls;
   for (const auto& lc : v["cuda"]["library_calls"]) ++calls[lc["library"].get<std::string>()];
   if (v["executors"].contains("cublas")) CHECK(calls["cublasLt"] > 0);
+  if (v["executors"].contains("cudnn")) CHECK(calls["cudnn"] > 0);
   CHECK(calls["cublasLt"] == (v["executors"].contains("cublas") ? v["cuda"]["library_calls"].size() - calls["cudnn"] : 0));
   // No LibTorch, no CUDA library: the runtime reaches the driver itself.
   auto needed = thunderc_test::run_shell("readelf -d " + thunderc_test::shell_quote(c.so));
@@ -105,11 +106,13 @@ void check_sample(const std::string& name, const std::vector<std::string>& flags
   in.push_back(std::move(x));
   if (library_runs) unsetenv("THUNDERC_FAKE_CUBLASLT_NO_ALGO");
   else setenv("THUNDERC_FAKE_CUBLASLT_NO_ALGO", "1", 1);
-  const uint64_t before = fake_libs::cublaslt_matmuls();
+  const uint64_t before = fake_libs::cublaslt_matmuls(), dnn_before = fake_libs::cudnn_executes();
   auto got = m.run(in);
   unsetenv("THUNDERC_FAKE_CUBLASLT_NO_ALGO");
-  // Each GEMM library call ran in cuBLASLt once, or (no algorithm) never and its fallback kernel did.
+  // Each GEMM library call ran in cuBLASLt once, or (no algorithm) never and its fallback kernel did; each
+  // convolution ran in cuDNN once.
   CHECK(fake_libs::cublaslt_matmuls() - before == (library_runs ? calls["cublasLt"] : 0));
+  CHECK(fake_libs::cudnn_executes() - dnn_before == calls["cudnn"]);
   REQUIRE(got.size() == 1);
   REQUIRE(got[0].shape() == want.shape());
   std::size_t bad = 0;
