@@ -55,6 +55,7 @@ struct ModelFlags {
   bool time_passes = false;
   bool verbose = false;
   std::string sharp_edges = "allow";
+  std::string precision = "fp32";
   bool skip_inplace_alias_updates = false;
 
   void add_to(CLI::App& app, bool model_required) {
@@ -109,6 +110,11 @@ struct ModelFlags {
                    "(shape-dependent branches, random ops, in-place updates of inputs or weights, outputs that "
                    "alias inputs, global state, frozen attributes): allow (default), warn, or error")
         ->type_name("allow|warn|error");
+    app.add_option("--precision", precision,
+                   "how matrix products and convolutions compute: fp32 (default: IEEE float32), tf32 (CUDA: "
+                   "cuBLASLt/cuDNN may use tensor cores with TF32 inputs and float32 accumulation; nvfuser's own "
+                   "kernels stay float32); bf16 and fp16 are not implemented yet")
+        ->type_name("fp32|tf32|bf16|fp16");
     app.add_flag("--skip-inplace-alias-updates", skip_inplace_alias_updates,
                  "after an in-place update through a view, do not update the base and its other views (fewer "
                  "operations; wrong results if the model reads them afterwards, as PyTorch would show the update)");
@@ -134,6 +140,14 @@ struct ModelFlags {
     if (!mode) user_error("--sharp-edges must be allow, warn or error, got '", sharp_edges, "'");
     o.sharp_edges = *mode;
     o.inplace_alias_updates = !skip_inplace_alias_updates;
+    if (precision != "fp32" && precision != "tf32" && precision != "bf16" && precision != "fp16")
+      user_error("--precision must be fp32, tf32, bf16 or fp16, got '", precision, "'");
+    if (precision == "bf16" || precision == "fp16")
+      user_error("--precision ", precision, " is not implemented yet (it needs the autocast transform and "
+                 "half-precision kernels); fp32, and tf32 on CUDA, work today");
+    if (precision == "tf32" && o.device.kind != DeviceKind::CUDA)
+      user_error("--precision tf32 is a tensor-core mode of NVIDIA GPUs: it needs --device cuda (on the CPU, use fp32)");
+    o.precision = precision;
     return o;
   }
 };
@@ -408,6 +422,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.options.cache = cache;
   request.options.sharp_edges = sharp_edge_mode_name(options.sharp_edges);
   request.options.skip_inplace_alias_updates = !options.inplace_alias_updates;
+  request.options.precision = options.precision;
   request.input_names = r.model->input_names();
   std::size_t ops = 0;
   for (const SpecializedTrace& s : r.specializations) {

@@ -38,14 +38,15 @@ Toolchain Toolchain::from_build() {
   return t;
 }
 
-BackendSet make_backends(const Toolchain& toolchain) {
+BackendSet make_backends(const Toolchain& toolchain, const std::string& precision) {
   BackendSet set;
   set["torch"] = std::make_unique<TorchBackend>(toolchain.aten_shim);
   set["cpp"] = std::make_unique<CppBackend>();
   set["blas"] = std::make_unique<BlasBackend>();
   set["nvfuser"] = std::make_unique<NvfuserBackend>();
-  set["cublas"] = std::make_unique<LibraryBackend>("cublas");
-  set["cudnn"] = std::make_unique<LibraryBackend>("cudnn");
+  const bool tf32 = precision == "tf32";
+  set["cublas"] = std::make_unique<LibraryBackend>("cublas", tf32);
+  set["cudnn"] = std::make_unique<LibraryBackend>("cudnn", tf32);
   return set;
 }
 

@@ -6,7 +6,7 @@
 namespace thunderc {
 
 CompileSummary compile_model(const CompileRequest& request, const Toolchain& toolchain) {
-  BackendSet backends = make_backends(toolchain);
+  BackendSet backends = make_backends(toolchain, request.options.precision);
   ModulePlan plan = plan_module(request.variants, backends);
   GeneratedModule module = generate_module(request.variants, plan, backends, "source model: " + request.source.path,
                                            request.cuda_archs);

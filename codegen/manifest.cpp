@@ -23,7 +23,8 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
   m["options"] = {{"executors", options.executors}, {"device", options.device}, {"cache", options.cache},
                   {"transforms", options.transforms}, {"standalone", options.standalone},
                   {"disable_torch_autograd", options.disable_torch_autograd}, {"sharp_edges", options.sharp_edges},
-                  {"skip_inplace_alias_updates", options.skip_inplace_alias_updates}};
+                  {"skip_inplace_alias_updates", options.skip_inplace_alias_updates},
+                  {"precision", options.precision}};
 
   const Trace& first = *variants[0].trace;
   json inputs = json::array();

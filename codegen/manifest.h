@@ -22,6 +22,7 @@ struct ManifestOptions {
   bool standalone = false;
   bool disable_torch_autograd = false;
   std::string sharp_edges = "allow";          // --sharp-edges
+  std::string precision = "fp32";             // --precision (tf32: library calls may use tensor cores)
   bool skip_inplace_alias_updates = false;    // --skip-inplace-alias-updates  // --disable-torch-autograd (forward-only is all thunderc emits today)
 };
 

@@ -68,6 +68,8 @@ void LibraryBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
   std::string what = p.what + (bias ? " +bias" : "") + (e.residual ? " +residual" : "") +
                      (e.activation_name.empty() ? "" : " " + e.activation_name);
 
+  const std::string math = tf32_ ? "THUNDERC_LIB_MATH_TF32" : "THUNDERC_LIB_MATH_FP32";
+  if (tf32_) what += " (tf32)";
   out.line("{  " + c_comment((executor_ == "cudnn" ? "cuDNN: " : "cuBLASLt: ") + what));
   out.indent();
   std::string call;
@@ -76,7 +78,7 @@ void LibraryBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
     const cuda::GemmSpec& g = p.g;
     std::uint32_t id = ctx.add_library_call({"cublasLt", what});
     out.line("static const thunderc_gemm op = {sizeof(thunderc_gemm), " + std::to_string(id) +
-             "u, THUNDERC_LIB_FLOAT32, THUNDERC_LIB_MATH_FP32, " + e.activation + ", " + (bias ? "1u" : "0u") + ",");
+             "u, THUNDERC_LIB_FLOAT32, " + math + ", " + e.activation + ", " + (bias ? "1u" : "0u") + ",");
     out.line("    " + ll(g.batch) + ", " + ll(g.M) + ", " + ll(g.N) + ", " + ll(g.K) + ",");
     out.line("    " + ll(g.a_batch) + ", " + ll(g.a_row) + ", " + ll(g.a_col) + ", " + ll(g.b_batch) + ", " +
              ll(g.b_row) + ", " + ll(g.b_col) + ", " + ll(g.c_batch) + ", " + ll(g.c_row) + "};");
@@ -88,7 +90,7 @@ void LibraryBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
     const cuda::Conv2dSpec& c = p.c;
     std::uint32_t id = ctx.add_library_call({"cudnn", what});
     out.line("static const thunderc_conv2d op = {sizeof(thunderc_conv2d), " + std::to_string(id) +
-             "u, THUNDERC_LIB_FLOAT32, THUNDERC_LIB_MATH_FP32, " + e.activation + ", " + (bias ? "1u" : "0u") + ", " +
+             "u, THUNDERC_LIB_FLOAT32, " + math + ", " + e.activation + ", " + (bias ? "1u" : "0u") + ", " +
              (e.residual ? "1u" : "0u") + ", 0u,");
     out.line("    " + ll(c.N) + ", " + ll(c.C) + ", " + ll(c.H) + ", " + ll(c.W) + ", " + ll(c.K) + ", " + ll(c.R) +
              ", " + ll(c.S) + ", " + ll(c.OH) + ", " + ll(c.OW) + ",");

@@ -17,7 +17,8 @@ namespace thunderc {
 
 class LibraryBackend : public Backend {
  public:
-  explicit LibraryBackend(std::string executor) : executor_(std::move(executor)) {}
+  // `tf32`: --precision tf32, the descriptors' math is THUNDERC_LIB_MATH_TF32 (tensor cores allowed).
+  explicit LibraryBackend(std::string executor, bool tf32 = false) : executor_(std::move(executor)), tf32_(tf32) {}
   std::string executor() const override { return executor_; }
   LinkInputs link_inputs() const override { return {}; }
   void emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const override;
@@ -25,6 +26,7 @@ class LibraryBackend : public Backend {
 
  private:
   std::string executor_;  // "cublas" or "cudnn"
+  bool tf32_ = false;
 };
 
 }  // namespace thunderc

@@ -247,6 +247,17 @@ TEST_CASE("errors") {
     CHECK_OUTPUT(r, "layer_norm");
     CHECK_OUTPUT(r, "executors asked: cudnn");
   }
+  SUBCASE("--precision: unknown, not implemented yet, tf32 on the CPU") {
+    Result bad = thunderc({"examine", sample("mlp.pt"), "--precision", "fp8"});
+    CHECK(bad.code == 1);
+    CHECK_OUTPUT(bad, "--precision must be fp32, tf32, bf16 or fp16, got 'fp8'");
+    Result half = thunderc({"examine", sample("mlp.pt"), "--device", "cuda", "--precision", "bf16"});
+    CHECK(half.code == 1);
+    CHECK_OUTPUT(half, "--precision bf16 is not implemented yet");
+    Result cpu = thunderc({"examine", sample("mlp.pt"), "--precision", "tf32"});
+    CHECK(cpu.code == 1);
+    CHECK_OUTPUT(cpu, "--precision tf32 is a tensor-core mode of NVIDIA GPUs: it needs --device cuda");
+  }
   SUBCASE("bad --device") {
     Result r = thunderc({"examine", sample("mlp.pt"), "--device", "tpu"});
     CHECK(r.code == 1);

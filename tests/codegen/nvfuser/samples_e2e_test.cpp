@@ -66,7 +66,8 @@ double max_rel_excess(const thunderc::HostTensor& got, const thunderc::HostTenso
 // `executors`: those that may claim the sample's symbols. `library_runs`: whether the fake cuBLASLt runs the
 // GEMM calls (false: it finds no algorithm, every call falls back to the nvfuser kernel compiled beside it).
 void check_sample(const std::string& name, const std::vector<std::string>& flags,
-                  const std::set<std::string>& executors = {"nvfuser"}, bool library_runs = true) {
+                  const std::set<std::string>& executors = {"nvfuser"}, bool library_runs = true,
+                  double rtol = 1e-4, double atol = 1e-5) {
   Compiled c = compile_sample(name, flags);
   // The manifest: a CUDA variant with kernels compiled for sm_80 and sm_90 (cubins) plus PTX.
   const auto& v = c.manifest["variants"][0];
@@ -116,8 +117,8 @@ void check_sample(const std::string& name, const std::vector<std::string>& flags
   REQUIRE(got.size() == 1);
   REQUIRE(got[0].shape() == want.shape());
   std::size_t bad = 0;
-  double worst = max_rel_excess(got[0], want, 1e-4, 1e-5, &bad);
-  INFO(name << ": " << bad << " elements outside rtol 1e-4 / atol 1e-5, worst abs error " << worst);
+  double worst = max_rel_excess(got[0], want, rtol, atol, &bad);
+  INFO(name << ": " << bad << " elements outside rtol " << rtol << " / atol " << atol << ", worst abs error " << worst);
   CHECK(bad == 0);
 }
 
@@ -142,6 +143,23 @@ TEST_CASE("samples: --device cuda where cuBLASLt finds no algorithm: every GEMM 
   const std::set<std::string> ex = {"nvfuser", "cudnn", "cublas"};
   SUBCASE("mlp") { check_sample("mlp", {"--device", "cuda"}, ex, false); }
   SUBCASE("gpt_block") { check_sample("gpt_block", {"--device", "cuda"}, ex, false); }
+}
+
+TEST_CASE("samples: --precision tf32 is recorded and reaches every library call's descriptor") {
+  // The fake cuDNN's tensor-core engine (the one TF32 may pick) rounds its inputs to TF32 (10-bit mantissa),
+  // as real tensor cores do: the CNN then agrees with LibTorch's float32 to rtol 1e-3 / atol 1e-4, not 1e-4/1e-5.
+  const std::set<std::string> ex = {"nvfuser", "cudnn", "cublas"};
+  check_sample("cnn", {"--device", "cuda", "--precision", "tf32"}, ex, true, 1e-3, 1e-4);
+  Compiled c = compile_sample("cnn", {"--device", "cuda", "--precision", "tf32"});
+  CHECK(c.manifest["options"]["precision"] == "tf32");
+  for (const auto& lc : c.manifest["variants"][0]["cuda"]["library_calls"]) {
+    INFO(lc.dump());
+    CHECK(lc["what"].get<std::string>().find("(tf32)") != std::string::npos);
+  }
+  std::ifstream in(c.sources / "model.cpp");
+  std::string src((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(src.find("THUNDERC_LIB_MATH_TF32") != std::string::npos);
+  CHECK(src.find("THUNDERC_LIB_MATH_FP32") == std::string::npos);
 }
 
 TEST_CASE("samples: --executors nvfuser alone keeps every GEMM and convolution on nvfuser's kernels") {
