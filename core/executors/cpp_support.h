@@ -4,7 +4,8 @@
 // left for the next executor (torch), so these must say no to every use that the code generation does not
 // handle: dtypes other than float32/float64 (bool only for masks, conditions, comparisons and data
 // movement), other devices, div with a rounding mode. nvfuser also runs float32 linear/matmul/bmm/addmm and
-// 4-D conv2d with its own GEMM kernels (codegen/nvfuser/gemm.h).
+// 4-D conv2d with its own GEMM kernels (codegen/nvfuser/gemm.h). cpp alone also runs
+// scaled_dot_product_attention with a fused kernel (codegen/cpp/attention.h).
 #pragma once
 
 #include "core/executors/executor.h"
