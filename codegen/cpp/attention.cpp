@@ -137,11 +137,23 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
   out.line("const " + T + "* __restrict qi = aq + oq + i * " + S(E) + ";");
   out.line("#pragma omp simd");
   out.line("for (int64_t jj = 0; jj < nj; ++jj) s[jj] = 0;");
-  out.line("for (int64_t e = 0; e < " + S(E) + "; ++e) {");
-  out.line("  const " + T + " qe = qi[e];");
-  out.line("  #pragma omp simd");
-  out.line("  for (int64_t jj = 0; jj < nj; ++jj) s[jj] += qe * kt[e][jj];");
-  out.line("}");
+  // Four dims of E per pass over the row's scores: a quarter of the loads and stores of s.
+  const std::int64_t E4 = E - E % 4;
+  if (E4 > 0) {
+    out.line("for (int64_t e = 0; e < " + S(E4) + "; e += 4) {");
+    out.line("  const " + T + " q0 = qi[e], q1 = qi[e + 1], q2 = qi[e + 2], q3 = qi[e + 3];");
+    out.line("  #pragma omp simd");
+    out.line("  for (int64_t jj = 0; jj < nj; ++jj)");
+    out.line("    s[jj] += q0 * kt[e][jj] + q1 * kt[e + 1][jj] + q2 * kt[e + 2][jj] + q3 * kt[e + 3][jj];");
+    out.line("}");
+  }
+  if (E4 < E) {
+    out.line("for (int64_t e = " + S(E4) + "; e < " + S(E) + "; ++e) {");
+    out.line("  const " + T + " qe = qi[e];");
+    out.line("  #pragma omp simd");
+    out.line("  for (int64_t jj = 0; jj < nj; ++jj) s[jj] += qe * kt[e][jj];");
+    out.line("}");
+  }
   // Scale, mask and the tile's max (NaN-propagating, as amax in the loop nests).
   out.line(T + " tmax = " + NEG_INF + ";");
   out.line("int tnan = 0;");
@@ -176,7 +188,17 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
   out.line(T + "* __restrict a = acc[r];");
   out.line("#pragma omp simd");
   out.line("for (int64_t e = 0; e < " + S(Ev) + "; ++e) a[e] *= corr;");
-  out.line("for (int64_t jj = 0; jj < nj; ++jj) {");
+  // Four keys per pass over the row's accumulator, then the rest one by one.
+  out.line("int64_t jj = 0;");
+  out.line("for (; jj + 4 <= nj; jj += 4) {");
+  out.line("  const " + T + " p0 = s[jj], p1 = s[jj + 1], p2 = s[jj + 2], p3 = s[jj + 3];");
+  out.line("  const " + T + "* __restrict v0 = av + ov + (j0 + jj) * " + S(Ev) + ";");
+  out.line("  #pragma omp simd");
+  out.line("  for (int64_t e = 0; e < " + S(Ev) + "; ++e)");
+  out.line("    a[e] += p0 * v0[e] + p1 * v0[e + " + S(Ev) + "] + p2 * v0[e + " + S(2 * Ev) + "] + p3 * v0[e + " +
+           S(3 * Ev) + "];");
+  out.line("}");
+  out.line("for (; jj < nj; ++jj) {");
   out.line("  const " + T + " p = s[jj];");
   out.line("  const " + T + "* __restrict vj = av + ov + (j0 + jj) * " + S(Ev) + ";");
   out.line("  #pragma omp simd");
