@@ -171,6 +171,39 @@ class GPTBlockAnyRank(nn.Module):
             return self.block(x.unsqueeze(0)).squeeze(0)
 
 
+class EncoderLayer(nn.Module):
+    """Post-norm transformer encoder layer written out by hand (nn.TransformerEncoderLayer's fast path
+    does not trace): self-attention whose last keys are padding (a bool key-padding mask buffer,
+    True = padding, applied with masked_fill), scaled by a division; then a ReLU MLP. [B,T,C] -> [B,T,C]."""
+
+    def __init__(self, d_model: int = 32, n_head: int = 2, d_ff: int = 64, seq: int = 12, n_pad: int = 3):
+        super().__init__()
+        self.n_head = n_head
+        self.hd = d_model // n_head
+        self.q = nn.Linear(d_model, d_model)
+        self.k = nn.Linear(d_model, d_model)
+        self.v = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.ln1 = nn.LayerNorm(d_model)
+        self.ff1 = nn.Linear(d_model, d_ff)
+        self.ff2 = nn.Linear(d_ff, d_model)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.register_buffer("key_padding", torch.arange(seq) >= seq - n_pad)
+
+    def heads(self, t, B: int, T: int):
+        return t.view(B, T, self.n_head, self.hd).transpose(1, 2)   # [B, H, T, hd]
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.heads(self.q(x), B, T), self.heads(self.k(x), B, T), self.heads(self.v(x), B, T)
+        att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.hd)
+        att = att.masked_fill(self.key_padding[:T].view(1, 1, 1, T), float("-inf"))
+        att = att.softmax(dim=-1)
+        y = torch.matmul(att, v).transpose(1, 2).reshape(B, T, C)
+        x = self.ln1(x + self.out(y))
+        return self.ln2(x + self.ff2(F.relu(self.ff1(x))))
+
+
 # --------------------------------------------------------------------------- helpers
 
 def randomize_norms(model: nn.Module) -> None:
@@ -268,6 +301,9 @@ def main(argv):
         print(f"gpt_block_scripted.pt    skipped: torch.jit.script failed: {e}")
     else:
         saved.append(save(scripted, "gpt_block_scripted.pt", [(1, 16, 64)], gpt))
+
+    enc = build(EncoderLayer)
+    saved.append(save(torch.jit.trace(enc, example((2, 12, 32))), "encoder_layer.pt", [(2, 12, 32)], enc))
 
     total = sum(os.path.getsize(p) for p in saved)
     print(f"{'total':<24} {total:>8} bytes")

@@ -1,5 +1,6 @@
 #include "codegen/cpp/cpp_backend.h"
 
+#include "codegen/cpp/attention.h"
 #include "codegen/loops/region_lowering.h"
 
 namespace thunderc {
@@ -214,6 +215,7 @@ void CppBackend::emit_variant_prologue(SourceWriter& out) const {
 }
 
 void CppBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
+  if (sym.op->category == OpCategory::Attention) return emit_cpp_attention(ctx, sym, out);  // never in a region
   BoundSymbol region = as_region(sym);
   CppRegion e(ctx.trace(), region, &ctx);
   e.run();
@@ -221,6 +223,7 @@ void CppBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, Sou
 }
 
 std::size_t CppBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {
+  if (sym.op->category == OpCategory::Attention) return 0;  // its state lives on the stack
   BoundSymbol region = as_region(sym);
   CppRegion e(trace, region, nullptr);
   e.run();

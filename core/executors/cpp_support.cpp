@@ -158,9 +158,37 @@ bool cudnn_conv(const Trace& t, const BoundSymbol& s) {
   return w.rank() == 4 && w.numel() > 0 && t.type(s.outputs[0]).numel() > 0;
 }
 
+// scaled_dot_product_attention as the fused kernel of codegen/cpp/attention.h (CPU only, never in a region):
+// float32 or float64 q, k, v and output of one rank >= 2, and a bool mask or one of that dtype which
+// broadcasts to the weights [batch..., L, S] without growing them (no extra dims: ATen's math formulation
+// would give the result those dims, which the meta function does not).
+bool cpu_attention(const Trace& t, const BoundSymbol& s) {
+  if (!on_device<DeviceKind::CPU>(t, s)) return false;
+  const TensorType &q = t.type(s.inputs[0].value), &k = t.type(s.inputs[1].value), &v = t.type(s.inputs[2].value);
+  const TensorType& o = t.type(s.outputs[0]);
+  if (o.dtype != DType::Float32 && o.dtype != DType::Float64) return false;
+  for (const TensorType* x : {&q, &k, &v})
+    if (x->dtype != o.dtype || x->rank() != o.rank()) return false;
+  if (s.inputs.size() > 3 && s.inputs[3].is_tensor()) {
+    const TensorType& m = t.type(s.inputs[3].value);
+    if (m.dtype != DType::Bool && m.dtype != o.dtype) return false;
+    Shape weights = o.shape;
+    weights.back() = k.shape[k.rank() - 2];
+    if (m.rank() > weights.size()) return false;
+    for (std::size_t i = 0; i < m.rank(); ++i) {
+      std::int64_t md = m.shape[m.rank() - 1 - i], wd = weights[weights.size() - 1 - i];
+      if (md != 1 && md != wd) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
-void register_cpp_impls(Executor& cpp) { register_loop_impls<DeviceKind::CPU>(cpp); }
+void register_cpp_impls(Executor& cpp) {
+  register_loop_impls<DeviceKind::CPU>(cpp);
+  cpp.register_impl("scaled_dot_product_attention", cpu_attention);
+}
 
 void register_nvfuser_impls(Executor& nvfuser) {
   register_loop_impls<DeviceKind::CUDA>(nvfuser);

@@ -7,6 +7,7 @@
 // 4-D conv2d with its own GEMM kernels (codegen/nvfuser/gemm.h), as a Fallback claim: cublas (GEMMs through
 // cuBLASLt) and cudnn (convolutions through cuDNN) take them wherever they are listed, and carry nvfuser's
 // kernel for the same symbol for machines where the library cannot run it (codegen/cudalib/).
+// cpp alone also runs scaled_dot_product_attention with a fused kernel (codegen/cpp/attention.h).
 #pragma once
 
 #include "core/executors/executor.h"

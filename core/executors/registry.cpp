@@ -114,9 +114,9 @@ std::vector<std::unique_ptr<Executor>> make_executors() {
 
   Executor::Info cpp;
   cpp.name = "cpp";
-  cpp.description = "fused C++ loops for elementwise, reduction and normalization regions";
+  cpp.description = "fused C++ loops for elementwise, reduction and normalization regions, and attention";
   cpp.devices = {DeviceKind::CPU};
-  cpp.categories = {C::Elementwise, C::Reduction, C::Normalization, C::Shape, C::Pooling};
+  cpp.categories = {C::Elementwise, C::Reduction, C::Normalization, C::Shape, C::Pooling, C::Attention};
   cpp.implemented = true;
   auto c = std::make_unique<Executor>(std::move(cpp));
   register_cpp_impls(*c);

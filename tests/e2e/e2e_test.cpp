@@ -99,6 +99,18 @@ TEST_CASE("every sample compiles and matches LibTorch (torch executor)") {
   SUBCASE("cnn") { check_parity("cnn.pt", {{1, 3, 32, 32}}); }
   SUBCASE("gpt_block") { check_parity("gpt_block.pt", {{1, 16, 64}}); }
   SUBCASE("gpt_block_scripted unbatched") { check_parity("gpt_block_scripted.pt", {{16, 64}}, "--shapes x=16x64"); }
+  SUBCASE("encoder_layer") { check_parity("encoder_layer.pt", {{2, 12, 32}}); }
+}
+
+// The attention pass makes one scaled_dot_product_attention of each block's attention; by default cpp runs it
+// with its fused kernel, with --decompose it is written back as primitives (cpp and blas), with torch alone
+// ATen runs it. All three match LibTorch running the original primitives.
+TEST_CASE("attention samples match LibTorch whoever runs the attention") {
+  for (const char* flags : {"", "--decompose scaled_dot_product_attention", "--executors torch"}) {
+    INFO("flags: " << flags);
+    check_parity("gpt_block.pt", {{1, 16, 64}}, flags);
+    check_parity("encoder_layer.pt", {{2, 12, 32}}, flags);
+  }
 }
 
 TEST_CASE("a two-variant .so sends each shape to its own variant") {
@@ -417,14 +429,26 @@ def forward(self, a, b):
 }
 
 TEST_CASE("symbolic values: a compiled constant that depends on the symbol is refused clearly") {
+  // Without the attention pass gpt_block keeps its causal mask, a [T, T] constant.
   fs::path dir = tmp_dir("symbolic_gpt");
   Result r = run_thunderc(sample("gpt_block.pt") + " -o " + (dir / "gpt.so").string() +
-                          " --cache \"symbolic values\" --shapes x=1xTx64 --dim T=2:16");
+                          " --cache \"symbolic values\" --shapes x=1xTx64 --dim T=2:16 --transforms dce,cse,constant-folding");
   INFO(r.out);
   CHECK(r.code == 1);
   CHECK(r.out.find("symbolic values") != std::string::npos);
   CHECK(r.out.find("T=2") != std::string::npos);
   CHECK(r.out.find("depends on T") != std::string::npos);
+}
+
+TEST_CASE("symbolic values: gpt_block over a symbolic sequence length (the causal mask became is_causal)") {
+  fs::path so = compile("gpt_block.pt", tmp_dir("symbolic_gpt_causal"), "--cache \"symbolic values\" --shapes x=1xTx64 --dim T=2:16");
+  thunderc::Model compiled(so.string());
+  for (int64_t T : {2, 5, 16}) {
+    INFO("T = " << T);
+    at::manual_seed(T);
+    at::Tensor x = at::randn({1, T, 64});
+    check_close(thunderc::aten::run(compiled, {x}), torch_forward("gpt_block.pt", {x}));
+  }
 }
 
 TEST_CASE("symbolic values: a convolutional model over a symbolic batch matches LibTorch") {

@@ -107,7 +107,13 @@ TEST_CASE("examine shows the transforms and the final trace") {
   CHECK_OUTPUT(r, "Transforms: (none) (from --transforms)");
   CHECK_OUTPUT(r, "# Constructed by claim-executors\n");
   CHECK_OUTPUT(r, "torch.softmax(");
+  // The attention pass leaves no softmax to decompose by default; without it, the block's softmax is.
   r = thunderc({"examine", sample("gpt_block.pt"), "--executors", "torch", "--decompose", "softmax"});
+  CHECK(r.code == 0);
+  CHECK_OUTPUT(r, "torch.scaled_dot_product_attention(");
+  CHECK_FALSE(contains(r.out, "torch.softmax("));
+  r = thunderc({"examine", sample("gpt_block.pt"), "--executors", "torch", "--decompose", "softmax", "--transforms",
+                "dce,cse,decompose"});
   CHECK(r.code == 0);
   CHECK_OUTPUT(r, "torch.amax(");
   CHECK_FALSE(contains(r.out, "torch.softmax("));
