@@ -524,7 +524,7 @@ TEST_CASE("wrong ABI version, not a thunderc model, missing entry") {
   thunderc_model* m = nullptr;
   Status abi(thunderc_model_open(model_path("wrong_abi").c_str(), nullptr, &m));
   CHECK(abi.code() == THUNDERC_STATUS_ABI_MISMATCH);
-  CHECK(abi.message().find("built for thunderc ABI version 99, but this runtime supports ABI version 2") !=
+  CHECK(abi.message().find("built for thunderc ABI version 99, but this runtime supports ABI version 3") !=
         std::string::npos);
 
   Status plain(thunderc_model_open(model_path("not_a_model").c_str(), nullptr, &m));
