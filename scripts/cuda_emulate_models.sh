@@ -26,6 +26,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ ${#models[@]} -gt 0 ]] || { echo "usage: $0 [--flags FLAGS] DIR|MODEL.pt ..." >&2; exit 2; }
+py=${THUNDERC_PYTHON:-/usr/bin/python3}  # Debian's python3-torch (LibTorch 1.13, as thunderc links)
 tc=$root/build/bin/thunderc
 fake=$root/build/tests/runtime/fake_cuda
 for f in "$tc" "$fake/libcuda.so.1" "$fake/libcublasLt.so.13" "$fake/libcudnn.so.9"; do
@@ -40,7 +41,7 @@ for model in "${models[@]}"; do
   dir=$work/$name
   rm -rf "$dir" && mkdir -p "$dir"
   # Seeded input and LibTorch's output.
-  python3 - "$model" "$dir" <<'EOF'
+  "$py" - "$model" "$dir" <<'EOF'
 import json, sys
 import numpy as np
 import torch
@@ -70,7 +71,7 @@ EOF
   else
     status=MISMATCH; failed=1
   fi
-  read -r calls kernels execs < <(python3 - "$dir/model.json" <<'EOF'
+  read -r calls kernels execs < <("$py" - "$dir/model.json" <<'EOF'
 import json, sys
 m = json.load(open(sys.argv[1]))
 v = m["variants"][0]
