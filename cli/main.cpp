@@ -330,6 +330,7 @@ struct CompileFlags {
   CLI::Option* cuda_arch_option = nullptr;
   std::string keep_sources;
   bool disable_torch_autograd = false;
+  bool cuda_graphs = false;
   std::string cache = "constant values";
 };
 
@@ -402,6 +403,8 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
                  "which has no CUDA here); compile one variant per --shapes instead");
   } else if (out.cuda_arch_option && out.cuda_arch_option->count() > 0) {
     user_error("--cuda-arch applies to CUDA variants only; add --device cuda (or --executors nvfuser)");
+  } else if (out.cuda_graphs) {
+    user_error("--cuda-graphs applies to CUDA variants only; add --device cuda (or --executors nvfuser)");
   }
   options.symbolic = cache == "symbolic values";
   report_torch_cuda_support();
@@ -419,6 +422,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.options.standalone = options.standalone;
   request.options.transforms = r.transforms;
   request.options.disable_torch_autograd = out.disable_torch_autograd;
+  request.options.cuda_graphs = out.cuda_graphs;
   request.options.cache = cache;
   request.options.sharp_edges = sharp_edge_mode_name(options.sharp_edges);
   request.options.skip_inplace_alias_updates = !options.inplace_alias_updates;
@@ -504,6 +508,10 @@ int run(int argc, char** argv) {
                  "\"no caching\" (selected afresh on every call, nothing remembered), \"symbolic values\" (one variant whose "
                  "kernels take the sizes named in --shapes at run time, within --dim's ranges; torch executor)")
       ->type_name("MODE");
+  app.add_flag("--cuda-graphs", out.cuda_graphs,
+               "CUDA variants replay a CUDA graph (Thunder's \"reduce-overhead\"): the runtime captures a variant's "
+               "launches on its second call on a stream (the first sets up the library plans) and replays them from "
+               "then on, copying inputs and outputs through static device buffers; recorded in the manifest");
   app.add_flag("--disable-torch-autograd", out.disable_torch_autograd,
                "accepted and recorded in the manifest: thunderc emits forward-only (inference) code today; "
                "backward variants are planned");

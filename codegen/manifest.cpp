@@ -25,6 +25,7 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
                   {"disable_torch_autograd", options.disable_torch_autograd}, {"sharp_edges", options.sharp_edges},
                   {"skip_inplace_alias_updates", options.skip_inplace_alias_updates},
                   {"precision", options.precision}};
+  if (options.cuda_graphs) m["options"]["cuda_graphs"] = true;  // absent: off (older runtimes ignore it)
 
   const Trace& first = *variants[0].trace;
   json inputs = json::array();

@@ -21,6 +21,7 @@ struct ManifestOptions {
   std::vector<std::string> transforms;  // the optional passes that ran, in order (core/transforms/pipeline.h)
   bool standalone = false;
   bool disable_torch_autograd = false;
+  bool cuda_graphs = false;                   // --cuda-graphs: the runtime replays captured CUDA graphs
   std::string sharp_edges = "allow";          // --sharp-edges
   std::string precision = "fp32";             // --precision (tf32: library calls may use tensor cores)
   bool skip_inplace_alias_updates = false;    // --skip-inplace-alias-updates  // --disable-torch-autograd (forward-only is all thunderc emits today)

@@ -728,6 +728,10 @@ std::string cuda_module_source(const std::vector<CudaKernel>& kernels) {
     src += "extern \"C\" void thunderc_emu_launch_" + k.name +
            "(const unsigned* grid, const unsigned* block, unsigned shared_bytes, void** args) {\n"
            "  thunderc_emu::launch(grid, block, shared_bytes, [&] { " + k.name + "(" + call + "); });\n}\n";
+    // Parameter sizes, so that the fake driver can copy the arguments of a launch it captures into a graph.
+    std::string sizes = std::to_string(k.params.size()) + "ul";
+    for (const auto& prm : k.params) sizes += ", sizeof(" + prm.first + ")";
+    src += "extern \"C\" const unsigned long thunderc_emu_param_sizes_" + k.name + "[] = {" + sizes + "};\n";
   }
   src += "#endif\n";
   return src;

@@ -75,6 +75,12 @@ DriverState& state() {
     need(sym(d.lib, "cuModuleGetFunction", &d.cuModuleGetFunction), "cuModuleGetFunction");
     need(sym(d.lib, "cuLaunchKernel", &d.cuLaunchKernel), "cuLaunchKernel");
     sym(d.lib, "cuFuncSetAttribute", &d.cuFuncSetAttribute);
+    sym(d.lib, "cuStreamBeginCapture_v2", &d.cuStreamBeginCapture);
+    sym(d.lib, "cuStreamEndCapture", &d.cuStreamEndCapture);
+    sym(d.lib, "cuGraphInstantiateWithFlags", &d.cuGraphInstantiateWithFlags);
+    sym(d.lib, "cuGraphLaunch", &d.cuGraphLaunch);
+    sym(d.lib, "cuGraphExecDestroy", &d.cuGraphExecDestroy);
+    sym(d.lib, "cuGraphDestroy", &d.cuGraphDestroy);
     sym(d.lib, "cuGetErrorName", &d.cuGetErrorName);
     sym(d.lib, "cuGetErrorString", &d.cuGetErrorString);
     if (!missing.empty()) {

@@ -2,7 +2,9 @@
 #include "cuda_exec.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include "cuda_libs.hpp"
@@ -33,6 +35,24 @@ struct CudaModel::Device {
   std::once_flag blas_once, dnn_once;
   CublasLtDevicePtr blas;
   CudnnDevicePtr dnn;
+
+  // --cuda-graphs: one graph per (stream, variant entry).
+  std::mutex graphs_mutex;
+  std::map<std::pair<void*, thunderc_entry_fn>, std::unique_ptr<CudaModel::Graph>> graphs;
+};
+
+// A captured variant call and the static device buffers its graph reads and writes.
+struct CudaModel::Graph {
+  std::mutex mutex;
+  int calls = 0;
+  bool used_library = false;  // the first call made a library call (the capture needs library scratch)
+  bool disabled = false;      // runs directly from now on
+  void* exec = nullptr;       // CUgraphExec
+  cu::CUstream capture_stream = nullptr;
+  std::vector<void*> inputs, outputs;  // static device buffers
+  std::vector<size_t> input_bytes, output_bytes;
+  void* workspace = nullptr;
+  void* lib_workspace = nullptr;
 };
 
 namespace {
@@ -128,9 +148,13 @@ struct CudaCall {
   CudaModel::Device* dev;
   cu::CUstream stream;
   std::optional<PoolLease> lib_ws;  // library scratch, leased at the call's first library call
+  void* preset_lib_ws = nullptr;     // a graph capture's own library scratch (nothing is leased then)
+  bool used_library = false;
 
   // The LibCall for a library call of this call (leases the scratch once).
   LibCall lib_call() {
+    used_library = true;
+    if (preset_lib_ws) return LibCall{dev->ordinal, stream, preset_lib_ws, kLibWorkspaceBytes};
     if (!lib_ws)
       lib_ws.emplace(*dev, dev->free_lib_blocks, stream, kLibWorkspaceBytes,
                      "library workspace for " + basename_of(model->path_));
@@ -248,8 +272,24 @@ struct CudaCall {
   }
 };
 
-CudaModel::CudaModel(const thunderc_cuda_module* mod, std::string model_path, size_t workspace_bytes)
-    : path_(std::move(model_path)), workspace_bytes_(workspace_bytes) {
+namespace {
+
+// The table a generated entry calls through during one call.
+thunderc_device_api device_api_for(CudaCall* ctx) {
+  thunderc_device_api api{};
+  api.struct_size = sizeof api;
+  api.context = ctx;
+  api.launch = &CudaCall::launch;
+  api.copy = &CudaCall::copy;
+  api.gemm = &CudaCall::gemm;
+  api.conv2d = &CudaCall::conv2d;
+  return api;
+}
+
+}  // namespace
+
+CudaModel::CudaModel(const thunderc_cuda_module* mod, std::string model_path, size_t workspace_bytes, bool graphs)
+    : path_(std::move(model_path)), workspace_bytes_(workspace_bytes), graphs_(graphs) {
   const std::string what = "'" + path_ + "': thunderc_cuda_module()";
   auto bad = [&](const std::string& why) { fail(THUNDERC_STATUS_MANIFEST, what + " " + why); };
   if (!mod) bad("returned NULL");
@@ -298,6 +338,15 @@ void CudaModel::release_device(Device& dev) noexcept {
   if (!dev.ctx) return;
   const CudaDriver& d = cuda_driver();
   if (d.cuCtxPushCurrent(dev.ctx) != cu::kSuccess) return;
+  for (auto& [key, g] : dev.graphs) {
+    if (g->exec) d.cuGraphExecDestroy(g->exec);
+    if (g->capture_stream) d.cuStreamDestroy(g->capture_stream);
+    for (auto* list : {&g->inputs, &g->outputs})
+      for (void* p : *list) d.cuMemFree(cu::to_dev(p));
+    for (void* p : {g->workspace, g->lib_workspace})
+      if (p) d.cuMemFree(cu::to_dev(p));
+  }
+  dev.graphs.clear();
   for (auto* pool : {&dev.free_blocks, &dev.free_lib_blocks}) {
     for (auto& [stream, blocks] : *pool)
       for (void* p : blocks) d.cuMemFree(cu::to_dev(p));
@@ -420,26 +469,167 @@ CudaModel::Device& CudaModel::ready_device(int ordinal) {
 const std::string& CudaModel::prepare(int ordinal) { return ready_device(ordinal).image; }
 
 
-int32_t CudaModel::call(int ordinal, thunderc_entry_fn fn, thunderc_call* call, void* stream) {
-  Device& dev = ready_device(ordinal);
-  CudaContextScope scope(dev.ctx);
+int32_t CudaModel::run_direct(Device& dev, thunderc_entry_fn fn, thunderc_call* call, void* stream,
+                              bool* used_library) {
   PoolLease ws(dev, dev.free_blocks, stream, call->workspace_bytes > 0 ? workspace_bytes_ : 0,
                "workspace for " + basename_of(path_));
   CudaCall ctx{this, &dev, static_cast<cu::CUstream>(stream), std::nullopt};
-  thunderc_device_api api{};
-  api.struct_size = sizeof api;
-  api.context = &ctx;
-  api.launch = &CudaCall::launch;
-  api.copy = &CudaCall::copy;
-  api.gemm = &CudaCall::gemm;
-  api.conv2d = &CudaCall::conv2d;
+  thunderc_device_api api = device_api_for(&ctx);
   call->workspace = ws.get();
   if (!ws.get()) call->workspace_bytes = 0;
-  call->device = DLDevice{kDLCUDA, ordinal};
+  call->device = DLDevice{kDLCUDA, dev.ordinal};
   call->stream = stream;
   call->weights = dev.weights;
   call->device_api = &api;
-  return fn(call);
+  const int32_t rc = fn(call);
+  if (used_library) *used_library = ctx.used_library;
+  return rc;
+}
+
+namespace {
+
+bool graphs_log() {
+  static const bool on = [] {
+    const char* v = std::getenv("THUNDERC_CUDA_GRAPHS_LOG");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+size_t tensor_bytes(const DLTensor& t) {
+  size_t n = 0;
+  return dense_nbytes(t.shape, t.ndim, t.dtype, &n) ? n : 0;
+}
+
+}  // namespace
+
+bool CudaModel::capture(Device& dev, Graph& g, thunderc_entry_fn fn, const thunderc_call* call) {
+  const CudaDriver& d = cuda_driver();
+  std::string why;
+  auto alloc = [&](size_t bytes, void** out) {
+    cu::CUdeviceptr p = 0;
+    if (cu::CUresult r = d.cuMemAlloc(&p, bytes == 0 ? 1 : bytes); r != cu::kSuccess) {
+      why = d.failed("cuMemAlloc", r);
+      return false;
+    }
+    *out = cu::to_ptr(p);
+    return true;
+  };
+  // Static buffers with the shapes of this call (the variant's guards fix them).
+  std::vector<DLTensor> in_t(call->num_inputs), out_t(call->num_outputs);
+  std::vector<const DLTensor*> in_p(call->num_inputs);
+  std::vector<DLTensor*> out_p(call->num_outputs);
+  bool ok = true;
+  for (size_t i = 0; ok && i < call->num_inputs; ++i) {
+    in_t[i] = *call->inputs[i];
+    g.input_bytes.push_back(tensor_bytes(in_t[i]));
+    g.inputs.push_back(nullptr);
+    ok = alloc(g.input_bytes.back(), &g.inputs.back());
+    in_t[i].data = g.inputs.back();
+    in_t[i].byte_offset = 0;
+    in_p[i] = &in_t[i];
+  }
+  for (size_t i = 0; ok && i < call->num_outputs; ++i) {
+    out_t[i] = *call->outputs[i];
+    g.output_bytes.push_back(tensor_bytes(out_t[i]));
+    g.outputs.push_back(nullptr);
+    ok = alloc(g.output_bytes.back(), &g.outputs.back());
+    out_t[i].data = g.outputs.back();
+    out_t[i].byte_offset = 0;
+    out_p[i] = &out_t[i];
+  }
+  if (ok && call->workspace_bytes > 0) ok = alloc(workspace_bytes_, &g.workspace);
+  if (ok && g.used_library) ok = alloc(kLibWorkspaceBytes, &g.lib_workspace);
+  if (ok) {
+    if (cu::CUresult r = d.cuStreamCreate(&g.capture_stream, 1 /* CU_STREAM_NON_BLOCKING */); r != cu::kSuccess) {
+      why = d.failed("cuStreamCreate", r);
+      g.capture_stream = nullptr;
+      ok = false;
+    }
+  }
+  if (ok) {
+    CudaCall ctx{this, &dev, g.capture_stream, std::nullopt};
+    ctx.preset_lib_ws = g.lib_workspace;
+    thunderc_device_api api = device_api_for(&ctx);
+    thunderc_call shadow = *call;
+    shadow.inputs = in_p.data();
+    shadow.outputs = out_p.data();
+    shadow.workspace = g.workspace;
+    shadow.workspace_bytes = g.workspace ? workspace_bytes_ : 0;
+    shadow.device = DLDevice{kDLCUDA, dev.ordinal};
+    shadow.stream = g.capture_stream;
+    shadow.weights = dev.weights;
+    shadow.device_api = &api;
+    // Thread-local mode: an allocation or synchronization by this thread during the capture fails it.
+    if (cu::CUresult r = d.cuStreamBeginCapture(g.capture_stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */);
+        r != cu::kSuccess) {
+      why = d.failed("cuStreamBeginCapture", r);
+      ok = false;
+    } else {
+      const int32_t rc = fn(&shadow);
+      void* graph = nullptr;
+      cu::CUresult end = d.cuStreamEndCapture(g.capture_stream, &graph);
+      if (rc != 0) why = std::string("the variant failed while captured: ") + (call->error ? call->error : "");
+      else if (end != cu::kSuccess) why = d.failed("cuStreamEndCapture", end);
+      else if (cu::CUresult r = d.cuGraphInstantiateWithFlags(&g.exec, graph, 0); r != cu::kSuccess)
+        why = d.failed("cuGraphInstantiateWithFlags", r), g.exec = nullptr;
+      if (graph) d.cuGraphDestroy(graph);
+      ok = rc == 0 && end == cu::kSuccess && g.exec;
+    }
+  }
+  if (graphs_log())
+    std::fprintf(stderr, "thunderc runtime: %s on cuda:%d: %s\n", basename_of(path_).c_str(), dev.ordinal,
+                 ok ? "captured a CUDA graph" : ("not captured, runs without a graph: " + why).c_str());
+  if (!ok) g.disabled = true;  // its buffers stay until the model closes (release_device frees them)
+  return ok;
+}
+
+int32_t CudaModel::replay(Graph& g, thunderc_call* call, void* stream) {
+  const CudaDriver& d = cuda_driver();
+  auto fail_with = [&](const std::string& what, cu::CUresult r) {
+    const std::string msg = basename_of(path_) + ": CUDA graph replay: " + d.failed(what, r);
+    if (call->error && call->error_capacity > 0) std::snprintf(call->error, call->error_capacity, "%s", msg.c_str());
+    return static_cast<int32_t>(r);
+  };
+  auto at = [](const DLTensor* t) { return static_cast<char*>(t->data) + t->byte_offset; };
+  for (size_t i = 0; i < call->num_inputs; ++i) {
+    void* src = at(call->inputs[i]);
+    if (src == g.inputs[i] || g.input_bytes[i] == 0) continue;
+    if (cu::CUresult r = d.cuMemcpyDtoDAsync(cu::to_dev(g.inputs[i]), cu::to_dev(src), g.input_bytes[i], stream);
+        r != cu::kSuccess)
+      return fail_with("cuMemcpyDtoDAsync (input)", r);
+  }
+  if (cu::CUresult r = d.cuGraphLaunch(g.exec, stream); r != cu::kSuccess) return fail_with("cuGraphLaunch", r);
+  for (size_t i = 0; i < call->num_outputs; ++i) {
+    void* dst = at(call->outputs[i]);
+    if (dst == g.outputs[i] || g.output_bytes[i] == 0) continue;
+    if (cu::CUresult r = d.cuMemcpyDtoDAsync(cu::to_dev(dst), cu::to_dev(g.outputs[i]), g.output_bytes[i], stream);
+        r != cu::kSuccess)
+      return fail_with("cuMemcpyDtoDAsync (output)", r);
+  }
+  return 0;
+}
+
+int32_t CudaModel::call(int ordinal, thunderc_entry_fn fn, thunderc_call* call, void* stream) {
+  Device& dev = ready_device(ordinal);
+  CudaContextScope scope(dev.ctx);
+  if (!graphs_ || !cuda_driver().has_graphs()) return run_direct(dev, fn, call, stream, nullptr);
+  Graph* g = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(dev.graphs_mutex);
+    auto& slot = dev.graphs[{stream, fn}];
+    if (!slot) slot = std::make_unique<Graph>();
+    g = slot.get();
+  }
+  std::lock_guard<std::mutex> lock(g->mutex);
+  if (g->disabled) return run_direct(dev, fn, call, stream, nullptr);
+  if (g->calls++ == 0) return run_direct(dev, fn, call, stream, &g->used_library);  // warm-up, uncaptured
+  if (!g->exec && !capture(dev, *g, fn, call)) return run_direct(dev, fn, call, stream, nullptr);
+  // Same sizes as captured (a variant's guards fix them); anything else runs directly.
+  for (size_t i = 0; i < call->num_inputs; ++i)
+    if (i >= g->input_bytes.size() || tensor_bytes(*call->inputs[i]) != g->input_bytes[i])
+      return run_direct(dev, fn, call, stream, nullptr);
+  return replay(*g, call, stream);
 }
 
 }  // namespace thunderc::rt

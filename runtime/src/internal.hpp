@@ -132,6 +132,7 @@ bool output_shape(const Variant& v, size_t i, const int64_t* values, int64_t* sh
 struct Manifest {
   uint32_t abi_version = 0;
   CacheMode cache = CacheMode::ConstantValues;
+  bool cuda_graphs = false;  // options.cuda_graphs (--cuda-graphs): CUDA variants replay a captured graph
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;
   std::vector<Variant> variants;
@@ -199,6 +200,17 @@ struct CudaDriver {
                                  cu::CUstream, void**, void**) = nullptr;
   // Optional (NULL when the driver lacks them).
   cu::CUresult (*cuFuncSetAttribute)(cu::CUfunction, int, int) = nullptr;
+  // CUDA graphs (optional: a driver without them runs --cuda-graphs models without graphs).
+  cu::CUresult (*cuStreamBeginCapture)(cu::CUstream, int) = nullptr;
+  cu::CUresult (*cuStreamEndCapture)(cu::CUstream, void**) = nullptr;
+  cu::CUresult (*cuGraphInstantiateWithFlags)(void**, void*, unsigned long long) = nullptr;
+  cu::CUresult (*cuGraphLaunch)(void*, cu::CUstream) = nullptr;
+  cu::CUresult (*cuGraphExecDestroy)(void*) = nullptr;
+  cu::CUresult (*cuGraphDestroy)(void*) = nullptr;
+  bool has_graphs() const {
+    return cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags && cuGraphLaunch &&
+           cuGraphExecDestroy && cuGraphDestroy;
+  }
   cu::CUresult (*cuGetErrorName)(cu::CUresult, const char**) = nullptr;
   cu::CUresult (*cuGetErrorString)(cu::CUresult, const char**) = nullptr;
 

@@ -150,6 +150,10 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
         v.error("options.cache", "'" + mode + "' is not a cache mode this runtime supports (constant values, same "
                                  "input, no caching, symbolic values)");
     }
+    if (auto graphs = opts->find("cuda_graphs"); graphs != opts->end()) {
+      if (!graphs->is_boolean()) v.error("options.cuda_graphs", "expected true or false, got " + Validator::type_of(*graphs));
+      m.cuda_graphs = graphs->get<bool>();
+    }
   }
 
   const json& variants = v.array_field(root, "variants", "");

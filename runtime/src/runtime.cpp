@@ -321,7 +321,7 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
     if (!cuda_fn)
       fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' has CUDA variants (" + cuda_variants +
                                          ") but does not export thunderc_cuda_module, which holds their kernels");
-    model->cuda = std::make_unique<CudaModel>(cuda_fn(), model->path, cuda_workspace);
+    model->cuda = std::make_unique<CudaModel>(cuda_fn(), model->path, cuda_workspace, model->manifest.cuda_graphs);
   }
   // A model whose variants all need a device this machine lacks still opens (to be inspected); running it
   // fails with DEVICE_UNAVAILABLE.

@@ -258,6 +258,11 @@ TEST_CASE("errors") {
     CHECK(cpu.code == 1);
     CHECK_OUTPUT(cpu, "--precision tf32 is a tensor-core mode of NVIDIA GPUs: it needs --device cuda");
   }
+  SUBCASE("--cuda-graphs without CUDA") {
+    Result r = thunderc({sample("mlp.pt"), "--cuda-graphs", "-o", std::string(THUNDERC_TEST_TMP) + "/graphs_cpu.so"});
+    CHECK(r.code == 1);
+    CHECK_OUTPUT(r, "--cuda-graphs applies to CUDA variants only");
+  }
   SUBCASE("bad --device") {
     Result r = thunderc({"examine", sample("mlp.pt"), "--device", "tpu"});
     CHECK(r.code == 1);

@@ -213,6 +213,25 @@ TEST_CASE("fake driver: a CUDA variant runs end to end, weights uploaded once, w
   CHECK(stats().live_streams == 0);
 }
 
+TEST_CASE("fake driver: --cuda-graphs whose capture fails runs every call directly, and frees what it set up") {
+  const uint64_t live_before = stats().live_allocations;
+  fake_fn<thunderc_fake_cuda_reset_counters_fn>("thunderc_fake_cuda_reset_counters")();
+  {
+    Model model("cuda_model_graphs");
+    // cuda_model.cpp's hand-written kernels publish no parameter sizes, so the fake driver refuses to capture
+    // their launches (as a real one refuses an operation it cannot capture): call 2's capture fails.
+    for (int i = 0; i < 5; ++i) CHECK(run_on(model.m, iota(6, static_cast<float>(i)), 2, kGpu0, nullptr) == "");
+    void* s1 = nullptr;
+    REQUIRE(Status(thunderc_device_stream_create(kGpu0, &s1)).ok());
+    for (int i = 0; i < 3; ++i) CHECK(run_on(model.m, iota(12, 1.0f * i), 4, kGpu0, s1) == "");
+    CHECK(Status(thunderc_device_stream_destroy(kGpu0, s1)).ok());
+    CHECK(stats().graph_launches == 0);
+    CHECK(stats().launches == 5 * 2 + 3 * 2);  // every call ran its kernels directly (failed captures ran none)
+  }
+  CHECK(stats().live_allocations == live_before);  // static buffers and capture streams are freed at close
+  CHECK(stats().live_streams == 0);
+}
+
 TEST_CASE("fake driver: run_alloc gives device memory that the deleter frees") {
   Model model("cuda_model");
   const uint64_t live_before = stats().live_allocations;

@@ -36,4 +36,16 @@ inline uint64_t cudnn_executes() {
   return st.executes;
 }
 
+// The fake driver's counters.
+inline thunderc_fake_cuda_stats_t driver_stats() {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(lib != nullptr);
+  auto fn = reinterpret_cast<thunderc_fake_cuda_stats_fn>(dlsym(lib, "thunderc_fake_cuda_stats"));
+  REQUIRE(reinterpret_cast<void*>(fn) != nullptr);
+  thunderc_fake_cuda_stats_t st{};
+  fn(&st);
+  dlclose(lib);
+  return st;
+}
+
 }  // namespace fake_libs

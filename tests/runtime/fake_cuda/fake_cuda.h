@@ -13,7 +13,10 @@
  *   extern "C" void thunderc_emu_launch_<name>(const unsigned* grid, const unsigned* block,
  *                                               unsigned shared_bytes, void** args);
  * in the kernel library most recently registered when the module was loaded, and cuLaunchKernel calls it
- * synchronously after validating the launch like the driver does. "Device" memory is host memory. */
+ * synchronously after validating the launch like the driver does. "Device" memory is host memory.
+ * Stream capture (cuStreamBeginCapture_v2 .. cuStreamEndCapture) records kernel launches (with copies of
+ * their arguments, sized by thunderc_emu_param_sizes_<name> in the kernel library), device-to-device copies
+ * and thunderc_fake_cuda_enqueue work as host closures; cuGraphLaunch replays them in order. */
 #ifndef THUNDERC_FAKE_CUDA_H_
 #define THUNDERC_FAKE_CUDA_H_
 
@@ -39,6 +42,7 @@ typedef struct thunderc_fake_cuda_stats_t {
   int32_t last_image_kind;    /* 0: none yet, 1: cubin (ELF), 2: PTX (as THUNDERC_CUDA_CUBIN / _PTX) */
   char last_image_arch[32];   /* "sm_90" for a cubin with a fake arch marker, the PTX .target ("sm_80"), or "" */
   char last_kernel[128];      /* name of the kernel last launched (or refused) */
+  uint64_t graph_launches;    /* cuGraphLaunch calls (their kernels count in launches when they run) */
 } thunderc_fake_cuda_stats_t;
 
 /* A snapshot of the counters. */
@@ -57,6 +61,12 @@ typedef struct thunderc_fake_cublaslt_stats_t {
 } thunderc_fake_cublaslt_stats_t;
 void thunderc_fake_cublaslt_stats(thunderc_fake_cublaslt_stats_t* out);
 typedef void (*thunderc_fake_cublaslt_stats_fn)(thunderc_fake_cublaslt_stats_t*);
+
+/* Runs fn(context) now, or, when `stream` is capturing, records it as a node of the graph being captured
+ * (release(context) when the graph is gone). For the fake libraries: their work then replays with the
+ * graph, as a real library's kernels captured on the stream would. 0, or a CUresult. */
+int thunderc_fake_cuda_enqueue(void* stream, void (*fn)(void*), void* context, void (*release)(void*));
+typedef int (*thunderc_fake_cuda_enqueue_fn)(void*, void (*)(void*), void*, void (*)(void*));
 
 typedef void (*thunderc_fake_cuda_stats_fn)(thunderc_fake_cuda_stats_t*);
 typedef void (*thunderc_fake_cuda_reset_counters_fn)(void);

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +46,9 @@ enum : CUresult {
   CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
   CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+  CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+  CUDA_ERROR_ILLEGAL_STATE = 401,
 };
 
 struct ErrorInfo {
@@ -55,6 +59,11 @@ struct ErrorInfo {
 constexpr ErrorInfo kErrors[] = {
     {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
     {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
+    {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
+    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the operation is not permitted in this state"},
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
     {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
@@ -87,9 +96,20 @@ struct Function {
   std::string name;
   Launcher launcher = nullptr;
   int max_dynamic_shared = 48 * 1024;
+  // thunderc_emu_param_sizes_<name>: {count, size of parameter 0, ...}; null when the kernel library has
+  // none (hand-written test kernels), and then a launch cannot be captured (the arguments cannot be copied).
+  const unsigned long* param_sizes = nullptr;
 };
+// One node of a captured graph: work replayed on the host, in capture order.
+using Node = std::function<void()>;
 struct Stream {
   Ctx* ctx = nullptr;
+  bool capturing = false;    // between cuStreamBeginCapture and cuStreamEndCapture
+  bool invalidated = false;  // something was enqueued that cannot be captured
+  std::vector<Node> nodes;
+};
+struct Graph {
+  std::vector<Node> nodes;
 };
 struct Event {
   std::chrono::steady_clock::time_point time{};
@@ -110,6 +130,7 @@ struct State {
   std::set<Function*> functions;
   std::set<Stream*> streams;
   std::set<Event*> events;
+  std::set<Graph*> graphs, graph_execs;
   std::map<uintptr_t, Alloc> allocs;  // base -> size
   thunderc_fake_cuda_stats_t stats{};
 };
@@ -173,6 +194,14 @@ bool valid_stream(State& s, void* stream) {
   const auto v = reinterpret_cast<uintptr_t>(stream);
   if (v == 0 || v == 1 || v == 2) return true;  // NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
   return s.streams.count(static_cast<Stream*>(stream)) != 0;
+}
+
+// The stream when it is a created stream that is capturing (the lock is held), else null.
+Stream* capturing_stream(State& s, void* stream) {
+  const auto v = reinterpret_cast<uintptr_t>(stream);
+  if (v <= 2) return nullptr;
+  auto it = s.streams.find(static_cast<Stream*>(stream));
+  return it != s.streams.end() && (*it)->capturing ? *it : nullptr;
 }
 
 // Whether [p, p + n) lies in one live allocation.
@@ -399,6 +428,20 @@ CUresult do_copy(Dir dir, uintptr_t dst, uintptr_t src, size_t bytes, void* stre
     if (!valid_stream(s, stream)) return CUDA_ERROR_INVALID_HANDLE;
     if (dir != Dir::DtoH && !in_device_memory(s, dst, bytes)) return CUDA_ERROR_INVALID_VALUE;
     if (dir != Dir::HtoD && !in_device_memory(s, src, bytes)) return CUDA_ERROR_INVALID_VALUE;
+    if (Stream* str = capturing_stream(s, stream)) {
+      // Only device-to-device copies are captured here (the runtime captures nothing else); a host copy
+      // invalidates the capture as an unsupported operation would.
+      if (dir != Dir::DtoD) {
+        str->invalidated = true;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+      }
+      str->nodes.push_back([=] {
+        std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+        std::lock_guard<std::mutex> l(st().mutex);
+        ++st().stats.dtod_copies;
+      });
+      return CUDA_SUCCESS;
+    }
     if (dir == Dir::HtoD) ++s.stats.htod_copies, s.stats.htod_bytes += bytes;
     if (dir == Dir::DtoH) ++s.stats.dtoh_copies, s.stats.dtoh_bytes += bytes;
     if (dir == Dir::DtoD) ++s.stats.dtod_copies;
@@ -635,6 +678,8 @@ EXPORT CUresult cuModuleGetFunction(void** function, void* module, const char* n
   f->module = *it;
   f->name = name;
   f->launcher = launcher;
+  f->param_sizes = static_cast<const unsigned long*>(
+      dlsym((*it)->lib->handle, (std::string("thunderc_emu_param_sizes_") + name).c_str()));
   s.functions.insert(f);
   *function = f;
   return CUDA_SUCCESS;
@@ -681,10 +726,122 @@ EXPORT CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigne
       ++s.stats.failed_launches;
       return r;
     }
+    if (Stream* str = capturing_stream(s, stream)) {
+      if (!f->param_sizes || (f->param_sizes[0] > 0 && !params)) {
+        str->invalidated = true;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+      }
+      // A kernel node keeps copies of its arguments, as cuLaunchKernel's capture does.
+      const unsigned long n = f->param_sizes[0];
+      auto copies = std::make_shared<std::vector<std::vector<unsigned char>>>(n);
+      for (unsigned long i = 0; i < n; ++i) {
+        const auto* p = static_cast<const unsigned char*>(params[i]);
+        (*copies)[i].assign(p, p + f->param_sizes[i + 1]);
+      }
+      const Launcher launcher = f->launcher;
+      str->nodes.push_back([=] {
+        std::vector<void*> args;
+        for (auto& c : *copies) args.push_back(c.data());
+        const unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+        launcher(g, b, shared_bytes, args.data());
+        std::lock_guard<std::mutex> l(st().mutex);
+        ++st().stats.launches;
+      });
+      return CUDA_SUCCESS;
+    }
     ++s.stats.launches;
   }
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   f->launcher(grid, block, shared_bytes, params);
+  return CUDA_SUCCESS;
+}
+
+// ---- stream capture and graphs --------------------------------------------------------------------------
+// Work enqueued on a capturing stream is recorded as host closures, not run; cuGraphLaunch runs a graph's
+// closures in order. The legacy/NULL stream cannot capture, as on a real device.
+
+EXPORT CUresult cuStreamBeginCapture_v2(void* stream, int mode) {
+  State& s = st();
+  REQUIRE_INIT(s);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (reinterpret_cast<uintptr_t>(stream) <= 2) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  auto it = s.streams.find(static_cast<Stream*>(stream));
+  if (it == s.streams.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (mode < 0 || mode > 2) return CUDA_ERROR_INVALID_VALUE;
+  if ((*it)->capturing) return CUDA_ERROR_ILLEGAL_STATE;
+  (*it)->capturing = true;
+  (*it)->invalidated = false;
+  (*it)->nodes.clear();
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamEndCapture(void* stream, void** graph) {
+  State& s = st();
+  REQUIRE_INIT(s);
+  if (!graph) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Stream* str = capturing_stream(s, stream);
+  if (!str) return CUDA_ERROR_ILLEGAL_STATE;
+  str->capturing = false;
+  std::vector<Node> nodes = std::move(str->nodes);
+  str->nodes.clear();
+  *graph = nullptr;
+  if (str->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  auto* g = new Graph{std::move(nodes)};
+  s.graphs.insert(g);
+  *graph = g;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long flags) {
+  State& s = st();
+  REQUIRE_INIT(s);
+  if (!exec || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.graphs.find(static_cast<Graph*>(graph));
+  if (it == s.graphs.end()) return CUDA_ERROR_INVALID_HANDLE;
+  auto* e = new Graph{(*it)->nodes};
+  s.graph_execs.insert(e);
+  *exec = e;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphLaunch(void* exec, void* stream) {
+  State& s = st();
+  REQUIRE_INIT(s);
+  Graph* e = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto it = s.graph_execs.find(static_cast<Graph*>(exec));
+    if (it == s.graph_execs.end()) return CUDA_ERROR_INVALID_HANDLE;
+    if (!valid_stream(s, stream)) return CUDA_ERROR_INVALID_HANDLE;
+    if (capturing_stream(s, stream)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    e = *it;
+    ++s.stats.graph_launches;
+  }
+  for (const Node& n : e->nodes) n();
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphExecDestroy(void* exec) {
+  State& s = st();
+  REQUIRE_INIT(s);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.graph_execs.find(static_cast<Graph*>(exec));
+  if (it == s.graph_execs.end()) return CUDA_ERROR_INVALID_HANDLE;
+  delete *it;
+  s.graph_execs.erase(it);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphDestroy(void* graph) {
+  State& s = st();
+  REQUIRE_INIT(s);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.graphs.find(static_cast<Graph*>(graph));
+  if (it == s.graphs.end()) return CUDA_ERROR_INVALID_HANDLE;
+  delete *it;
+  s.graphs.erase(it);
   return CUDA_SUCCESS;
 }
 
@@ -727,9 +884,29 @@ EXPORT void thunderc_fake_cuda_reset_counters(void) {
   s.stats.launches = s.stats.failed_launches = s.stats.total_allocations = 0;
   s.stats.htod_copies = s.stats.htod_bytes = s.stats.dtoh_copies = s.stats.dtoh_bytes = s.stats.dtod_copies = 0;
   s.stats.module_loads = 0;
+  s.stats.graph_launches = 0;
   s.stats.last_image_kind = 0;
   s.stats.last_image_arch[0] = '\0';
   s.stats.last_kernel[0] = '\0';
+}
+
+EXPORT int thunderc_fake_cuda_enqueue(void* stream, void (*fn)(void*), void* context, void (*release)(void*)) {
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  State& s = st();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!valid_stream(s, stream)) return CUDA_ERROR_INVALID_HANDLE;
+    if (Stream* str = capturing_stream(s, stream)) {
+      std::shared_ptr<void> owned(context, [release](void* p) {
+        if (release) release(p);
+      });
+      str->nodes.push_back([fn, owned] { fn(owned.get()); });
+      return CUDA_SUCCESS;
+    }
+  }
+  fn(context);
+  if (release) release(context);
+  return CUDA_SUCCESS;
 }
 
 EXPORT int thunderc_fake_cuda_register_kernels(const char* so_path) {
