@@ -15,12 +15,16 @@
 # prepare: THUNDERC (default build/bin/thunderc), GPU_CHECK_EXECUTORS (default nvfuser,cudnn: the design card's
 #   command), REAL_MODELS_DIR (default /tmp/real_models, then /tmp/thunderc-real-models: .pt files written by
 #   scripts/make_real_models.py; optional), GPU_CHECK_MAX_MIB (default 60: DIR stays under it; models that
-#   would not fit are left out and listed).
+#   would not fit are left out and listed), GPU_CHECK_CONFIGS (the extra configurations each sample is also
+#   compiled with, "label:flags" separated by ";"; default below: the CUDA defaults (cuDNN + cuBLASLt +
+#   nvfuser), nvfuser alone, --precision tf32, --cuda-graphs; "" for none), timed in a table of their own
+#   (gpu_check_configs.md) against the card's command.
 # run: GPU_CHECK_ITERS (default 100), GPU_CHECK_WARMUP (10), GPU_CHECK_RTOL (1e-4), GPU_CHECK_ATOL (1e-5),
 #   GPU_CHECK_COMPILE_TIMEOUT (60 s per torch.compile warm-up), GPU_CHECK_BUDGET (180 s for the whole PyTorch
 #   part; torch.compile is skipped, reported n/a, once it would overrun; stopped at budget + 120 s),
 #   GPU_CHECK_TF32 (off: PyTorch's cuDNN convolutions in plain float32; default: PyTorch's own settings),
-#   GPU_CHECK_REBUILD=1 (rebuild the runner from DIR/src even if the carried one runs), PYTHON (python3).
+#   GPU_CHECK_REBUILD=1 (rebuild the runner from DIR/src even if the carried one runs), PYTHON (python3),
+#   GPU_CHECK_TF32_RTOL / GPU_CHECK_TF32_ATOL (1e-3 / 1e-3: the tolerance of the tf32 configuration).
 # Exit status of run: 0 all models ran and matched, 1 no GPU / setup error, 2 a model failed or differed.
 set -uo pipefail
 
@@ -140,7 +144,8 @@ prepare() {
     [[ -f $input && -f $here/samples/$name.expected.npy ]] || { echo "skip $name: no input/expected .npy" | tee -a "$notes"; continue; }
     inname=$(pt_inputs "$pt" | head -n 1 | cut -d' ' -f1)
     shapes=${inname:-x}=$(npy_shape "$input")
-    compile_one "$name" sample "$pt" "$shapes" "$input" "$here/samples/$name.expected.npy" "LibTorch CPU (samples/$name.expected.npy)" || true
+    compile_one "$name" sample "$pt" "$shapes" "$input" "$here/samples/$name.expected.npy" "LibTorch CPU (samples/$name.expected.npy)" || continue
+    compile_configs "$name" "$pt" "$shapes"
   done
 
   # Real models (optional), smallest first, while DIR stays under the size limit.
@@ -234,6 +239,31 @@ print(",".join(sorted({e for v in json.load(open(sys.argv[1]))["variants"] for e
   fi
 }
 
+# compile_configs NAME PT SHAPES: the sample in each of GPU_CHECK_CONFIGS into DIR/configs/, one line per
+# configuration in configs.tsv (name, label, flags, so, and the card's row's input and expected).
+compile_configs() {
+  local name=$1 pt=$2 shapes=$3 item label flags out log
+  local configs=${GPU_CHECK_CONFIGS-"cuda:--device cuda;nvfuser:--executors nvfuser;tf32:--device cuda --precision tf32;graphs:--device cuda --cuda-graphs"}
+  mkdir -p "$dir/configs"
+  [[ -f $dir/configs.tsv ]] || printf 'name\tlabel\tflags\tso\tinput\texpected\n' >"$dir/configs.tsv"
+  local items=()
+  IFS=';' read -r -a items <<<"$configs"
+  for item in "${items[@]}"; do
+    [[ -n $item ]] || continue
+    label=${item%%:*}
+    flags=${item#*:}
+    out=$dir/configs/$name.$label.so
+    # shellcheck disable=SC2086
+    if ! log=$("$thunderc" "$pt" $flags --shapes "$shapes" -o "$out" 2>&1 </dev/null); then
+      echo "FAILED to compile $name ($label: $flags): $(head -n 3 <<<"$log" | tr '\n' ' ')" | tee -a "$notes"
+      continue
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$label" "$flags" "configs/$name.$label.so" "models/$name.input.npy" \
+      "models/$name.expected.npy" >>"$dir/configs.tsv"
+    printf 'compiled %-36s %-8s %s\n' "$name" "$label" "$flags"
+  done
+}
+
 # -------------------------------------------------------------------------------------------------------- run
 
 # The runner to use: the carried one when it starts here, else one rebuilt from DIR/src (no LibTorch needed).
@@ -318,6 +348,49 @@ else:
 EOF
   done <"$dir/models.tsv"
   echo "(elapsed: $((SECONDS - began)) s)"
+
+  # The samples in their other configurations (configs.tsv), each against LibTorch and timed like the card's.
+  if [[ -f $dir/configs.tsv ]]; then
+    echo
+    echo "== thunderc configurations (baseline: the card's command; tf32 at rtol/atol ${GPU_CHECK_TF32_RTOL:-1e-3}/${GPU_CHECK_TF32_ATOL:-1e-3})"
+    local label flags crtol catol
+    mkdir -p "$work/configs"
+    while IFS=$'\t' read -r name label flags so input expected; do
+      [[ $name == name ]] && continue
+      crtol=$rtol catol=$atol
+      [[ $label == tf32 ]] && crtol=${GPU_CHECK_TF32_RTOL:-1e-3} catol=${GPU_CHECK_TF32_ATOL:-1e-3}
+      mkdir -p "$work/configs/$name.$label"
+      timeout 180 "$runner" "$dir/$so" --input "$dir/$input" --expect "$dir/$expected" --rtol "$crtol" --atol "$catol" \
+        --iters "$iters" --warmup "$warmup" --output-dir "$work/configs/$name.$label" --json \
+        >"$work/configs/$name.$label.json" 2>"$work/configs/$name.$label.err"
+      rc=$?
+      ((rc == 0)) || status=2
+      cp "$work/configs/$name.$label.err" "$out/config_$name.$label.err" 2>/dev/null
+    done <"$dir/configs.tsv"
+    python3 - "$dir/configs.tsv" "$work/configs" "$work" "$out/gpu_check_configs.md" <<'EOF'
+import json, os, sys
+tsv, cdir, work, md = sys.argv[1:5]
+def load(path):
+    try:
+        return json.loads(open(path).read().strip().splitlines()[-1])
+    except Exception as e:
+        return {"ok": False, "error": f"no result ({e})"}
+rows = [l.rstrip("\n").split("\t") for l in open(tsv)][1:]
+lines = ["| sample | configuration | flags | median ms | vs card | max abs diff | result |",
+         "|---|---|---|---|---|---|---|"]
+for name, label, flags, *_ in rows:
+    j = load(os.path.join(cdir, f"{name}.{label}.json"))
+    base = load(os.path.join(work, f"{name}.json"))
+    med, bmed = j.get("median_ms"), base.get("median_ms")
+    ratio = f"{bmed / med:.2f}x" if med and bmed else "n/a"
+    result = "ok" if j.get("ok") else ("DIFFERS" if "median_ms" in j else "FAILED: " + str(j.get("error", ""))[:120])
+    shown = f"{med:.4f}" if isinstance(med, (int, float)) else "n/a"
+    lines.append(f"| {name} | {label} | `{flags}` | {shown} | {ratio} | {j.get('max_abs_diff', 'n/a')} | {result} |")
+text = "\n".join(lines) + "\n\nvs card: the card's command (--executors nvfuser,cudnn) median divided by this one's (> 1: faster).\n"
+open(md, "w").write(text)
+print(text)
+EOF
+  fi
 
   echo
   echo "== PyTorch on the same GPU, and the report"
