@@ -27,6 +27,11 @@ struct GemmPlan {
 // The plan of a GEMM-backed symbol that nvfuser's checker (core/executors/cpp_support.cpp, cuda_gemm) accepts.
 GemmPlan plan_gemm(const Trace& t, const BoundSymbol& s);
 
+// Registers a generated kernel (through ctx) and appends its launch to `lines`, with the argument variables
+// in parameter order.
+void add_gemm_kernel(const EmitContext& ctx, const cuda::KernelLaunch& l, const std::vector<std::string>& vars,
+                     const std::string& what, std::vector<std::string>& lines, const std::string& indent);
+
 // A GEMM-backed symbol outside any region: its kernel, bias in the epilogue.
 void emit_lone_gemm(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& out);
 

@@ -1,6 +1,7 @@
 #include "codegen/nvfuser/nvfuser_backend.h"
 
 #include "codegen/loops/region_lowering.h"
+#include "codegen/nvfuser/attention.h"
 #include "codegen/nvfuser/gemm.h"
 #include "codegen/nvfuser/gemm_plan.h"
 
@@ -159,6 +160,8 @@ std::pair<std::string, std::string> split_param(const std::string& decl) {
   return {type, name};
 }
 
+}  // namespace
+
 // Registers a generated GEMM/conv kernel and appends its launch (argument variables in parameter order).
 void add_gemm_kernel(const EmitContext& ctx, const cuda::KernelLaunch& l, const std::vector<std::string>& vars,
                      const std::string& what, Lines& lines, const std::string& indent) {
@@ -174,8 +177,6 @@ void add_gemm_kernel(const EmitContext& ctx, const cuda::KernelLaunch& l, const 
   std::size_t index = ctx.add_kernel(k);
   emit_launch(lines, indent, index, k, vars, ctx.on_failure());
 }
-
-}  // namespace
 
 // A GEMM-backed symbol outside any region: its kernel, bias in the epilogue.
 void emit_lone_gemm(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& out) {
@@ -698,6 +699,10 @@ static __device__ __forceinline__ float thunderc_erff(float x) { return erff(x);
 }  // namespace
 
 void NvfuserBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
+  if (sym.op->category == OpCategory::Attention) {  // a kernel of its own, never in a region
+    emit_cuda_attention(ctx, sym, out);
+    return;
+  }
   if (!sym.is_region() && gemm_backed(sym)) {
     emit_lone_gemm(ctx, sym, out);
     return;
@@ -709,6 +714,7 @@ void NvfuserBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
 }
 
 std::size_t NvfuserBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {
+  if (sym.op->category == OpCategory::Attention) return 0;
   if (!sym.is_region() && gemm_backed(sym)) return 0;
   BoundSymbol region = as_region(sym);
   CudaRegion e(trace, region, nullptr);

@@ -158,15 +158,13 @@ bool cudnn_conv(const Trace& t, const BoundSymbol& s) {
   return w.rank() == 4 && w.numel() > 0 && t.type(s.outputs[0]).numel() > 0;
 }
 
-// scaled_dot_product_attention as the fused kernel of codegen/cpp/attention.h (CPU only, never in a region):
-// float32 or float64 q, k, v and output of one rank >= 2, and a bool mask or one of that dtype which
-// broadcasts to the weights [batch..., L, S] without growing them (no extra dims: ATen's math formulation
-// would give the result those dims, which the meta function does not).
-bool cpu_attention(const Trace& t, const BoundSymbol& s) {
-  if (!on_device<DeviceKind::CPU>(t, s)) return false;
+// scaled_dot_product_attention as a fused kernel of its own (never in a region): q, k, v and the output of one
+// rank >= 2 and dtype, and no mask or a bool mask or one of that dtype which broadcasts to the weights
+// [batch..., L, S] without growing them (no extra dims: ATen's math formulation would give the result those
+// dims, which the meta function does not).
+bool attention_shapes(const Trace& t, const BoundSymbol& s) {
   const TensorType &q = t.type(s.inputs[0].value), &k = t.type(s.inputs[1].value), &v = t.type(s.inputs[2].value);
   const TensorType& o = t.type(s.outputs[0]);
-  if (o.dtype != DType::Float32 && o.dtype != DType::Float64) return false;
   for (const TensorType* x : {&q, &k, &v})
     if (x->dtype != o.dtype || x->rank() != o.rank()) return false;
   if (s.inputs.size() > 3 && s.inputs[3].is_tensor()) {
@@ -183,6 +181,27 @@ bool cpu_attention(const Trace& t, const BoundSymbol& s) {
   return true;
 }
 
+// The cpp kernel (codegen/cpp/attention.h): float32 or float64 on the CPU.
+bool cpu_attention(const Trace& t, const BoundSymbol& s) {
+  if (!on_device<DeviceKind::CPU>(t, s)) return false;
+  const DType d = t.type(s.outputs[0]).dtype;
+  return (d == DType::Float32 || d == DType::Float64) && attention_shapes(t, s);
+}
+
+// nvfuser's flash kernel (codegen/nvfuser/attention.h): float32, head sizes up to 128 (static shared memory),
+// at least one key, at most 65535 batch entries (the grid's y dimension).
+bool cuda_attention(const Trace& t, const BoundSymbol& s) {
+  if (!on_device<DeviceKind::CUDA>(t, s) || t.type(s.outputs[0]).dtype != DType::Float32 || !attention_shapes(t, s))
+    return false;
+  const TensorType &q = t.type(s.inputs[0].value), &k = t.type(s.inputs[1].value), &v = t.type(s.inputs[2].value);
+  const TensorType& o = t.type(s.outputs[0]);
+  const std::size_t n = o.rank();
+  const std::int64_t E = q.shape[n - 1], Ev = v.shape[n - 1], Sk = k.shape[n - 2];
+  std::int64_t batch = 1;
+  for (std::size_t i = 0; i + 2 < n; ++i) batch *= o.shape[i];
+  return E >= 1 && E <= 128 && Ev >= 1 && Ev <= 128 && Sk >= 1 && batch <= 65535;
+}
+
 }  // namespace
 
 void register_cpp_impls(Executor& cpp) {
@@ -194,6 +213,7 @@ void register_nvfuser_impls(Executor& nvfuser) {
   register_loop_impls<DeviceKind::CUDA>(nvfuser);
   for (const char* name : {"linear", "matmul", "bmm", "addmm", "conv2d"})
     nvfuser.register_impl(name, cuda_gemm, Executor::Claim::Fallback);
+  nvfuser.register_impl("scaled_dot_product_attention", cuda_attention);
 }
 
 void register_cublas_impls(Executor& cublas) {

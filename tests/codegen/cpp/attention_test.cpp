@@ -1,15 +1,25 @@
 // The cpp executor's fused attention kernel (codegen/cpp/attention.h): numeric parity with the torch
 // executor (which runs the math formulation: matmul, scale, mask, softmax, matmul in ATen) over shapes and
 // masks, what it claims, that it never joins a fusion region, and the generated source.
+// Built again into the nvfuser conformance executable (THUNDERC_CONFORMANCE_NVFUSER): the same float32
+// parity cases then run nvfuser's flash kernel (codegen/nvfuser/attention.h) emulated, through the runtime.
 // Tolerance: float32 rtol 1e-5 / atol 1e-5 (the kernel sums the dot products and the weighted values in
 // another order, and rescales partial sums: the online softmax); float64 1e-12 / 1e-12.
 #include <doctest/doctest.h>
 
 #include "codegen/cpp/cpp_backend.h"
 #include "cpp_test_util.h"
+#ifndef THUNDERC_CONFORMANCE_NVFUSER
 #include "golden_util.h"
+#endif
 
 using namespace cpptest;
+
+#ifdef THUNDERC_CONFORMANCE_NVFUSER
+#define KERNEL "nvfuser "  // test names say whose kernel ran
+#else
+#define KERNEL "cpp "
+#endif
 
 namespace {
 
@@ -57,16 +67,29 @@ std::string generated(const Trace& claimed_trace) {
   return "";
 }
 
+#ifdef THUNDERC_CONFORMANCE_NVFUSER
+// Whether nvfuser claims the trace's attention when it runs on CUDA.
+bool claimed_by_cpp(const Trace& t) {
+  Trace on_cuda = t;
+  on_cuda.set_device(Device::cuda(0));
+  std::vector<const Executor*> exs = {find_executor("nvfuser")};
+  claim_executors(on_cuda, exs);
+  for (const BoundSymbol& s : on_cuda.symbols())
+    if (s.op->name == kSdpa) return s.executor == "nvfuser";
+  return false;
+}
+#else
 bool claimed_by_cpp(const Trace& t) {
   Trace c = claimed(t, {"cpp", "torch"});
   for (const BoundSymbol& s : c.symbols())
     if (s.op->name == kSdpa) return s.executor == "cpp";
   return false;
 }
+#endif
 
 }  // namespace
 
-TEST_CASE("cpp attention matches the torch executor: shapes, broadcasting, causal, masks") {
+TEST_CASE(KERNEL "attention matches the torch executor: shapes, broadcasting, causal, masks") {
   struct Named {
     const char* name;
     Case c;
@@ -97,12 +120,14 @@ TEST_CASE("cpp attention matches the torch executor: shapes, broadcasting, causa
   }
 }
 
-TEST_CASE("cpp attention: float64, NaN inputs, fully masked rows give NaN as PyTorch") {
+TEST_CASE(KERNEL "attention: float64, NaN inputs, fully masked rows give NaN as PyTorch") {
+#ifndef THUNDERC_CONFORMANCE_NVFUSER  // nvfuser's kernel is float32 only
   SUBCASE("float64") {
     Trace t = attention_trace({{2, 3, 7, 8}, {2, 1, 20, 8}, {2, 3, 20, 5}, {}, true, {}}, DType::Float64);
     CHECK(claimed_by_cpp(t));
     check_against_torch(t, "attn_f64", false, Tol{1e-12, 1e-12});
   }
+#endif
   SUBCASE("NaN in q, k, v propagates as in the math formulation") {
     Trace t = attention_trace({{2, 6, 8}, {2, 70, 8}, {2, 70, 8}, b8({6, 70}), false, {}});
     check_against_torch(t, "attn_nan", false, Tol{1e-5, 1e-5}, 1, InputOpts{0.01});
@@ -114,6 +139,18 @@ TEST_CASE("cpp attention: float64, NaN inputs, fully masked rows give NaN as PyT
   }
 }
 
+#ifdef THUNDERC_CONFORMANCE_NVFUSER
+TEST_CASE("nvfuser attention: what the checker leaves to others, and head sizes up to 128") {
+  CHECK_FALSE(claimed_by_cpp(attention_trace({{2, 4, 8}, {2, 4, 8}, {2, 4, 8}, {}, false, {}}, DType::Float64)));
+  CHECK_FALSE(claimed_by_cpp(attention_trace({{1, 4, 129}, {1, 4, 129}, {1, 4, 8}, {}, false, {}})));
+  CHECK_FALSE(claimed_by_cpp(attention_trace({{1, 4, 8}, {1, 4, 8}, {1, 4, 129}, {}, false, {}})));
+  CHECK_FALSE(claimed_by_cpp(attention_trace({{1, 4, 8}, {1, 0, 8}, {1, 0, 8}, {}, false, {}})));  // no key
+  CHECK_FALSE(claimed_by_cpp(attention_trace({{2, 4, 8}, {2, 4, 8}, {2, 4, 8}, b8({1, 1, 4, 4}), false, {}})));
+  Trace big = attention_trace({{1, 2, 40, 128}, {1, 2, 70, 128}, {1, 2, 70, 128}, b8({40, 70}), false, {}});
+  CHECK(claimed_by_cpp(big));
+  check_against_torch(big, "attn_e128", false, Tol{1e-5, 1e-5});
+}
+#else
 TEST_CASE("cpp attention: what the checker leaves to others") {
   // float16; masks that would broadcast the weights to more batches.
   CHECK_FALSE(claimed_by_cpp(attention_trace({{2, 4, 8}, {2, 4, 8}, {2, 4, 8}, {}, false, {}}, DType::Float16)));
@@ -158,3 +195,4 @@ TEST_CASE("generated source of the attention kernel: tiles, online softmax, no L
   CppBackend backend;
   CHECK(backend.scratch_bytes(c, c.symbols()[0]) == 0);
 }
+#endif  // THUNDERC_CONFORMANCE_NVFUSER

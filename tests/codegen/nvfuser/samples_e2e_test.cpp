@@ -135,6 +135,8 @@ TEST_CASE("samples: --device cuda (cudnn, cublas, nvfuser), run emulated, match 
   const std::set<std::string> ex = {"nvfuser", "cudnn", "cublas"};
   SUBCASE("mlp") { check_sample("mlp", {"--device", "cuda"}, ex); }
   SUBCASE("cnn") { check_sample("cnn", {"--device", "cuda"}, ex); }
+  SUBCASE("gpt_block (causal attention on nvfuser's flash kernel)") { check_sample("gpt_block", {"--device", "cuda"}, ex); }
+  SUBCASE("encoder_layer (key-padding mask)") { check_sample("encoder_layer", {"--device", "cuda"}, ex); }
   SUBCASE("mlp_scripted") { check_sample("mlp_scripted", {"--device", "cuda", "--shapes", "x=1x64"}, ex); }
   SUBCASE("gpt_block_scripted") { check_sample("gpt_block_scripted", {"--device", "cuda", "--shapes", "x=1x16x64"}, ex); }
 }

@@ -1,0 +1,191 @@
+#include "codegen/nvfuser/attention.h"
+
+#include <cmath>
+
+#include "codegen/loops/region_lowering.h"
+#include "codegen/nvfuser/gemm_plan.h"
+#include "core/ir/error.h"
+
+namespace thunderc {
+
+namespace {
+
+constexpr int kWarps = 4;  // query rows per block
+constexpr int kTile = 32;  // keys per tile: one per lane
+
+std::string S(std::int64_t v) { return std::to_string(v) + "LL"; }
+
+// Strides of a contiguous tensor of shape `src` along each dim of `dst` (right-aligned; 0 where broadcast).
+std::vector<std::int64_t> broadcast_strides(const Shape& src, const Shape& dst) {
+  Shape st = loops::contiguous(src);
+  std::vector<std::int64_t> out(dst.size(), 0);
+  for (std::size_t k = 0; k < src.size(); ++k) {
+    std::size_t j = src.size() - 1 - k, i = dst.size() - 1 - k;
+    out[i] = src[j] == 1 && dst[i] != 1 ? 0 : st[j];
+  }
+  return out;
+}
+
+}  // namespace
+
+cuda::KernelLaunch cuda_attention_kernel(const std::string& name, const Trace& t, const BoundSymbol& sym) {
+  const TensorType &q = t.type(sym.inputs[0].value), &k = t.type(sym.inputs[1].value),
+                   &v = t.type(sym.inputs[2].value), &o = t.type(sym.outputs[0]);
+  const bool has_mask = sym.inputs.size() > 3 && sym.inputs[3].is_tensor();
+  const std::size_t n = q.rank();
+  THUNDERC_CHECK(o.dtype == DType::Float32 && n >= 2, "nvfuser attention: float32 of rank >= 2 expected");
+  const std::int64_t L = q.shape[n - 2], E = q.shape[n - 1], Sk = k.shape[n - 2], Ev = v.shape[n - 1];
+  THUNDERC_CHECK(E <= 128 && Ev <= 128, "nvfuser attention: head sizes above 128");
+  const bool causal = sym.attrs.get_bool("is_causal");
+  const double scale = sym.attrs.is_none("scale") ? 1.0 / std::sqrt(static_cast<double>(E)) : sym.attrs.get_float("scale");
+
+  Shape batch(o.shape.begin(), o.shape.end() - 2);
+  std::int64_t nb = 1;
+  for (std::int64_t b : batch) nb *= b;
+  Shape weights = batch;
+  weights.push_back(L);
+  weights.push_back(Sk);
+  std::vector<std::int64_t> sq = broadcast_strides(q.shape, o.shape), sk = broadcast_strides(k.shape, o.shape),
+                            sv = broadcast_strides(v.shape, o.shape), sm;
+  bool bool_mask = false;
+  std::int64_t mask_row = 0, mask_col = 0;
+  if (has_mask) {
+    const TensorType& m = t.type(sym.inputs[3].value);
+    bool_mask = m.dtype == DType::Bool;
+    sm = broadcast_strides(m.shape, weights);
+    mask_row = sm[n - 2];
+    mask_col = sm[n - 1];
+  }
+  const std::int64_t CE = (Ev + 31) / 32;  // outputs per lane
+
+  cuda::KernelLaunch l;
+  l.name = name;
+  l.params = {"float* __restrict__ out", "const float* __restrict__ q", "const float* __restrict__ k",
+              "const float* __restrict__ v"};
+  if (has_mask) l.params.push_back(bool_mask ? "const bool* __restrict__ mask" : "const float* __restrict__ mask");
+  std::string params;
+  for (const std::string& p : l.params) params += (params.empty() ? "" : ", ") + p;
+  l.grid[0] = static_cast<unsigned>((L + kWarps - 1) / kWarps);
+  l.grid[1] = static_cast<unsigned>(nb);  // the checker keeps it within the grid's y limit
+  l.block[0] = 32 * kWarps;
+  l.path = "flash_w" + std::to_string(kWarps) + "_t" + std::to_string(kTile);
+
+  std::string src;
+  auto line = [&](const std::string& s) { src += s + "\n"; };
+  line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(32 * kWarps) + ") " + name + "(" + params + ") {");
+  line("  __shared__ float qs_[" + std::to_string(kWarps) + "][" + std::to_string(std::max<std::int64_t>(E, 1)) + "];");
+  line("  __shared__ float ks_[" + std::to_string(kTile) + "][" + std::to_string(E + 1) + "];  // +1: no bank conflicts");
+  line("  __shared__ float vs_[" + std::to_string(kTile) + "][" + std::to_string(std::max<std::int64_t>(Ev, 1)) + "];");
+  line("  const float NINF_ = -__builtin_inff();  // the prelude defines it for NVRTC");
+  line("  const int lane_ = threadIdx.x & 31, warp_ = threadIdx.x >> 5;");
+  line("  const long long row_ = (long long)blockIdx.x * " + std::to_string(kWarps) + " + warp_;");
+  line("  const bool live_ = row_ < " + S(L) + ";");
+  // Batch index -> per-operand offsets (last batch dim fastest).
+  line("  long long oq_ = 0, ok_ = 0, ov_ = 0, om_ = 0, rest_ = blockIdx.y;");
+  line("  (void)om_; (void)rest_;");
+  for (std::size_t b = batch.size(); b-- > 0;) {
+    if (batch[b] == 1) continue;
+    std::string s = "  { const long long x_ = rest_ % " + S(batch[b]) + "; rest_ /= " + S(batch[b]) + ";";
+    auto add = [&](const char* var, std::int64_t stride) {
+      if (stride != 0) s += std::string(" ") + var + " += x_ * " + S(stride) + ";";
+    };
+    add("oq_", sq[b]);
+    add("ok_", sk[b]);
+    add("ov_", sv[b]);
+    if (has_mask) add("om_", sm[b]);
+    line(s + " }");
+  }
+  line("  const long long ob_ = (long long)blockIdx.y * " + S(L * Ev) + ";");
+  line("  if (live_)");
+  line("    for (int e_ = lane_; e_ < " + std::to_string(E) + "; e_ += 32) qs_[warp_][e_] = q[oq_ + row_ * " + S(E) + " + e_];");
+  line("  float m_ = NINF_, l_ = 0.0f, acc_[" + std::to_string(CE) + "];");
+  line("  for (int c_ = 0; c_ < " + std::to_string(CE) + "; ++c_) acc_[c_] = 0.0f;");
+  // Causal: keys past the block's last row are all masked.
+  std::string end = S(Sk);
+  if (causal) {
+    line("  long long last_ = (long long)blockIdx.x * " + std::to_string(kWarps) + " + " + std::to_string(kWarps - 1) + ";");
+    line("  if (last_ > " + S(L - 1) + ") last_ = " + S(L - 1) + ";");
+    line("  const long long end_ = last_ + 1 < " + S(Sk) + " ? last_ + 1 : " + S(Sk) + ";");
+    end = "end_";
+  }
+  line("  for (long long j0_ = 0; j0_ < " + end + "; j0_ += " + std::to_string(kTile) + ") {");
+  line("    __syncthreads();  // the previous tile is no longer read");
+  line("    for (int x_ = threadIdx.x; x_ < " + std::to_string(kTile * E) + "; x_ += " + std::to_string(32 * kWarps) + ") {");
+  line("      const int r_ = x_ / " + std::to_string(std::max<std::int64_t>(E, 1)) + ", e_ = x_ % " +
+       std::to_string(std::max<std::int64_t>(E, 1)) + ";");
+  line("      ks_[r_][e_] = j0_ + r_ < " + S(Sk) + " ? k[ok_ + (j0_ + r_) * " + S(E) + " + e_] : 0.0f;");
+  line("    }");
+  line("    for (int x_ = threadIdx.x; x_ < " + std::to_string(kTile * Ev) + "; x_ += " + std::to_string(32 * kWarps) + ") {");
+  line("      const int r_ = x_ / " + std::to_string(std::max<std::int64_t>(Ev, 1)) + ", d_ = x_ % " +
+       std::to_string(std::max<std::int64_t>(Ev, 1)) + ";");
+  line("      vs_[r_][d_] = j0_ + r_ < " + S(Sk) + " ? v[ov_ + (j0_ + r_) * " + S(Ev) + " + d_] : 0.0f;");
+  line("    }");
+  line("    __syncthreads();");
+  line("    const long long j_ = j0_ + lane_;");
+  line("    float s_ = NINF_;");
+  line("    if (live_ && j_ < " + S(Sk) + ") {");
+  line("      float dot_ = 0.0f;");
+  line("      for (int e_ = 0; e_ < " + std::to_string(E) + "; ++e_) dot_ = fmaf(qs_[warp_][e_], ks_[lane_][e_], dot_);");
+  line("      s_ = dot_ * " + loops::lit(scale, DType::Float32) + ";");
+  if (causal) line("      if (j_ > row_) s_ = NINF_;");
+  if (has_mask) {
+    const std::string at = "mask[om_ + row_ * " + S(mask_row) + " + j_ * " + S(mask_col) + "]";
+    if (bool_mask) line("      if (!" + at + ") s_ = NINF_;");
+    else line("      s_ += " + at + ";");
+  }
+  line("    }");
+  line("    float tm_ = s_;  // the tile's max (NaN loses, as in fmaxf; a NaN score still reaches its p below)");
+  line("    for (int o_ = 16; o_ > 0; o_ >>= 1) tm_ = fmaxf(tm_, __shfl_xor_sync(0xffffffffu, tm_, o_));");
+  line("    const float mn_ = fmaxf(m_, tm_);");
+  line("    const float p_ = mn_ == NINF_ ? 0.0f : expf(s_ - mn_);");
+  line("    const float c_ = m_ == NINF_ ? 0.0f : expf(m_ - mn_);");
+  line("    float ts_ = p_;");
+  line("    for (int o_ = 16; o_ > 0; o_ >>= 1) ts_ += __shfl_xor_sync(0xffffffffu, ts_, o_);");
+  line("    l_ = l_ * c_ + ts_;");
+  line("    m_ = mn_;");
+  line("    for (int c2_ = 0; c2_ < " + std::to_string(CE) + "; ++c2_) acc_[c2_] *= c_;");
+  line("    for (int jj_ = 0; jj_ < " + std::to_string(kTile) + "; ++jj_) {");
+  line("      const float pj_ = __shfl_sync(0xffffffffu, p_, jj_);");
+  line("      for (int c2_ = 0; c2_ < " + std::to_string(CE) + "; ++c2_) {");
+  line("        const int d_ = lane_ + 32 * c2_;");
+  line("        if (d_ < " + std::to_string(Ev) + ") acc_[c2_] = fmaf(pj_, vs_[jj_][d_], acc_[c2_]);");
+  line("      }");
+  line("    }");
+  line("  }");
+  line("  if (!live_) return;");
+  line("  for (int c2_ = 0; c2_ < " + std::to_string(CE) + "; ++c2_) {");
+  line("    const int d_ = lane_ + 32 * c2_;");
+  line("    if (d_ < " + std::to_string(Ev) + ") out[ob_ + row_ * " + S(Ev) + " + d_] = acc_[c2_] / l_;");
+  line("  }");
+  line("}");
+  l.source = src;
+  return l;
+}
+
+void emit_cuda_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
+  const Trace& t = ctx.trace();
+  if (t.type(sym.outputs[0]).numel() == 0) return;
+  cuda::KernelLaunch l = cuda_attention_kernel(ctx.kernel_name("sdpa"), t, sym);
+  std::vector<std::string> decls, lines;
+  std::vector<std::string> vars;
+  auto ptr = [&](const std::string& type, ValueId v) {
+    std::string name = "p" + std::to_string(vars.size());
+    decls.push_back(type + " " + name + " = " + ctx.buffer(v) + ".data;");
+    vars.push_back(name);
+  };
+  ptr("void*", sym.outputs[0]);
+  for (std::size_t i = 0; i < sym.inputs.size(); ++i)
+    if (sym.inputs[i].is_tensor()) ptr("const void*", sym.inputs[i].value);
+  const std::size_t n = t.type(sym.outputs[0]).rank();
+  const TensorType& q = t.type(sym.inputs[0].value);
+  add_gemm_kernel(ctx, l, vars,
+                  "scaled_dot_product_attention L=" + std::to_string(q.shape[n - 2]) +
+                      " E=" + std::to_string(q.shape[n - 1]) + (sym.attrs.get_bool("is_causal") ? " causal" : ""),
+                  lines, "  ");
+  out.line("{");
+  for (const std::string& d : decls) out.line("  " + d);
+  for (const std::string& ln : lines) out.line(ln);
+  out.line("}");
+}
+
+}  // namespace thunderc
