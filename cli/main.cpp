@@ -331,6 +331,7 @@ struct CompileFlags {
   std::string keep_sources;
   bool disable_torch_autograd = false;
   bool cuda_graphs = false;
+  std::string cpu_target = "x86-64-v3";
   std::string cache = "constant values";
 };
 
@@ -403,9 +404,12 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
                  "which has no CUDA here); compile one variant per --shapes instead");
   } else if (out.cuda_arch_option && out.cuda_arch_option->count() > 0) {
     user_error("--cuda-arch applies to CUDA variants only; add --device cuda (or --executors nvfuser)");
-  } else if (out.cuda_graphs) {
-    user_error("--cuda-graphs applies to CUDA variants only; add --device cuda (or --executors nvfuser)");
   }
+  if (out.cpu_target != "x86-64" && out.cpu_target != "x86-64-v2" && out.cpu_target != "x86-64-v3" &&
+      out.cpu_target != "x86-64-v4")
+    user_error("--cpu-target must be x86-64, x86-64-v2, x86-64-v3 or x86-64-v4, got '", out.cpu_target, "'");
+  if (options.device.kind != DeviceKind::CUDA && out.cuda_graphs)
+    user_error("--cuda-graphs applies to CUDA variants only; add --device cuda (or --executors nvfuser)");
   options.symbolic = cache == "symbolic values";
   report_torch_cuda_support();
   auto started = std::chrono::steady_clock::now();
@@ -423,6 +427,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.options.transforms = r.transforms;
   request.options.disable_torch_autograd = out.disable_torch_autograd;
   request.options.cuda_graphs = out.cuda_graphs;
+  request.options.cpu_target = out.cpu_target;
   request.options.cache = cache;
   request.options.sharp_edges = sharp_edge_mode_name(options.sharp_edges);
   request.options.skip_inplace_alias_updates = !options.inplace_alias_updates;
@@ -508,6 +513,11 @@ int run(int argc, char** argv) {
                  "\"no caching\" (selected afresh on every call, nothing remembered), \"symbolic values\" (one variant whose "
                  "kernels take the sizes named in --shapes at run time, within --dim's ranges; torch executor)")
       ->type_name("MODE");
+  app.add_option("--cpu-target", out.cpu_target,
+                 "instruction set of the model's host code (its CPU kernels): x86-64-v3 (default: AVX2, FMA; every "
+                 "x86-64 server CPU since 2013-2015), x86-64-v4 (AVX-512), x86-64-v2 (SSE4.2) or x86-64 (any); the "
+                 "runtime refuses to open the model on a CPU that lacks it, naming what is missing")
+      ->type_name("LEVEL");
   app.add_flag("--cuda-graphs", out.cuda_graphs,
                "CUDA variants replay a CUDA graph (Thunder's \"reduce-overhead\"): the runtime captures a variant's "
                "launches on its second call on a stream (the first sets up the library plans) and replays them from "

@@ -5,7 +5,10 @@
 
 namespace thunderc {
 
-CompileSummary compile_model(const CompileRequest& request, const Toolchain& toolchain) {
+CompileSummary compile_model(const CompileRequest& request, const Toolchain& build_toolchain) {
+  // The host code's instruction set (the manifest records it; the runtime checks it at open).
+  Toolchain toolchain = build_toolchain;
+  toolchain.extra_flags.insert(toolchain.extra_flags.begin(), "-march=" + request.options.cpu_target);
   BackendSet backends = make_backends(toolchain, request.options.precision);
   ModulePlan plan = plan_module(request.variants, backends);
   GeneratedModule module = generate_module(request.variants, plan, backends, "source model: " + request.source.path,

@@ -24,6 +24,7 @@ struct ManifestOptions {
   bool cuda_graphs = false;                   // --cuda-graphs: the runtime replays captured CUDA graphs
   std::string sharp_edges = "allow";          // --sharp-edges
   std::string precision = "fp32";             // --precision (tf32: library calls may use tensor cores)
+  std::string cpu_target = "x86-64-v3";       // --cpu-target: -march of the host code; checked at open
   bool skip_inplace_alias_updates = false;    // --skip-inplace-alias-updates  // --disable-torch-autograd (forward-only is all thunderc emits today)
 };
 

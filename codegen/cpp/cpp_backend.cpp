@@ -182,16 +182,6 @@ class CppRegion : public RegionLowering {
   }
 };
 
-
-bool host_has_avx2_fma() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
-
 }  // namespace
 
 LinkInputs CppBackend::link_inputs() const {
@@ -200,11 +190,9 @@ LinkInputs CppBackend::link_inputs() const {
   in.include_dirs = {THUNDERC_CPP_INCLUDE_DIR};
   // -fno-trapping-math lets GCC if-convert comparisons (relu, clamp, the math helpers) so loops vectorize;
   // it changes no result, it only assumes no floating-point trap handler is watching.
+  // The instruction set comes from --cpu-target (-march=x86-64-v3 by default, for the whole model.cpp; the
+  // runtime refuses a CPU without it), never from the machine that compiles.
   in.compile_flags = {"-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math"};
-  if (host_has_avx2_fma()) {
-    in.compile_flags.push_back("-mavx2");
-    in.compile_flags.push_back("-mfma");
-  }
   in.link_flags = {"-fopenmp"};
   return in;
 }

@@ -18,7 +18,7 @@
 //  * The outermost loop runs `#pragma omp parallel for` when the work is large enough; the thread count
 //    is call->num_threads (the runtime's THUNDERC_NUM_THREADS, else all cores). Every output element is
 //    computed by one thread in a fixed order, so results do not depend on the thread count.
-//  * Flags: -O3 -fopenmp -fno-math-errno, plus -mavx2 -mfma when the compiling machine has them
+//  * Flags: -O3 -fopenmp -fno-math-errno; the instruction set is --cpu-target's (-march=..., whole module)
 //    (ISO C++ mode keeps -ffp-contract=off, so FMA never changes rounding). No -ffast-math: NaN and inf
 //    behave as in PyTorch (amax ignores NaN, a documented difference).
 #pragma once

@@ -133,6 +133,7 @@ struct Manifest {
   uint32_t abi_version = 0;
   CacheMode cache = CacheMode::ConstantValues;
   bool cuda_graphs = false;  // options.cuda_graphs (--cuda-graphs): CUDA variants replay a captured graph
+  std::string cpu_target;    // options.cpu_target (--cpu-target): "x86-64-v3", ...; empty in older manifests
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;
   std::vector<Variant> variants;

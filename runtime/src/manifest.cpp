@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cpu_isa.hpp"
 #include "internal.hpp"
 
 namespace thunderc::rt {
@@ -149,6 +150,13 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
       else
         v.error("options.cache", "'" + mode + "' is not a cache mode this runtime supports (constant values, same "
                                  "input, no caching, symbolic values)");
+    }
+    if (auto target = opts->find("cpu_target"); target != opts->end()) {
+      if (!target->is_string()) v.error("options.cpu_target", "expected a string, got " + Validator::type_of(*target));
+      m.cpu_target = target->get<std::string>();
+      if (!is_cpu_isa_level(m.cpu_target))
+        v.error("options.cpu_target", "'" + m.cpu_target + "' is not a CPU target this runtime knows (x86-64, "
+                                      "x86-64-v2, x86-64-v3, x86-64-v4)");
     }
     if (auto graphs = opts->find("cuda_graphs"); graphs != opts->end()) {
       if (!graphs->is_boolean()) v.error("options.cuda_graphs", "expected true or false, got " + Validator::type_of(*graphs));

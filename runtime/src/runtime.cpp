@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cuda_exec.hpp"
+#include "cpu_isa.hpp"
 #include "internal.hpp"
 
 #ifndef THUNDERC_RUNTIME_VERSION_STRING
@@ -289,6 +290,16 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
                                            std::to_string(model->manifest.abi_version) +
                                            " differs from the ABI version the .so reports (" +
                                            std::to_string(abi) + ")");
+
+  // The host code's instruction set: refuse a CPU that lacks it here, rather than die with SIGILL in a call.
+  if (!model->manifest.cpu_target.empty()) {
+    const std::string missing = missing_cpu_features(model->manifest.cpu_target, host_cpu_supports);
+    if (!missing.empty())
+      fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE,
+           "'" + model->path + "' was compiled for " + model->manifest.cpu_target + " (--cpu-target), but this CPU " +
+               "lacks " + missing + "; recompile it with a lower --cpu-target (x86-64-v2 runs on every x86-64 CPU "
+               "since 2009, x86-64 on all)");
+  }
 
   // 5. Entries and devices.
   size_t cuda_workspace = 0;

@@ -58,6 +58,11 @@ std::string without_recorded_shapes(const std::string& name) {
 
 bool has(const Result& r, const std::string& phrase) { return r.out.find(phrase) != std::string::npos; }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 #define CHECK_OUTPUT(r, phrase) CHECK_MESSAGE(has(r, phrase), "expected \"" << phrase << "\" in:\n" << r.out)
 
 }  // namespace
@@ -257,6 +262,19 @@ TEST_CASE("errors") {
     Result cpu = thunderc({"examine", sample("mlp.pt"), "--precision", "tf32"});
     CHECK(cpu.code == 1);
     CHECK_OUTPUT(cpu, "--precision tf32 is a tensor-core mode of NVIDIA GPUs: it needs --device cuda");
+  }
+  SUBCASE("--cpu-target: recorded in the manifest; an unknown level refused") {
+    const std::string so = std::string(THUNDERC_TEST_TMP) + "/cpu_target_v2.so";
+    Result ok = thunderc({sample("mlp.pt"), "--cpu-target", "x86-64-v2", "-o", so});
+    REQUIRE(ok.code == 0);
+    CHECK(read_text(std::string(THUNDERC_TEST_TMP) + "/cpu_target_v2.json").find("\"cpu_target\": \"x86-64-v2\"") !=
+          std::string::npos);
+    Result run = thunderc({"run", so, sample("mlp.input.npy"), "--expect", sample("mlp.expected.npy"), "--output-dir",
+                           std::string(THUNDERC_TEST_TMP) + "/cpu_target_v2_out"});
+    CHECK(run.code == 0);
+    Result bad = thunderc({sample("mlp.pt"), "--cpu-target", "native", "-o", so});
+    CHECK(bad.code == 1);
+    CHECK_OUTPUT(bad, "--cpu-target must be x86-64, x86-64-v2, x86-64-v3 or x86-64-v4, got 'native'");
   }
   SUBCASE("--cuda-graphs without CUDA") {
     Result r = thunderc({sample("mlp.pt"), "--cuda-graphs", "-o", std::string(THUNDERC_TEST_TMP) + "/graphs_cpu.so"});

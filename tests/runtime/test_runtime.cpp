@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../../runtime/src/cpu_isa.hpp"  // header-only: the levels, tested with made-up CPUs
 #include "test_util.hpp"
 #include "thunderc/runtime.h"
 
@@ -560,6 +562,29 @@ std::string replace(std::string s, const std::string& from, const std::string& t
 
 }  // namespace
 
+TEST_CASE("--cpu-target levels: the features each needs, and what a CPU lacks") {
+  using thunderc::rt::missing_cpu_features;
+  auto all = [](const char*) { return true; };
+  auto no_avx2_fma = [](const char* f) { return std::strcmp(f, "avx2") != 0 && std::strcmp(f, "fma") != 0; };
+  auto sse2_only = [](const char*) { return false; };
+  CHECK(missing_cpu_features("x86-64-v3", all) == "");
+  CHECK(missing_cpu_features("x86-64-v3", no_avx2_fma) == "avx2, fma");
+  CHECK(missing_cpu_features("x86-64-v4", no_avx2_fma) == "avx2, fma");  // and every AVX-512 feature it has
+  CHECK(missing_cpu_features("x86-64-v2", no_avx2_fma) == "");
+  CHECK(missing_cpu_features("x86-64", sse2_only) == "");  // the baseline: every x86-64 CPU
+  CHECK(missing_cpu_features("x86-64-v2", sse2_only) == "popcnt, sse3, ssse3, sse4.1, sse4.2");
+  CHECK(thunderc::rt::is_cpu_isa_level("x86-64-v4"));
+  CHECK_FALSE(thunderc::rt::is_cpu_isa_level("native"));
+  // Each level includes the one below it.
+  const auto& levels = thunderc::rt::cpu_isa_levels();
+  for (std::size_t i = 1; i < levels.size(); ++i)
+    for (const char* f : levels[i - 1].second) {
+      INFO(levels[i].first << " lacks " << f);
+      CHECK(std::find_if(levels[i].second.begin(), levels[i].second.end(),
+                         [&](const char* g) { return std::strcmp(f, g) == 0; }) != levels[i].second.end());
+    }
+}
+
 TEST_CASE("corrupt or invalid manifests") {
   const std::string good = read_file(model_path("two_variants", ".json"));
   thunderc_model* m = nullptr;
@@ -583,6 +608,12 @@ TEST_CASE("corrupt or invalid manifests") {
        "format_version: version 7 is not supported"},
       {"abi_version type", replace(good, "\"abi_version\": 3", "\"abi_version\": \"3\""),
        "abi_version: expected a non-negative integer, got string"},
+      {"cpu_target unknown", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cpu_target\": \"x86-64-v9\","),
+       "options.cpu_target: 'x86-64-v9' is not a CPU target this runtime knows"},
+      {"cpu_target type", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cpu_target\": 3,"),
+       "options.cpu_target: expected a string, got integer"},
+      {"cuda_graphs type", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cuda_graphs\": \"yes\","),
+       "options.cuda_graphs: expected true or false, got string"},
       {"abi_version mismatch", replace(good, "\"abi_version\": 3", "\"abi_version\": 4"),
        "abi_version 4 differs from the ABI version the .so reports (3)", THUNDERC_STATUS_ABI_MISMATCH},
       {"inputs missing", replace(good, "\"inputs\"", "\"inputz\""), "inputs: missing"},

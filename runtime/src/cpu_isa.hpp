@@ -1,0 +1,73 @@
+// The x86-64 micro-architecture levels a model's host code may be compiled for (--cpu-target, manifest
+// options.cpu_target), and what each needs from the CPU. The runtime checks them when it opens a model, so a
+// .so built for AVX2 refuses to open, with a message, on a CPU without it instead of dying with SIGILL.
+// Header-only, no runtime state: tests include it with a made-up feature set.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace thunderc::rt {
+
+// Features as __builtin_cpu_supports names (GCC and clang both know these). Levels per the x86-64 psABI;
+// the few level-3 features neither builtin names (F16C, LZCNT, MOVBE) come with AVX2 + BMI2 on every CPU.
+inline const std::vector<std::pair<std::string, std::vector<const char*>>>& cpu_isa_levels() {
+  static const std::vector<std::pair<std::string, std::vector<const char*>>> levels = {
+      {"x86-64", {}},
+      {"x86-64-v2", {"popcnt", "sse3", "ssse3", "sse4.1", "sse4.2"}},
+      {"x86-64-v3", {"popcnt", "sse3", "ssse3", "sse4.1", "sse4.2", "avx", "avx2", "bmi", "bmi2", "fma"}},
+      {"x86-64-v4", {"popcnt", "sse3", "ssse3", "sse4.1", "sse4.2", "avx", "avx2", "bmi", "bmi2", "fma", "avx512f",
+                     "avx512bw", "avx512cd", "avx512dq", "avx512vl"}},
+  };
+  return levels;
+}
+
+inline bool is_cpu_isa_level(const std::string& level) {
+  for (const auto& [name, features] : cpu_isa_levels())
+    if (name == level) return true;
+  return false;
+}
+
+// The features of `level` that `supports` denies, comma-separated; "" when the CPU runs it.
+inline std::string missing_cpu_features(const std::string& level, const std::function<bool(const char*)>& supports) {
+  std::string missing;
+  for (const auto& [name, features] : cpu_isa_levels()) {
+    if (name != level) continue;
+    for (const char* f : features)
+      if (!supports(f)) missing += (missing.empty() ? "" : ", ") + std::string(f);
+  }
+  return missing;
+}
+
+// This CPU, through the compiler's cpuid builtins.
+inline bool host_cpu_supports(const char* feature) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  const std::string f = feature;
+#define THUNDERC_CPU_FEATURE(name) \
+  if (f == name) return __builtin_cpu_supports(name);
+  THUNDERC_CPU_FEATURE("popcnt")
+  THUNDERC_CPU_FEATURE("sse3")
+  THUNDERC_CPU_FEATURE("ssse3")
+  THUNDERC_CPU_FEATURE("sse4.1")
+  THUNDERC_CPU_FEATURE("sse4.2")
+  THUNDERC_CPU_FEATURE("avx")
+  THUNDERC_CPU_FEATURE("avx2")
+  THUNDERC_CPU_FEATURE("bmi")
+  THUNDERC_CPU_FEATURE("bmi2")
+  THUNDERC_CPU_FEATURE("fma")
+  THUNDERC_CPU_FEATURE("avx512f")
+  THUNDERC_CPU_FEATURE("avx512bw")
+  THUNDERC_CPU_FEATURE("avx512cd")
+  THUNDERC_CPU_FEATURE("avx512dq")
+  THUNDERC_CPU_FEATURE("avx512vl")
+#undef THUNDERC_CPU_FEATURE
+  return false;
+#else
+  (void)feature;
+  return false;  // not x86-64: no level is runnable (thunderc compiles x86-64 code only)
+#endif
+}
+
+}  // namespace thunderc::rt
