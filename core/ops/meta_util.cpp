@@ -70,9 +70,22 @@ std::int64_t wrap_dim(std::int64_t dim, std::size_t rank, const std::string& op)
 
 std::int64_t pooled_size(std::int64_t size, std::int64_t kernel, std::int64_t pad, std::int64_t stride,
                          std::int64_t dilation, bool ceil_mode) {
-  std::int64_t span = size + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-  std::int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
-  if (ceil_mode && (out - 1) * stride >= size + pad) --out;
+  // Attributes come from the model file: any int64 arrives here, so every step is checked (no UB).
+  std::int64_t two_pad = 0, dilated = 0, span = 0, out = 0, last = 0, limit = 0;
+  bool overflow = __builtin_mul_overflow(pad, std::int64_t{2}, &two_pad) ||
+                  __builtin_mul_overflow(dilation, kernel - 1, &dilated) ||
+                  __builtin_add_overflow(size, two_pad, &span) || __builtin_sub_overflow(span, dilated, &span) ||
+                  __builtin_sub_overflow(span, std::int64_t{1}, &span) ||
+                  (ceil_mode && __builtin_add_overflow(span, stride - 1, &span));
+  if (!overflow) {
+    out = (span >= 0 ? span / stride : -((-(span + 1)) / stride) - 1) + 1;  // floor division; -span may overflow
+    if (ceil_mode)
+      overflow = __builtin_mul_overflow(out - 1, stride, &last) || __builtin_add_overflow(size, pad, &limit);
+    if (!overflow && ceil_mode && last >= limit) --out;
+  }
+  if (overflow)
+    user_error("the output size of a window of ", kernel, " (dilation ", dilation, ", stride ", stride, ", padding ",
+               pad, ") over ", size, " elements overflows int64");
   return out;
 }
 

@@ -144,9 +144,9 @@ void register_nn_ops(OpRegistry& r) {
            if (groups < 1 || c % groups != 0 || w.shape[0] % groups != 0)
              user_error("conv2d: groups=", groups, " must divide both the input channels ", c,
                         " and the output channels ", w.shape[0]);
-           if (w.shape[1] * groups != c)
-             user_error("conv2d: weight ", shape_str(w.shape), " expects ", w.shape[1] * groups,
-                        " input channels, the input ", shape_str(a.shape), " has ", c);
+           if (w.shape[1] != c / groups)  // not w.shape[1] * groups: that may overflow
+             user_error("conv2d: weight ", shape_str(w.shape), " expects ", w.shape[1], " x ", groups,
+                        " (groups) input channels, the input ", shape_str(a.shape), " has ", c);
            if (!m.is_none(2) && m.tensor(2).shape != Shape{w.shape[0]})
              user_error("conv2d: bias must have shape [", w.shape[0], "], got ", shape_str(m.tensor(2).shape));
            IntList s = pair(m.attrs, "stride", "conv2d"), p = pair(m.attrs, "padding", "conv2d"),

@@ -1,5 +1,7 @@
 // Meta functions of matrix products, convolution, pooling, embedding and attention. Expected shapes were
 // obtained by running the same calls in PyTorch 1.13 and are hard-coded.
+#include <limits>
+
 #include "core/ops/meta_util.h"
 #include "core_test_util.h"
 
@@ -75,7 +77,11 @@ OPS_TEST_CASE("meta conv2d", "conv2d") {
   CHECK(meta1("conv2d", {cuda({1, 3, 8, 8}), cuda({4, 3, 1, 1}), cuda({4})}) == tt(f4, {1, 4, 8, 8}, Device::cuda()));
 
   CHECK_USER_ERROR(meta_error("conv2d", {T(f4, {1, 3, 10, 10}), T(f4, {4, 2, 3, 3}), N()}), "[4, 2, 3, 3]",
-                   "expects 2 input channels", "[1, 3, 10, 10]", "has 3");
+                   "expects 2 x 1 (groups) input channels", "[1, 3, 10, 10]", "has 3");
+  // groups * weight channels would overflow int64: still the mismatch message.
+  CHECK_USER_ERROR(meta_error("conv2d", {T(f4, {1, 4, 10, 10}), T(f4, {4, std::int64_t{1} << 62, 3, 3}), N()},
+                              {{"groups", std::int64_t{4}}}),
+                   "input channels", "has 4");
   CHECK_USER_ERROR(meta_error("conv2d", {T(f4, {1, 3, 2, 2}), T(f4, {4, 3, 3, 3}), N()}), "conv2d", "smaller",
                    "[4, 3, 3, 3]");
   CHECK_USER_ERROR(
@@ -119,6 +125,22 @@ TEST_CASE("pooled_size matches torch's pooling_output_shape") {
   // Negative spans round toward minus infinity (conv2d relies on it to detect too-small inputs).
   CHECK(pooled_size(2, 3, 0, 1, 1, false) == 0);
   CHECK(pooled_size(2, 5, 0, 2, 1, false) == -1);  // torch: floor(-3 / 2) + 1
+  // Attributes from a model file can be any int64: an overflowing size is a user error, never UB.
+  const std::int64_t big = std::numeric_limits<std::int64_t>::max();
+  auto error_of = [](auto fn) {
+    try {
+      fn();
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(error_of([&] { pooled_size(10, 3, big, 1, 1, false); }).find("overflows int64") != std::string::npos);
+  CHECK(error_of([&] { pooled_size(10, big, 0, 1, 3, false); }).find("overflows int64") != std::string::npos);
+  CHECK(error_of([&] { pooled_size(big, 1, 0, big, 1, true); }).find("overflows int64") != std::string::npos);
+  CHECK(pooled_size(big - 2, 1, 0, 1, 1, false) == big - 2);
+  // span = -2^63: floor(-2^63 / 3) + 1, computed without negating the span (which would overflow).
+  CHECK(pooled_size(-big, 1, 0, 3, 1, false) == -3074457345618258602LL);
 }
 
 OPS_TEST_CASE("meta max_pool2d and avg_pool2d", "max_pool2d", "avg_pool2d") {
