@@ -9,6 +9,7 @@ namespace thunderc {
 
 namespace {
 
+using loops::broadcast_strides;
 using loops::contiguous;
 using loops::ctype;
 using loops::lit;
@@ -21,18 +22,6 @@ constexpr std::int64_t kMaxTile = 64, kMaxBlockRows = 16;
 constexpr double kParallelFlops = 262144;
 
 std::string S(std::int64_t v) { return std::to_string(v); }
-
-// Strides of a contiguous tensor of shape `src` along each dim of `dst` (rank >= src's, right-aligned,
-// src broadcasting to dst): 0 where src has size 1 or no dim.
-std::vector<std::int64_t> broadcast_strides(const Shape& src, const Shape& dst) {
-  Shape st = contiguous(src);
-  std::vector<std::int64_t> out(dst.size(), 0);
-  for (std::size_t k = 0; k < src.size(); ++k) {
-    std::size_t j = src.size() - 1 - k, i = dst.size() - 1 - k;
-    out[i] = src[j] == 1 && dst[i] != 1 ? 0 : st[j];
-  }
-  return out;
-}
 
 }  // namespace
 

@@ -61,6 +61,18 @@ inline Shape contiguous(const Shape& s) {
   return st;
 }
 
+// Element strides of a contiguous tensor of shape `src` along each dim of `dst` (src broadcasting to dst,
+// right-aligned): 0 where src has size 1 (or no dim) and dst does not.
+inline std::vector<std::int64_t> broadcast_strides(const Shape& src, const Shape& dst) {
+  Shape st = contiguous(src);
+  std::vector<std::int64_t> out(dst.size(), 0);
+  for (std::size_t k = 0; k < src.size(); ++k) {
+    std::size_t j = src.size() - 1 - k, i = dst.size() - 1 - k;
+    out[i] = src[j] == 1 && dst[i] != 1 ? 0 : st[j];
+  }
+  return out;
+}
+
 inline std::int64_t numel(const Shape& s) {
   std::int64_t n = 1;
   for (auto d : s) n *= d;

@@ -15,17 +15,6 @@ constexpr int kTile = 32;  // keys per tile: one per lane
 
 std::string S(std::int64_t v) { return std::to_string(v) + "LL"; }
 
-// Strides of a contiguous tensor of shape `src` along each dim of `dst` (right-aligned; 0 where broadcast).
-std::vector<std::int64_t> broadcast_strides(const Shape& src, const Shape& dst) {
-  Shape st = loops::contiguous(src);
-  std::vector<std::int64_t> out(dst.size(), 0);
-  for (std::size_t k = 0; k < src.size(); ++k) {
-    std::size_t j = src.size() - 1 - k, i = dst.size() - 1 - k;
-    out[i] = src[j] == 1 && dst[i] != 1 ? 0 : st[j];
-  }
-  return out;
-}
-
 }  // namespace
 
 cuda::KernelLaunch cuda_attention_kernel(const std::string& name, const Trace& t, const BoundSymbol& sym) {
@@ -45,6 +34,7 @@ cuda::KernelLaunch cuda_attention_kernel(const std::string& name, const Trace& t
   Shape weights = batch;
   weights.push_back(L);
   weights.push_back(Sk);
+  using loops::broadcast_strides;
   std::vector<std::int64_t> sq = broadcast_strides(q.shape, o.shape), sk = broadcast_strides(k.shape, o.shape),
                             sv = broadcast_strides(v.shape, o.shape), sm;
   bool bool_mask = false;

@@ -38,17 +38,6 @@ void emit_launch(Lines& lines, const std::string& indent, std::size_t index, con
 // A float expression with the value v converted to float (as ATen converts alpha/beta); inf and NaN too.
 std::string float_lit(double v) { return "(" + lit(v, DType::Float32) + ")"; }
 
-// Element strides of `src` broadcast to `dst` (right-aligned); 0 where broadcast.
-std::vector<std::int64_t> broadcast_strides(const Shape& src, const Shape& dst) {
-  std::vector<std::int64_t> out(dst.size(), 0);
-  Shape st = contiguous(src);
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    std::size_t j = i + dst.size() - src.size();
-    out[j] = src[i] == 1 && dst[j] != 1 ? 0 : st[i];
-  }
-  return out;
-}
-
 bool gemm_backed(const BoundSymbol& s) {
   const std::string& op = s.op->name;
   return op == "linear" || op == "matmul" || op == "bmm" || op == "addmm" || op == "conv2d";

@@ -12,40 +12,32 @@
 
 namespace fake_libs {
 
-// cublasLtMatmul calls the fake cuBLASLt has run (0 before the runtime first loads it).
-inline uint64_t cublaslt_matmuls() {
-  void* lib = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_NOLOAD);
-  if (!lib) return 0;
-  auto fn = reinterpret_cast<thunderc_fake_cublaslt_stats_fn>(dlsym(lib, "thunderc_fake_cublaslt_stats"));
+// A snapshot of the counters a fake library (already loaded by the runtime, else none) exports as `symbol`.
+template <class Stats>
+Stats stats_of(const char* library, const char* symbol) {
+  Stats st{};
+  void* lib = dlopen(library, RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return st;  // not loaded yet: nothing ran
+  auto fn = reinterpret_cast<void (*)(Stats*)>(dlsym(lib, symbol));
   REQUIRE(reinterpret_cast<void*>(fn) != nullptr);
-  thunderc_fake_cublaslt_stats_t st{};
   fn(&st);
   dlclose(lib);
-  return st.matmuls;
+  return st;
 }
 
-// cudnnBackendExecute calls the fake cuDNN has computed (0 before the runtime first loads it).
+// cublasLtMatmul calls the fake cuBLASLt has run.
+inline uint64_t cublaslt_matmuls() {
+  return stats_of<thunderc_fake_cublaslt_stats_t>("libcublasLt.so.13", "thunderc_fake_cublaslt_stats").matmuls;
+}
+
+// cudnnBackendExecute calls the fake cuDNN has computed.
 inline uint64_t cudnn_executes() {
-  void* lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
-  if (!lib) return 0;
-  auto fn = reinterpret_cast<thunderc_fake_cudnn_stats_fn>(dlsym(lib, "thunderc_fake_cudnn_stats"));
-  REQUIRE(reinterpret_cast<void*>(fn) != nullptr);
-  thunderc_fake_cudnn_stats_t st{};
-  fn(&st);
-  dlclose(lib);
-  return st.executes;
+  return stats_of<thunderc_fake_cudnn_stats_t>("libcudnn.so.9", "thunderc_fake_cudnn_stats").executes;
 }
 
 // The fake driver's counters.
 inline thunderc_fake_cuda_stats_t driver_stats() {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(lib != nullptr);
-  auto fn = reinterpret_cast<thunderc_fake_cuda_stats_fn>(dlsym(lib, "thunderc_fake_cuda_stats"));
-  REQUIRE(reinterpret_cast<void*>(fn) != nullptr);
-  thunderc_fake_cuda_stats_t st{};
-  fn(&st);
-  dlclose(lib);
-  return st;
+  return stats_of<thunderc_fake_cuda_stats_t>("libcuda.so.1", "thunderc_fake_cuda_stats");
 }
 
 }  // namespace fake_libs
