@@ -93,6 +93,10 @@ void register_nn_ops(OpRegistry& r) {
            TensorType out = a;
            out.shape.pop_back();
            if (w.rank() == 2) out.shape.push_back(w.shape[0]);
+           // As ATen: with a bias, a 1-D weight works only for a 1-D input (otherwise addmm/matmul+add refuse it).
+           if (!m.is_none(2) && w.rank() == 1 && a.rank() != 1)
+             user_error("linear: a 1-D weight ", shape_str(w.shape), " with a bias needs a 1-D input, got ",
+                        shape_str(a.shape), " (PyTorch: mat2 must be a matrix)");
            if (!m.is_none(2)) broadcast_shapes({m.tensor(2).shape, out.shape}, "linear (bias)");
            out.device = common_device(m);
            return {out};

@@ -22,6 +22,9 @@ OPS_TEST_CASE("meta linear", "linear") {
   CHECK_USER_ERROR(meta_error("linear", {T(f4, {2, 3}), T(f4, {4, 3}), T(f4, {5})}), "[5]", "[2, 4]");
   CHECK_USER_ERROR(meta_error("linear", {T(f4, {2, 3}), T(f4, {1, 4, 3}), N()}), "weight must be 1-D or 2-D");
   CHECK_USER_ERROR(meta_error("linear", {T(f4, {2, 3}), T(f2, {4, 3}), N()}), "dtype", "float32", "float16");
+  // A 1-D weight with a bias: ATen accepts it for a 1-D input only (PyTorch 1.13: "mat2 must be a matrix").
+  CHECK_USER_ERROR(meta_error("linear", {T(f4, {3, 4}), T(f4, {4}), T(f4, {})}), "1-D weight", "needs a 1-D input");
+  CHECK(meta1("linear", {T(f4, {4}), T(f4, {4}), T(f4, {})}) == tt(f4, {}));
 }
 
 OPS_TEST_CASE("meta matmul", "matmul") {
