@@ -516,7 +516,7 @@ int run(int argc, char** argv) {
   app.add_option("--cpu-target", out.cpu_target,
                  "instruction set of the model's host code (its CPU kernels): x86-64-v3 (default: AVX2, FMA; every "
                  "x86-64 server CPU since 2013-2015), x86-64-v4 (AVX-512), x86-64-v2 (SSE4.2) or x86-64 (any); the "
-                 "runtime refuses to open the model on a CPU that lacks it, naming what is missing")
+                 "runtime runs none of its variants on a CPU that lacks it, naming what is missing")
       ->type_name("LEVEL");
   app.add_flag("--cuda-graphs", out.cuda_graphs,
                "CUDA variants replay a CUDA graph (Thunder's \"reduce-overhead\"): the runtime captures a variant's "

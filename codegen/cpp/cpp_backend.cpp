@@ -191,7 +191,7 @@ LinkInputs CppBackend::link_inputs() const {
   // -fno-trapping-math lets GCC if-convert comparisons (relu, clamp, the math helpers) so loops vectorize;
   // it changes no result, it only assumes no floating-point trap handler is watching.
   // The instruction set comes from --cpu-target (-march=x86-64-v3 by default, for the whole model.cpp; the
-  // runtime refuses a CPU without it), never from the machine that compiles.
+  // runtime runs no variant on a CPU without it), never from the machine that compiles.
   in.compile_flags = {"-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math"};
   in.link_flags = {"-fopenmp"};
   return in;

@@ -1,6 +1,6 @@
 // The x86-64 micro-architecture levels a model's host code may be compiled for (--cpu-target, manifest
 // options.cpu_target), and what each needs from the CPU. The runtime checks them when it opens a model, so a
-// .so built for AVX2 refuses to open, with a message, on a CPU without it instead of dying with SIGILL.
+// .so built for AVX2 runs none of its variants, with a message, on a CPU without it instead of dying with SIGILL.
 // Header-only, no runtime state: tests include it with a made-up feature set.
 #pragma once
 

@@ -291,14 +291,15 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
                                            " differs from the ABI version the .so reports (" +
                                            std::to_string(abi) + ")");
 
-  // The host code's instruction set: refuse a CPU that lacks it here, rather than die with SIGILL in a call.
+  // The host code's instruction set: a CPU that lacks it runs no variant (each says why), rather than dying
+  // with SIGILL in a call. The model still opens, to be inspected, as one whose device is missing does.
+  std::string isa_missing;
   if (!model->manifest.cpu_target.empty()) {
     const std::string missing = missing_cpu_features(model->manifest.cpu_target, host_cpu_supports);
     if (!missing.empty())
-      fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE,
-           "'" + model->path + "' was compiled for " + model->manifest.cpu_target + " (--cpu-target), but this CPU " +
-               "lacks " + missing + "; recompile it with a lower --cpu-target (x86-64-v2 runs on every x86-64 CPU "
-               "since 2009, x86-64 on all)");
+      isa_missing = "compiled for " + model->manifest.cpu_target + " (--cpu-target), but this CPU lacks " + missing +
+                    "; recompile with a lower --cpu-target (x86-64-v2 runs on every x86-64 CPU since 2009, x86-64 "
+                    "on all)";
   }
 
   // 5. Entries and devices.
@@ -312,7 +313,10 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
       fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' does not export '" + v.entry + "', the entry of variant #" +
                                          std::to_string(v.id) + " (" + (e ? e : "symbol not found") + ")");
     }
-    if (v.device.device_type == kDLCUDA) {
+    if (!isa_missing.empty()) {
+      v.available = false;
+      v.unavailable_reason = isa_missing;
+    } else if (v.device.device_type == kDLCUDA) {
       // "cuda:N" means any CUDA device: the variant can run when the driver reports at least one.
       const CudaDriver& driver = cuda_driver();
       if (driver.device_count == 0) {
