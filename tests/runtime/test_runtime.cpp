@@ -25,23 +25,6 @@ using namespace thunderc_test;
 
 namespace {
 
-// Expected results of the test model.
-std::vector<float> expected_y(const std::vector<float>& x) {
-  std::vector<float> y;
-  for (float v : x) y.push_back(2.0f * v + 1.0f);
-  return y;
-}
-std::vector<float> expected_rowsum(const std::vector<float>& x) {
-  std::vector<float> s(x.size() / 3, 0.0f);
-  for (size_t i = 0; i < x.size(); ++i) s[i / 3] += x[i];
-  return s;
-}
-std::vector<float> iota(size_t n, float start = 0.5f) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = start + static_cast<float>(i);
-  return v;
-}
-
 DLTensor f32(std::vector<float>& data, std::vector<int64_t>& shape) {
   DLTensor t{};
   t.data = data.data();

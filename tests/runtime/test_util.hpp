@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "thunderc/runtime.h"
 
@@ -30,6 +31,25 @@ class Status {
  private:
   thunderc_status s_;
 };
+
+// The hand-written test models (models/test_model.cpp, models/cuda_model.cpp) compute, for x [rows, 3]:
+// y = 2x + 1 and rowsum[r] = x[r][0] + x[r][1] + x[r][2].
+inline std::vector<float> expected_y(const std::vector<float>& x) {
+  std::vector<float> y;
+  for (float v : x) y.push_back(2.0f * v + 1.0f);
+  return y;
+}
+inline std::vector<float> expected_rowsum(const std::vector<float>& x) {
+  std::vector<float> s(x.size() / 3, 0.0f);
+  for (size_t i = 0; i < x.size(); ++i) s[i / 3] += x[i];
+  return s;
+}
+// start, start + 1, ...
+inline std::vector<float> iota(size_t n, float start = 0.5f) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = start + static_cast<float>(i);
+  return v;
+}
 
 inline std::string model_path(const std::string& name, const std::string& ext = ".so") {
   return std::string(THUNDERC_TEST_MODEL_DIR) + "/" + name + ext;
