@@ -216,6 +216,42 @@ TEST_CASE("fake driver: --cuda-graphs whose capture fails runs every call direct
   CHECK(stats().live_streams == 0);
 }
 
+TEST_CASE("fake driver: --cuda-graphs, 4 threads on their own streams: each captures once, replays, results right") {
+  int32_t n = 0;  // starts the driver first: cuInit registers $THUNDERC_FAKE_CUDA_KERNELS, which must come before
+  REQUIRE(Status(thunderc_device_count(kDLCUDA, &n)).ok());
+  auto reg = fake_fn<thunderc_fake_cuda_register_kernels_fn>("thunderc_fake_cuda_register_kernels");
+  REQUIRE(reg(THUNDERC_TEST_KERNELS_CAPTURABLE) == 0);
+  const uint64_t live_before = stats().live_allocations;
+  fake_fn<thunderc_fake_cuda_reset_counters_fn>("thunderc_fake_cuda_reset_counters")();
+  {
+    Model model("cuda_model_graphs");
+    constexpr int kThreads = 4, kCalls = 6;
+    std::vector<std::string> errors(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        void* stream = nullptr;
+        Status c(thunderc_device_stream_create(kGpu0, &stream));
+        if (!c.ok()) {
+          errors[t] = c.message();
+          return;
+        }
+        // Variant 1 ([4, 3]) uses the workspace and a device-to-device copy: both are captured too.
+        for (int i = 0; i < kCalls && errors[t].empty(); ++i)
+          errors[t] = run_on(model.m, iota(12, 1.5f * i - t), 4, kGpu0, stream);
+        thunderc_status_free(thunderc_device_stream_destroy(kGpu0, stream));
+      });
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) CHECK_MESSAGE(errors[t] == "", "thread " << t << ": " << errors[t]);
+    // Per stream: call 1 direct, calls 2..6 through the graph (captured once, at call 2).
+    CHECK(stats().graph_launches == kThreads * (kCalls - 1));
+    CHECK(stats().launches == kThreads * kCalls * 2);  // the graph's kernels run when it is launched
+  }
+  CHECK(stats().live_allocations == live_before);  // static buffers and capture streams freed at close
+  CHECK(stats().live_streams == 0);
+  REQUIRE(reg(THUNDERC_TEST_KERNELS) == 0);  // the other tests' kernels again
+}
+
 TEST_CASE("fake driver: run_alloc gives device memory that the deleter frees") {
   Model model("cuda_model");
   const uint64_t live_before = stats().live_allocations;

@@ -3,7 +3,9 @@
 // few elements gives wrong results. args[i] points at the i-th kernel parameter, as cuLaunchKernel takes them.
 //   affine(const float* x, float* out, const float* w, long long n): out[i] = x[i] * w[0] + w[1]
 //   rowsum(const float* x, float* s, long long rows, long long cols): s[r] = sum_c x[r, c], one thread per row
-// TEST_KERNELS_PARTIAL leaves rowsum out (a library that lacks a kernel).
+// TEST_KERNELS_PARTIAL leaves rowsum out (a library that lacks a kernel). TEST_KERNELS_CAPTURABLE also
+// publishes the parameter sizes (thunderc_emu_param_sizes_<name>, as generated kernels.cu does), without
+// which the fake driver refuses to capture a launch into a CUDA graph.
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -40,4 +42,11 @@ EXPORT void thunderc_emu_launch_rowsum(const unsigned* grid, const unsigned* blo
       s[r] = acc;
     }
 }
+#endif
+
+#ifdef TEST_KERNELS_CAPTURABLE
+EXPORT const unsigned long thunderc_emu_param_sizes_affine[] = {4ul, sizeof(const float*), sizeof(float*),
+                                                                sizeof(const float*), sizeof(long long)};
+EXPORT const unsigned long thunderc_emu_param_sizes_rowsum[] = {4ul, sizeof(const float*), sizeof(float*),
+                                                                sizeof(long long), sizeof(long long)};
 #endif
