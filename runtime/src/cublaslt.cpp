@@ -6,8 +6,8 @@
 // (op N), one whose columns are contiguous is passed as is with op T. The bias (N elements, one per column
 // of D) is then one per row of D', which is what cuBLASLt's BIAS epilogues add.
 //
-// No cuBLASLt header is needed to build this file: the few types and enum values it uses are declared
-// below, with the numbers of cublasLt.h / cublas_api.h / library_types.h (CUDA 11.4 to 13, unchanged since).
+// No cuBLASLt header is needed to build this file: the few types and enum values it uses are declared in
+// cublaslt_api.hpp (a test checks them against the real headers where they are installed).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -21,41 +21,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cublaslt_api.hpp"
 #include "cuda_libs.hpp"
 
 namespace thunderc::rt {
 namespace lt {
-
-using Status = int;  // cublasStatus_t
-using Handle = void*;
-using MatmulDesc = void*;
-using MatrixLayout = void*;
-using Preference = void*;
-struct Algo {
-  uint64_t data[8];
-};
-struct HeuristicResult {
-  Algo algo;
-  size_t workspace_size;
-  Status state;
-  float waves_count;
-  int reserved[4];
-};
-
-constexpr Status kSuccess = 0;
-constexpr Status kNotSupported = 15;
-constexpr int kOpN = 0, kOpT = 1;                       // cublasOperation_t
-constexpr int kCompute32F = 68, kCompute32FFastTF32 = 77;  // cublasComputeType_t
-constexpr int kR32F = 0, kR16F = 2, kR16BF = 14;         // cudaDataType_t
-// cublasLtMatmulDescAttributes_t
-constexpr int kDescTransA = 3, kDescTransB = 4, kDescEpilogue = 7, kDescBiasPointer = 8;
-// cublasLtEpilogue_t
-constexpr uint32_t kEpiDefault = 1, kEpiRelu = 2, kEpiBias = 4, kEpiGelu = 32;
-// cublasLtMatrixLayoutAttribute_t
-constexpr int kLayoutBatchCount = 5, kLayoutStridedBatchOffset = 6;
-// cublasLtMatmulPreferenceAttributes_t
-constexpr int kPrefMaxWorkspaceBytes = 1;
-constexpr int kPrefMinAlignmentA = 5, kPrefMinAlignmentB = 6, kPrefMinAlignmentC = 7, kPrefMinAlignmentD = 8;
 
 struct Api {
   void* lib = nullptr;
