@@ -227,21 +227,19 @@ TEST_CASE("fake driver: --cuda-graphs, 4 threads on their own streams: each capt
     Model model("cuda_model_graphs");
     constexpr int kThreads = 4, kCalls = 6;
     std::vector<std::string> errors(kThreads);
+    // The streams live until every thread is done: the runtime keys graphs by stream handle, and a handle
+    // destroyed and created again may come back at the same address (it would find its predecessor's graph).
+    std::vector<void*> streams(kThreads, nullptr);
+    for (void*& s : streams) REQUIRE(Status(thunderc_device_stream_create(kGpu0, &s)).ok());
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t)
       threads.emplace_back([&, t] {
-        void* stream = nullptr;
-        Status c(thunderc_device_stream_create(kGpu0, &stream));
-        if (!c.ok()) {
-          errors[t] = c.message();
-          return;
-        }
         // Variant 1 ([4, 3]) uses the workspace and a device-to-device copy: both are captured too.
         for (int i = 0; i < kCalls && errors[t].empty(); ++i)
-          errors[t] = run_on(model.m, iota(12, 1.5f * i - t), 4, kGpu0, stream);
-        thunderc_status_free(thunderc_device_stream_destroy(kGpu0, stream));
+          errors[t] = run_on(model.m, iota(12, 1.5f * i - t), 4, kGpu0, streams[t]);
       });
     for (auto& th : threads) th.join();
+    for (void* s : streams) thunderc_status_free(thunderc_device_stream_destroy(kGpu0, s));
     for (int t = 0; t < kThreads; ++t) CHECK_MESSAGE(errors[t] == "", "thread " << t << ": " << errors[t]);
     // Per stream: call 1 direct, calls 2..6 through the graph (captured once, at call 2).
     CHECK(stats().graph_launches == kThreads * (kCalls - 1));
