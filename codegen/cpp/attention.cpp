@@ -2,14 +2,13 @@
 
 #include <algorithm>
 
-#include "codegen/loops/region_lowering.h"
+#include "codegen/loops/attention_plan.h"
 #include "core/ir/error.h"
 
 namespace thunderc {
 
 namespace {
 
-using loops::broadcast_strides;
 using loops::contiguous;
 using loops::ctype;
 using loops::lit;
@@ -27,16 +26,14 @@ std::string S(std::int64_t v) { return std::to_string(v); }
 
 void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
   const Trace& t = ctx.trace();
-  const TensorType &q = t.type(sym.inputs[0].value), &k = t.type(sym.inputs[1].value),
-                   &v = t.type(sym.inputs[2].value), &o = t.type(sym.outputs[0]);
-  const bool has_mask = sym.inputs.size() > 3 && sym.inputs[3].is_tensor();
-  const DType d = o.dtype;
+  const DType d = t.type(sym.outputs[0]).dtype;
   const std::string T = ctype(d);
-  const std::size_t n = q.rank();
-  THUNDERC_CHECK(n >= 2 && k.rank() == n && v.rank() == n && o.rank() == n, "cpp attention: unexpected ranks");
-  const std::int64_t L = q.shape[n - 2], E = q.shape[n - 1], Sk = k.shape[n - 2], Ev = v.shape[n - 1];
-  const bool causal = sym.attrs.get_bool("is_causal");
-  const double scale = sym.attrs.is_none("scale") ? 1.0 / std::sqrt(static_cast<double>(E)) : sym.attrs.get_float("scale");
+  const loops::AttentionPlan p = loops::plan_attention(t, sym);
+  const std::int64_t L = p.L, E = p.E, Sk = p.S, Ev = p.Ev, nb = p.batches;
+  const bool causal = p.causal, has_mask = p.has_mask;
+  const double scale = p.scale;
+  const DType mask_dtype = has_mask ? p.mask_dtype : d;
+  const std::int64_t mask_row = p.mask_row, mask_col = p.mask_col;
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(d));
 
   // Tile and block sizes within the stack budget (at least 1 each).
@@ -44,26 +41,6 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
   const std::int64_t BR = std::clamp<std::int64_t>(
       std::min(kLocalBytes / std::max<std::int64_t>(Ev * es, 1), L), 1, kMaxBlockRows);
   const std::int64_t blocks = (L + BR - 1) / BR;
-
-  // The output's batch dims; each operand's strides along them (0 when broadcast).
-  Shape batch(o.shape.begin(), o.shape.end() - 2);
-  std::int64_t nb = 1;
-  for (std::int64_t b : batch) nb *= b;
-  Shape weights = batch;
-  weights.push_back(L);
-  weights.push_back(Sk);
-  auto batch_strides = [&](const TensorType& x) { return broadcast_strides(x.shape, o.shape); };
-  std::vector<std::int64_t> sq = batch_strides(q), sk = batch_strides(k), sv = batch_strides(v), sm;
-  std::int64_t mask_row = 0, mask_col = 0;
-  DType mask_dtype = d;
-  if (has_mask) {
-    const TensorType& m = t.type(sym.inputs[3].value);
-    mask_dtype = m.dtype;
-    THUNDERC_CHECK(m.rank() <= weights.size(), "cpp attention: the mask has more dims than the weights");
-    sm = broadcast_strides(m.shape, weights);
-    mask_row = sm[n - 2];
-    mask_col = sm[n - 1];
-  }
   const std::string exp_fn = d == DType::Float32 ? "thunderc_expf" : "std::exp";
   const std::string NEG_INF = lit(-INFINITY, d);
 
@@ -92,18 +69,8 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
   out.line("const int64_t i1 = i0 + " + S(BR) + " < " + S(L) + " ? i0 + " + S(BR) + " : " + S(L) + ";");
   out.line("int64_t oq = 0, ok = 0, ov = 0, om = 0, rest = w / " + S(blocks) + ";");
   out.line("(void)om; (void)rest;");
-  for (std::size_t b = batch.size(); b-- > 0;) {  // batch index -> per-operand offsets, last dim first
-    if (batch[b] == 1) continue;
-    std::string line = "{ const int64_t x = rest % " + S(batch[b]) + "; rest /= " + S(batch[b]) + ";";
-    auto add = [&](const char* var, std::int64_t stride) {
-      if (stride != 0) line += std::string(" ") + var + " += x * " + S(stride) + ";";
-    };
-    add("oq", sq[b]);
-    add("ok", sk[b]);
-    add("ov", sv[b]);
-    if (has_mask) add("om", sm[b]);
-    out.line(line + " }");
-  }
+  for (const std::string& l : loops::batch_offset_statements(p, "int64_t", "rest", "x", "oq", "ok", "ov", "om", S))
+    out.line(l);
   out.line(T + " m_run[" + S(BR) + "], l_run[" + S(BR) + "], acc[" + S(BR) + "][" + S(Ev) + "], s[" + S(TS) + "], kt[" +
            S(E) + "][" + S(TS) + "];");
   out.line("for (int64_t r = 0; r < " + S(BR) + "; ++r) {");

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "codegen/loops/region_lowering.h"
+#include "codegen/loops/attention_plan.h"
 #include "codegen/nvfuser/gemm_plan.h"
 #include "core/ir/error.h"
 
@@ -18,34 +18,11 @@ std::string S(std::int64_t v) { return std::to_string(v) + "LL"; }
 }  // namespace
 
 cuda::KernelLaunch cuda_attention_kernel(const std::string& name, const Trace& t, const BoundSymbol& sym) {
-  const TensorType &q = t.type(sym.inputs[0].value), &k = t.type(sym.inputs[1].value),
-                   &v = t.type(sym.inputs[2].value), &o = t.type(sym.outputs[0]);
-  const bool has_mask = sym.inputs.size() > 3 && sym.inputs[3].is_tensor();
-  const std::size_t n = q.rank();
-  THUNDERC_CHECK(o.dtype == DType::Float32 && n >= 2, "nvfuser attention: float32 of rank >= 2 expected");
-  const std::int64_t L = q.shape[n - 2], E = q.shape[n - 1], Sk = k.shape[n - 2], Ev = v.shape[n - 1];
+  THUNDERC_CHECK(t.type(sym.outputs[0]).dtype == DType::Float32, "nvfuser attention: float32 expected");
+  const loops::AttentionPlan p = loops::plan_attention(t, sym);
+  const std::int64_t L = p.L, E = p.E, Sk = p.S, Ev = p.Ev;
   THUNDERC_CHECK(E <= 128 && Ev <= 128, "nvfuser attention: head sizes above 128");
-  const bool causal = sym.attrs.get_bool("is_causal");
-  const double scale = sym.attrs.is_none("scale") ? 1.0 / std::sqrt(static_cast<double>(E)) : sym.attrs.get_float("scale");
-
-  Shape batch(o.shape.begin(), o.shape.end() - 2);
-  std::int64_t nb = 1;
-  for (std::int64_t b : batch) nb *= b;
-  Shape weights = batch;
-  weights.push_back(L);
-  weights.push_back(Sk);
-  using loops::broadcast_strides;
-  std::vector<std::int64_t> sq = broadcast_strides(q.shape, o.shape), sk = broadcast_strides(k.shape, o.shape),
-                            sv = broadcast_strides(v.shape, o.shape), sm;
-  bool bool_mask = false;
-  std::int64_t mask_row = 0, mask_col = 0;
-  if (has_mask) {
-    const TensorType& m = t.type(sym.inputs[3].value);
-    bool_mask = m.dtype == DType::Bool;
-    sm = broadcast_strides(m.shape, weights);
-    mask_row = sm[n - 2];
-    mask_col = sm[n - 1];
-  }
+  const bool causal = p.causal, has_mask = p.has_mask, bool_mask = has_mask && p.mask_dtype == DType::Bool;
   const std::int64_t CE = (Ev + 31) / 32;  // outputs per lane
 
   cuda::KernelLaunch l;
@@ -56,7 +33,7 @@ cuda::KernelLaunch cuda_attention_kernel(const std::string& name, const Trace& t
   std::string params;
   for (const std::string& p : l.params) params += (params.empty() ? "" : ", ") + p;
   l.grid[0] = static_cast<unsigned>((L + kWarps - 1) / kWarps);
-  l.grid[1] = static_cast<unsigned>(nb);  // the checker keeps it within the grid's y limit
+  l.grid[1] = static_cast<unsigned>(p.batches);  // the checker keeps it within the grid's y limit
   l.block[0] = 32 * kWarps;
   l.path = "flash_w" + std::to_string(kWarps) + "_t" + std::to_string(kTile);
 
@@ -73,18 +50,8 @@ cuda::KernelLaunch cuda_attention_kernel(const std::string& name, const Trace& t
   // Batch index -> per-operand offsets (last batch dim fastest).
   line("  long long oq_ = 0, ok_ = 0, ov_ = 0, om_ = 0, rest_ = blockIdx.y;");
   line("  (void)om_; (void)rest_;");
-  for (std::size_t b = batch.size(); b-- > 0;) {
-    if (batch[b] == 1) continue;
-    std::string s = "  { const long long x_ = rest_ % " + S(batch[b]) + "; rest_ /= " + S(batch[b]) + ";";
-    auto add = [&](const char* var, std::int64_t stride) {
-      if (stride != 0) s += std::string(" ") + var + " += x_ * " + S(stride) + ";";
-    };
-    add("oq_", sq[b]);
-    add("ok_", sk[b]);
-    add("ov_", sv[b]);
-    if (has_mask) add("om_", sm[b]);
-    line(s + " }");
-  }
+  for (const std::string& ln : loops::batch_offset_statements(p, "long long", "rest_", "x_", "oq_", "ok_", "ov_", "om_", S))
+    line("  " + ln);
   line("  const long long ob_ = (long long)blockIdx.y * " + S(L * Ev) + ";");
   line("  if (live_)");
   line("    for (int e_ = lane_; e_ < " + std::to_string(E) + "; e_ += 32) qs_[warp_][e_] = q[oq_ + row_ * " + S(E) + " + e_];");
@@ -116,10 +83,10 @@ cuda::KernelLaunch cuda_attention_kernel(const std::string& name, const Trace& t
   line("    if (live_ && j_ < " + S(Sk) + ") {");
   line("      float dot_ = 0.0f;");
   line("      for (int e_ = 0; e_ < " + std::to_string(E) + "; ++e_) dot_ = fmaf(qs_[warp_][e_], ks_[lane_][e_], dot_);");
-  line("      s_ = dot_ * " + loops::lit(scale, DType::Float32) + ";");
+  line("      s_ = dot_ * " + loops::lit(p.scale, DType::Float32) + ";");
   if (causal) line("      if (j_ > row_) s_ = NINF_;");
   if (has_mask) {
-    const std::string at = "mask[om_ + row_ * " + S(mask_row) + " + j_ * " + S(mask_col) + "]";
+    const std::string at = "mask[om_ + row_ * " + S(p.mask_row) + " + j_ * " + S(p.mask_col) + "]";
     if (bool_mask) line("      if (!" + at + ") s_ = NINF_;");
     else line("      s_ += " + at + ";");
   }

@@ -133,6 +133,16 @@ const Api& api() {
 
 namespace {
 
+// $THUNDERC_CUBLASLT_LOG=1: one line per device (the library, or why there is none) and per plan (built, or
+// why its calls fall back), on stderr: what a first run on a GPU wants to see.
+bool log_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("THUNDERC_CUBLASLT_LOG");
+    return e && *e && std::string(e) != "0";
+  }();
+  return on;
+}
+
 void write_error(char* error, size_t capacity, const std::string& message) {
   if (error && capacity > 0) std::snprintf(error, capacity, "%s", message.c_str());
 }
@@ -176,11 +186,16 @@ class CublasLtDevice {
  public:
   explicit CublasLtDevice(int ordinal) : ordinal_(ordinal) {
     const lt::Api& a = lt::api();
-    if (!a.lib) return;
-    if (lt::Status s = a.Create(&handle_); s != lt::kSuccess) {
-      handle_ = nullptr;
-      create_error_ = "cublasLtCreate failed: " + a.status_text(s);
+    std::string state = a.text;
+    if (a.lib) {
+      if (lt::Status s = a.Create(&handle_); s != lt::kSuccess) {
+        handle_ = nullptr;
+        state += ", but cublasLtCreate failed: " + a.status_text(s);
+      }
     }
+    if (log_enabled())
+      std::fprintf(stderr, "thunderc: cuBLASLt on cuda:%d: %s%s\n", ordinal, state.c_str(),
+                   handle_ ? "" : "; GEMMs use the model's kernels");
   }
   ~CublasLtDevice() {
     const lt::Api& a = lt::api();
@@ -213,7 +228,6 @@ class CublasLtDevice {
 
   int ordinal_;
   lt::Handle handle_ = nullptr;
-  std::string create_error_;
   std::mutex plans_mutex_;
   std::unordered_map<uint32_t, Plan> plans_;  // by library-call id; Plan addresses are stable
 };
@@ -299,6 +313,10 @@ int32_t CublasLtDevice::gemm(const LibCall& call, const thunderc_gemm& g, void* 
         return 1;
       }
       if (!plan->usable) plan->release(api);
+      if (log_enabled())
+        std::fprintf(stderr, "thunderc: cuBLASLt on cuda:%d: %s: %s\n", ordinal_, describe(g).c_str(),
+                     plan->usable ? ("plan built, " + std::to_string(plan->workspace) + " bytes of workspace").c_str()
+                                  : "no algorithm for it here: falls back to the model's kernel");
     }
   } catch (const std::exception& e) {  // bad_alloc from the maps
     write_error(error, cap, describe(g) + ": " + e.what());
@@ -334,7 +352,5 @@ int32_t cublaslt_gemm(CublasLtDevice& dev, const LibCall& call, const thunderc_g
                       const void* b, const void* bias, char* error, size_t error_capacity) noexcept {
   return dev.gemm(call, *op, d, a, b, bias, error, error_capacity);
 }
-
-std::string cublaslt_library_text() { return lt::api().text; }
 
 }  // namespace thunderc::rt

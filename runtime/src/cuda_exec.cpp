@@ -97,7 +97,9 @@ namespace {
 class PoolLease {
  public:
   using Pool = std::unordered_map<void*, std::vector<void*>>;
-  PoolLease(CudaModel::Device& dev, Pool& pool, void* stream, size_t bytes, const std::string& what)
+  // `what` and `model` name the block in the message of a failed allocation (built only then: a call that
+  // reuses a pooled block allocates nothing).
+  PoolLease(CudaModel::Device& dev, Pool& pool, void* stream, size_t bytes, const char* what, const std::string& model)
       : dev_(dev), pool_(pool), stream_(stream) {
     if (bytes == 0) return;
     {
@@ -115,7 +117,7 @@ class PoolLease {
       fail(cuda_status_code(r, THUNDERC_STATUS_KERNEL_FAILED) == THUNDERC_STATUS_OUT_OF_MEMORY
                ? THUNDERC_STATUS_OUT_OF_MEMORY
                : THUNDERC_STATUS_KERNEL_FAILED,
-           "cannot allocate " + std::to_string(bytes) + " bytes of " + what + " on cuda:" +
+           "cannot allocate " + std::to_string(bytes) + " bytes of " + what + " for " + basename_of(model) + " on cuda:" +
                std::to_string(dev.ordinal) + ": " + d.failed("cuMemAlloc", r));
     ptr_ = cu::to_ptr(p);
   }
@@ -156,8 +158,7 @@ struct CudaCall {
     used_library = true;
     if (preset_lib_ws) return LibCall{dev->ordinal, stream, preset_lib_ws, kLibWorkspaceBytes};
     if (!lib_ws)
-      lib_ws.emplace(*dev, dev->free_lib_blocks, stream, kLibWorkspaceBytes,
-                     "library workspace for " + basename_of(model->path_));
+      lib_ws.emplace(*dev, dev->free_lib_blocks, stream, kLibWorkspaceBytes, "library workspace", model->path_);
     return LibCall{dev->ordinal, stream, lib_ws->get(), kLibWorkspaceBytes};
   }
 
@@ -471,8 +472,7 @@ const std::string& CudaModel::prepare(int ordinal) { return ready_device(ordinal
 
 int32_t CudaModel::run_direct(Device& dev, thunderc_entry_fn fn, thunderc_call* call, void* stream,
                               bool* used_library) {
-  PoolLease ws(dev, dev.free_blocks, stream, call->workspace_bytes > 0 ? workspace_bytes_ : 0,
-               "workspace for " + basename_of(path_));
+  PoolLease ws(dev, dev.free_blocks, stream, call->workspace_bytes > 0 ? workspace_bytes_ : 0, "workspace", path_);
   CudaCall ctx{this, &dev, static_cast<cu::CUstream>(stream), std::nullopt};
   thunderc_device_api api = device_api_for(&ctx);
   call->workspace = ws.get();

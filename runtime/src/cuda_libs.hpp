@@ -55,9 +55,7 @@ int32_t cudnn_conv2d(CudnnDevice& dev, const LibCall& call, const thunderc_conv2
                      const void* w, const void* bias, const void* residual, char* error,
                      size_t error_capacity) noexcept;
 
-// What each library loaded as, for `thunderc inspect`/`run` and messages: "libcublasLt.so.12 (cuBLASLt
-// 12.4.5)", or why not ("not found: libcublasLt.so.13, libcublasLt.so.12"). Loads the library if needed.
-std::string cublaslt_library_text();
+// What cuDNN loaded as ("libcudnn.so.9 (cuDNN 9.19.0)"), or why not ("not found: ..."); loads it if needed.
 std::string cudnn_library_text();
 
 }  // namespace thunderc::rt
