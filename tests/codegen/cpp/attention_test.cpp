@@ -44,23 +44,12 @@ Trace attention_trace(const Case& c, DType dt = DType::Float32) {
   return t;
 }
 
-class Ctx : public EmitContext {
- public:
-  explicit Ctx(const Trace& t) : t_(t) {}
-  const Trace& trace() const override { return t_; }
-  std::string buffer(ValueId v) const override { return "v_" + t_.value(v).name; }
-  std::string on_failure() const override { return "return 1;"; }
-  std::string scratch() const override { return "ws + 0"; }
-
- private:
-  const Trace& t_;
-};
 
 std::string generated(const Trace& claimed_trace) {
   for (const BoundSymbol& s : claimed_trace.symbols())
     if (s.op->name == kSdpa) {
       SourceWriter out;
-      CppBackend().emit_symbol(Ctx(claimed_trace), s, out);
+      CppBackend().emit_symbol(SourceCtx(claimed_trace), s, out);
       return out.str();
     }
   FAIL("no attention symbol");

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/backend.h"
 #include "codegen/compile.h"
 #include "common/compile_trace.h"
 #include "core/executors/executor.h"
@@ -54,6 +55,19 @@ inline std::string compile(const Trace& trace, const std::vector<std::string>& e
                            const std::optional<std::string>& keep = std::nullopt) {
   return thunderc_test::compile_trace(trace, executors, name, THUNDERC_TEST_TMP, keep);
 }
+
+// An emit context for reading a backend's generated source in tests: buffers are named v_<value name>.
+class SourceCtx : public EmitContext {
+ public:
+  explicit SourceCtx(const Trace& t) : t_(t) {}
+  const Trace& trace() const override { return t_; }
+  std::string buffer(ValueId v) const override { return "v_" + t_.value(v).name; }
+  std::string on_failure() const override { return "return 1;"; }
+  std::string scratch() const override { return "ws + 0"; }
+
+ private:
+  const Trace& t_;
+};
 
 inline DLDataType dl(DType d) {
   if (d == DType::Bool) return dtype_of<bool>();

@@ -9,22 +9,6 @@
 
 using namespace cpptest;
 
-namespace {
-
-class Ctx : public EmitContext {
- public:
-  explicit Ctx(const Trace& t) : t_(t) {}
-  const Trace& trace() const override { return t_; }
-  std::string buffer(ValueId v) const override { return "v_" + t_.value(v).name; }
-  std::string on_failure() const override { return "return 1;"; }
-  std::string scratch() const override { return "ws + 0"; }
-
- private:
-  const Trace& t_;
-};
-
-}  // namespace
-
 TEST_CASE("generated source of a small fusion matches the golden file") {
   Trace t;
   ValueId x = t.add_input("x", f32({4, 1000})), w = t.add_input("w", f32({1000}));
@@ -40,7 +24,7 @@ TEST_CASE("generated source of a small fusion matches the golden file") {
   CppBackend backend;
   CHECK(backend.scratch_bytes(fused, fused.symbols()[0]) == 16000);
   SourceWriter out;
-  backend.emit_symbol(Ctx(fused), fused.symbols()[0], out);
+  backend.emit_symbol(SourceCtx(fused), fused.symbols()[0], out);
   std::string got = print_trace(fused) + "\n" + out.str();
   check_golden("small_fusion.cpp.txt", got);
 }

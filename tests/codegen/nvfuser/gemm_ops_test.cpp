@@ -189,7 +189,12 @@ TEST_CASE("emulated gemm ops: the fusion pass puts a GEMM's consumers in its reg
 
 namespace {
 
-Operand conv_args_none() { return Operand::none(); }
+// `t` moved to CUDA, claimed by the CUDA defaults and fused (library epilogues included).
+Trace claimed_with_libraries(const Trace& t) {
+  Trace on = t;
+  on.set_device(Device::cuda(0));
+  return claimed(on, {"cudnn", "cublas", "nvfuser"});
+}
 
 // The symbol or region (by head op) that an executor claimed in `t`, or null.
 const BoundSymbol* claimed_by(const Trace& t, const std::string& executor, const std::string& head) {
@@ -226,9 +231,7 @@ TEST_CASE("emulated gemm ops through cuBLASLt: layouts, batches, bias and activa
       Trace t;
       ValueId a = t.add_input("a", f32(c.a)), b = t.add_input("b", f32(c.b));
       t.set_outputs({t.emit1(op(c.op), {T(a), T(b)}, {})});
-      Trace on = t;
-      on.set_device(Device::cuda(0));
-      CHECK(claimed_by(claimed(on, {"cudnn", "cublas", "nvfuser"}), "cublas", c.op) != nullptr);
+      CHECK(claimed_by(claimed_with_libraries(t), "cublas", c.op) != nullptr);
       check_against_torch(t, std::string("lt_matmul_") + c.name, false, kGemm);
     }
   }
@@ -239,9 +242,7 @@ TEST_CASE("emulated gemm ops through cuBLASLt: layouts, batches, bias and activa
     ValueId z = t.emit1(op("addmm"), {T(bias), T(a), T(b)}, {{"beta", 0.0}, {"alpha", 1.0}});
     ValueId w = t.emit1(op("addmm"), {T(bias), T(a), T(b)}, {{"beta", 0.5}, {"alpha", 2.0}});
     t.set_outputs({y, z, w});
-    Trace on = t;
-    on.set_device(Device::cuda(0));
-    Trace c = claimed(on, {"cudnn", "cublas", "nvfuser"});
+    Trace c = claimed_with_libraries(t);
     INFO(print_trace(c));
     std::vector<std::string> owners;
     for (const BoundSymbol& s : c.symbols()) owners.push_back(s.executor);
@@ -257,9 +258,7 @@ TEST_CASE("emulated gemm ops through cuBLASLt: layouts, batches, bias and activa
                         {{"approximate", std::string("tanh")}});
     ValueId e = t.emit1(op("gelu"), {T(t.emit1(op("linear"), {T(x), T(w), T(b)}, {}))}, {{"approximate", std::string("none")}});
     t.set_outputs({r, g, e});
-    Trace on = t;
-    on.set_device(Device::cuda(0));
-    Trace c = claimed(on, {"cudnn", "cublas", "nvfuser"});
+    Trace c = claimed_with_libraries(t);
     INFO(print_trace(c));
     std::vector<std::string> shape;
     for (const BoundSymbol& s : c.symbols())
@@ -282,11 +281,9 @@ TEST_CASE("emulated conv2d through the cudnn executor: claimed with its bias, re
   ValueId s = t.emit1(op("relu"), {T(t.emit1(op("add"), {T(y), T(res)}, {}))}, {});  // ResNet's block end
   Attrs dw = geom;
   dw.set("groups", std::int64_t{6});
-  ValueId d = t.emit1(op("silu"), {T(t.emit1(op("conv2d"), {T(s), T(wd), conv_args_none()}, dw))}, {});
+  ValueId d = t.emit1(op("silu"), {T(t.emit1(op("conv2d"), {T(s), T(wd), Operand::none()}, dw))}, {});
   t.set_outputs({d});
-  Trace on = t;
-  on.set_device(Device::cuda(0));
-  Trace c = claimed(on, {"cudnn", "cublas", "nvfuser"});
+  Trace c = claimed_with_libraries(t);
   INFO(print_trace(c));
   REQUIRE(c.symbols().size() == 2);
   CHECK(c.symbols()[0].executor == "cudnn");

@@ -17,18 +17,16 @@
 #include <cstring>
 #include <mutex>
 
+#include "../../../runtime/src/cublaslt_api.hpp"
 #include "fake_cuda.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
 
-using Status = int;
-constexpr Status kSuccess = 0, kNotInitialized = 1, kInvalidValue = 7, kNotSupported = 15;
-constexpr int kOpN = 0, kOpT = 1;
-constexpr int kCompute32F = 68, kCompute32FFastTF32 = 77;
-constexpr int kR32F = 0;
-constexpr uint32_t kEpiDefault = 1, kEpiRelu = 2, kEpiBias = 4, kEpiGelu = 32;
+// The types and enum numbers are the runtime's (checked against cublasLt.h by test_cublaslt_header.cpp).
+using namespace thunderc::rt::lt;
+constexpr Status kNotInitialized = 1, kInvalidValue = 7;  // cublasStatus_t values the runtime never names
 constexpr uint64_t kMagic = 0x7468756e64657263ull;  // "thunderc"
 
 struct Desc {
@@ -50,17 +48,6 @@ struct Pref {
   uint64_t max_workspace = 0;
   uint32_t align[4] = {256, 256, 256, 256};  // A, B, C, D: cuBLASLt's default
 };
-struct Algo {
-  uint64_t data[8];
-};
-struct HeuristicResult {
-  Algo algo;
-  size_t workspace_size;
-  Status state;
-  float waves_count;
-  int reserved[4];
-};
-
 std::mutex g_mutex;
 thunderc_fake_cublaslt_stats_t g_stats;
 
@@ -209,10 +196,10 @@ EXPORT Status cublasLtMatmulDescSetAttribute(void* desc, int attr, const void* b
   Desc* d = as<Desc>(desc);
   if (!d) return kInvalidValue;
   switch (attr) {
-    case 3: return read_attr(buf, size, &d->transa);
-    case 4: return read_attr(buf, size, &d->transb);
-    case 7: return read_attr(buf, size, &d->epilogue);
-    case 8: return read_attr(buf, size, &d->bias);
+    case kDescTransA: return read_attr(buf, size, &d->transa);
+    case kDescTransB: return read_attr(buf, size, &d->transb);
+    case kDescEpilogue: return read_attr(buf, size, &d->epilogue);
+    case kDescBiasPointer: return read_attr(buf, size, &d->bias);
     default: return kInvalidValue;
   }
 }
@@ -231,8 +218,8 @@ EXPORT Status cublasLtMatrixLayoutDestroy(void* layout) {
 EXPORT Status cublasLtMatrixLayoutSetAttribute(void* layout, int attr, const void* buf, size_t size) {
   Layout* l = as<Layout>(layout);
   if (!l) return kInvalidValue;
-  if (attr == 5) return read_attr(buf, size, &l->batch);
-  if (attr == 6) return read_attr(buf, size, &l->stride);
+  if (attr == kLayoutBatchCount) return read_attr(buf, size, &l->batch);
+  if (attr == kLayoutStridedBatchOffset) return read_attr(buf, size, &l->stride);
   return kInvalidValue;
 }
 
@@ -248,8 +235,9 @@ EXPORT Status cublasLtMatmulPreferenceDestroy(void* pref) {
 EXPORT Status cublasLtMatmulPreferenceSetAttribute(void* pref, int attr, const void* buf, size_t size) {
   Pref* p = as<Pref>(pref);
   if (!p) return kInvalidValue;
-  if (attr == 1) return read_attr(buf, size, &p->max_workspace);
-  if (attr >= 5 && attr <= 8) return read_attr(buf, size, &p->align[attr - 5]);
+  if (attr == kPrefMaxWorkspaceBytes) return read_attr(buf, size, &p->max_workspace);
+  if (attr >= kPrefMinAlignmentA && attr <= kPrefMinAlignmentD)
+    return read_attr(buf, size, &p->align[attr - kPrefMinAlignmentA]);
   return kInvalidValue;
 }
 
