@@ -44,7 +44,7 @@ struct CudaModel::Device {
 // A captured variant call and the static device buffers its graph reads and writes.
 struct CudaModel::Graph {
   std::mutex mutex;
-  int calls = 0;
+  bool warmed_up = false;     // the first call ran (directly)
   bool used_library = false;  // the first call made a library call (the capture needs library scratch)
   bool disabled = false;      // runs directly from now on
   void* exec = nullptr;       // CUgraphExec
@@ -623,7 +623,10 @@ int32_t CudaModel::call(int ordinal, thunderc_entry_fn fn, thunderc_call* call, 
   }
   std::lock_guard<std::mutex> lock(g->mutex);
   if (g->disabled) return run_direct(dev, fn, call, stream, nullptr);
-  if (g->calls++ == 0) return run_direct(dev, fn, call, stream, &g->used_library);  // warm-up, uncaptured
+  if (!g->warmed_up) {  // the first call runs uncaptured: it builds the plans a capture must not build
+    g->warmed_up = true;
+    return run_direct(dev, fn, call, stream, &g->used_library);
+  }
   if (!g->exec && !capture(dev, *g, fn, call)) return run_direct(dev, fn, call, stream, nullptr);
   // Same sizes as captured (a variant's guards fix them); anything else runs directly.
   for (size_t i = 0; i < call->num_inputs; ++i)

@@ -15,6 +15,16 @@ std::string parse_error(const std::string& text) {
   }
   return "<no error>";
 }
+
+// The flag `text` is refused with a message holding every one of `parts`.
+void expect(const std::string& text, std::initializer_list<const char*> parts) {
+  std::string msg = parse_error(text);
+  CAPTURE(text);
+  CAPTURE(msg);
+  CHECK(msg != "<no error>");
+  CHECK_FALSE(contains(msg, "<other exception"));
+  for (const char* p : parts) CHECK_MESSAGE(contains(msg, p), "lacks '" << std::string(p) << "'");
+}
 }  // namespace
 
 TEST_CASE("shape_spec: named, positional, dtype and 0-dim inputs") {
@@ -59,14 +69,6 @@ TEST_CASE("shape_spec: named, positional, dtype and 0-dim inputs") {
 }
 
 TEST_CASE("shape_spec: errors quote the flag") {
-  auto expect = [](const std::string& text, std::initializer_list<const char*> parts) {
-    std::string msg = parse_error(text);
-    CAPTURE(text);
-    CAPTURE(msg);
-    CHECK(msg != "<no error>");
-    CHECK_FALSE(contains(msg, "<other exception"));
-    for (const char* p : parts) CHECK_MESSAGE(contains(msg, p), "lacks '" << std::string(p) << "'");
-  };
   expect("", {"--shapes needs a value", "x=1x3x224x224"});
   expect("x=1x-ax3", {"--shapes", "'1x-ax3'", "is not a shape like 1x3x224x224"});  // "a" alone is a symbol
   expect("x=1x2,x=3", {"'x=1x2,x=3'", "input 'x' is given twice"});
@@ -86,14 +88,6 @@ TEST_CASE("shape_spec: errors quote the flag") {
 // Issue #12, items 3 and 7: sizes are overflow-checked and limited to kMaxTensorBytes; an empty shape is refused
 // (0-dim inputs are written "scalar"); quoted text is escaped and cut.
 TEST_CASE("shape_spec: absurd sizes, empty shapes, control characters") {
-  auto expect = [](const std::string& text, std::initializer_list<const char*> parts) {
-    std::string msg = parse_error(text);
-    CAPTURE(text);
-    CAPTURE(msg);
-    CHECK(msg != "<no error>");
-    CHECK_FALSE(contains(msg, "<other exception"));
-    for (const char* p : parts) CHECK_MESSAGE(contains(msg, p), "lacks '" << std::string(p) << "'");
-  };
   expect("x=99999999999x64", {"would take 6.4e+12 bytes", "refuses tensors above 1 TiB"});
   expect("x=4294967296x4294967296x64", {"more than 2^64 bytes", "refuses tensors above"});
   expect("x=99999999999999999999x64", {"'99999999999999999999'", "is too large"});
