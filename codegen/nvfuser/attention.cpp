@@ -122,27 +122,14 @@ cuda::KernelLaunch cuda_attention_kernel(const std::string& name, const Trace& t
 void emit_cuda_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
   const Trace& t = ctx.trace();
   if (t.type(sym.outputs[0]).numel() == 0) return;
-  cuda::KernelLaunch l = cuda_attention_kernel(ctx.kernel_name("sdpa"), t, sym);
-  std::vector<std::string> decls, lines;
-  std::vector<std::string> vars;
-  auto ptr = [&](const std::string& type, ValueId v) {
-    std::string name = "p" + std::to_string(vars.size());
-    decls.push_back(type + " " + name + " = " + ctx.buffer(v) + ".data;");
-    vars.push_back(name);
-  };
-  ptr("void*", sym.outputs[0]);
-  for (std::size_t i = 0; i < sym.inputs.size(); ++i)
-    if (sym.inputs[i].is_tensor()) ptr("const void*", sym.inputs[i].value);
-  const std::size_t n = t.type(sym.outputs[0]).rank();
-  const TensorType& q = t.type(sym.inputs[0].value);
-  add_gemm_kernel(ctx, l, vars,
-                  "scaled_dot_product_attention L=" + std::to_string(q.shape[n - 2]) +
-                      " E=" + std::to_string(q.shape[n - 1]) + (sym.attrs.get_bool("is_causal") ? " causal" : ""),
-                  lines, "  ");
-  out.line("{");
-  for (const std::string& d : decls) out.line("  " + d);
-  for (const std::string& ln : lines) out.line(ln);
-  out.line("}");
+  std::vector<ValueId> inputs;  // q, k, v and the mask, as the kernel's parameters
+  for (const Operand& in : sym.inputs)
+    if (in.is_tensor()) inputs.push_back(in.value);
+  const loops::AttentionPlan p = loops::plan_attention(t, sym);
+  emit_kernel_block(ctx, cuda_attention_kernel(ctx.kernel_name("sdpa"), t, sym), sym.outputs[0], inputs,
+                    "scaled_dot_product_attention L=" + std::to_string(p.L) + " E=" + std::to_string(p.E) +
+                        (p.causal ? " causal" : ""),
+                    out);
 }
 
 }  // namespace thunderc

@@ -32,6 +32,11 @@ GemmPlan plan_gemm(const Trace& t, const BoundSymbol& s);
 void add_gemm_kernel(const EmitContext& ctx, const cuda::KernelLaunch& l, const std::vector<std::string>& vars,
                      const std::string& what, std::vector<std::string>& lines, const std::string& indent);
 
+// A block of the variant function that launches kernel `l` (registered through ctx) on the device pointers of
+// `output` then `inputs`, its parameters in that order.
+void emit_kernel_block(const EmitContext& ctx, const cuda::KernelLaunch& l, ValueId output,
+                       const std::vector<ValueId>& inputs, const std::string& what, SourceWriter& out);
+
 // A GEMM-backed symbol outside any region: its kernel, bias in the epilogue.
 void emit_lone_gemm(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& out);
 

@@ -167,10 +167,8 @@ void add_gemm_kernel(const EmitContext& ctx, const cuda::KernelLaunch& l, const 
   emit_launch(lines, indent, index, k, vars, ctx.on_failure());
 }
 
-// A GEMM-backed symbol outside any region: its kernel, bias in the epilogue.
-void emit_lone_gemm(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& out) {
-  GemmPlan p = plan_gemm(ctx.trace(), s);
-  if (p.empty) return;
+void emit_kernel_block(const EmitContext& ctx, const cuda::KernelLaunch& l, ValueId output,
+                       const std::vector<ValueId>& inputs, const std::string& what, SourceWriter& out) {
   Lines decls, lines;
   std::vector<std::string> vars;
   auto ptr = [&](const std::string& type, ValueId v) {
@@ -178,14 +176,23 @@ void emit_lone_gemm(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& 
     decls.push_back(type + " " + name + " = " + ctx.buffer(v) + ".data;");
     vars.push_back(name);
   };
-  ptr("void*", s.outputs[0]);
-  for (std::size_t i : p.operands) ptr("const void*", s.inputs[i].value);
-  for (std::size_t i : p.extras) ptr("const void*", s.inputs[i].value);
-  add_gemm_kernel(ctx, gemm_launch(ctx.kernel_name(s.op->name), p), vars, p.what, lines, "  ");
+  ptr("void*", output);
+  for (ValueId v : inputs) ptr("const void*", v);
+  add_gemm_kernel(ctx, l, vars, what, lines, "  ");
   out.line("{");
   for (const std::string& d : decls) out.line("  " + d);
-  for (const std::string& l : lines) out.line(l);
+  for (const std::string& ln : lines) out.line(ln);
   out.line("}");
+}
+
+// A GEMM-backed symbol outside any region: its kernel, bias in the epilogue.
+void emit_lone_gemm(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& out) {
+  GemmPlan p = plan_gemm(ctx.trace(), s);
+  if (p.empty) return;
+  std::vector<ValueId> inputs;
+  for (std::size_t i : p.operands) inputs.push_back(s.inputs[i].value);
+  for (std::size_t i : p.extras) inputs.push_back(s.inputs[i].value);
+  emit_kernel_block(ctx, gemm_launch(ctx.kernel_name(s.op->name), p), s.outputs[0], inputs, p.what, out);
 }
 
 namespace {

@@ -515,27 +515,27 @@ bool CudaModel::capture(Device& dev, Graph& g, thunderc_entry_fn fn, const thund
     *out = cu::to_ptr(p);
     return true;
   };
-  // Static buffers with the shapes of this call (the variant's guards fix them).
+  // Static buffers with the shapes of this call (the variant's guards fix them): a copy of each tensor's
+  // description pointing at its own buffer.
   std::vector<DLTensor> in_t(call->num_inputs), out_t(call->num_outputs);
   std::vector<const DLTensor*> in_p(call->num_inputs);
   std::vector<DLTensor*> out_p(call->num_outputs);
+  auto stage = [&](const DLTensor& from, DLTensor& to, std::vector<size_t>& bytes, std::vector<void*>& bufs) {
+    to = from;
+    bytes.push_back(tensor_bytes(from));
+    bufs.push_back(nullptr);
+    const bool done = alloc(bytes.back(), &bufs.back());
+    to.data = bufs.back();
+    to.byte_offset = 0;
+    return done;
+  };
   bool ok = true;
   for (size_t i = 0; ok && i < call->num_inputs; ++i) {
-    in_t[i] = *call->inputs[i];
-    g.input_bytes.push_back(tensor_bytes(in_t[i]));
-    g.inputs.push_back(nullptr);
-    ok = alloc(g.input_bytes.back(), &g.inputs.back());
-    in_t[i].data = g.inputs.back();
-    in_t[i].byte_offset = 0;
+    ok = stage(*call->inputs[i], in_t[i], g.input_bytes, g.inputs);
     in_p[i] = &in_t[i];
   }
   for (size_t i = 0; ok && i < call->num_outputs; ++i) {
-    out_t[i] = *call->outputs[i];
-    g.output_bytes.push_back(tensor_bytes(out_t[i]));
-    g.outputs.push_back(nullptr);
-    ok = alloc(g.output_bytes.back(), &g.outputs.back());
-    out_t[i].data = g.outputs.back();
-    out_t[i].byte_offset = 0;
+    ok = stage(*call->outputs[i], out_t[i], g.output_bytes, g.outputs);
     out_p[i] = &out_t[i];
   }
   if (ok && call->workspace_bytes > 0) ok = alloc(workspace_bytes_, &g.workspace);
