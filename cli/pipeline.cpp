@@ -15,6 +15,7 @@
 #include "core/ir/error.h"
 #include "core/ir/printer.h"
 #include "core/ir/verifier.h"
+#include "core/transforms/autocast.h"
 #include "core/transforms/decompose.h"
 
 namespace thunderc {
@@ -231,7 +232,12 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
   }
   PassPlan plan = plan_passes(options.transforms ? *options.transforms : default_transforms());
   result.transforms = plan.names();
-  TransformContext context{options.device, result.executors.executors, options.decompose_ops};
+  TransformContext context{options.device, result.executors.executors, options.decompose_ops, options.precision};
+  if (autocast_dtype(options.precision)) {
+    bool runs = false;
+    for (const std::string& n : result.transforms) runs = runs || n == "autocast";
+    if (!runs) user_error("--precision ", options.precision, " needs the autocast transform, which --transforms leaves out");
+  }
   if (!options.decompose_ops.empty()) {
     bool runs = false;
     for (const std::string& n : result.transforms) runs = runs || n == "decompose";

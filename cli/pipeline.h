@@ -28,7 +28,7 @@ struct PipelineOptions {
   std::string dump_traces_dir;  // --dump-traces: write NN-<pass>.txt after every pass (empty: no dumps)
   bool verbose = false;         // one line per pass on stderr
   bool progress = true;         // a progress line on stderr when it is a terminal
-  std::string precision = "fp32";  // --precision: fp32, or tf32 (CUDA library calls)
+  std::string precision = "fp32";  // --precision: fp32, tf32 (CUDA library calls), bf16/fp16 (autocast)
   SharpEdgeMode sharp_edges = SharpEdgeMode::Allow;  // --sharp-edges: allow, warn (stderr) or error
   bool inplace_alias_updates = true;                 // false: --skip-inplace-alias-updates
   // --cache "symbolic values": the one --shapes names symbols (x=Bx64) whose ranges `dims` gives

@@ -132,11 +132,11 @@ class CppRegion : public RegionLowering {
       // NaN e. In a vectorized reduction (OpenMP's max combines lanes without regard to NaN) a NaN flag,
       // or-reduced alongside, replaces the maximum at the end.
       if (inner[0] == 0 && !pragma.empty()) {  // the innermost loop reduces into one element
-        pre.push_back(std::string(ctype(d)) + " acc = " + B + "[" + idx[0] + "];");
+        pre.push_back(std::string(atype(d)) + " acc = " + B + "[" + idx[0] + "];");
         if (is_max) {
           pre.push_back("int acc_nan = acc != acc;");
           pragma = "#pragma omp simd reduction(max:acc) reduction(|:acc_nan)";
-          body.push_back("const " + std::string(ctype(d)) + " e = " + e + ";");
+          body.push_back("const " + std::string(atype(d)) + " e = " + e + ";");
           body.push_back("acc_nan |= e != e;");
           body.push_back("acc = acc > e ? acc : e;");
           post.push_back(B + "[" + idx[0] + "] = acc_nan ? " + lit(NAN, d) + " : acc;");
@@ -157,7 +157,7 @@ class CppRegion : public RegionLowering {
   void update(int buf, std::int64_t n, const std::string& f_of_v) override {
     std::string B = "b" + std::to_string(buf);
     L("#pragma omp simd");
-    L("for (int64_t i = 0; i < " + std::to_string(n) + "; ++i) { const " + ctype(buf_types_[buf]) + " v = " + B +
+    L("for (int64_t i = 0; i < " + std::to_string(n) + "; ++i) { const " + atype(buf_types_[buf]) + " v = " + B +
       "[i]; " + B + "[i] = " + f_of_v + "; }");
   }
 

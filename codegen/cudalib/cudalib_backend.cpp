@@ -49,6 +49,16 @@ Epilogue epilogue_of(const BoundSymbol& sym) {
 
 std::string ll(std::int64_t v) { return std::to_string(v) + "LL"; }
 
+// The checkers (cublas_gemm, cudnn_conv) admit one dtype for every operand: float32, float16 or bfloat16.
+const char* lib_dtype(DType d) {
+  switch (d) {
+    case DType::Float32: return "THUNDERC_LIB_FLOAT32";
+    case DType::Float16: return "THUNDERC_LIB_FLOAT16";
+    case DType::BFloat16: return "THUNDERC_LIB_BFLOAT16";
+    default: internal_error("library call: no library dtype for ", dtype_name(d));
+  }
+}
+
 }  // namespace
 
 void LibraryBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
@@ -69,7 +79,9 @@ void LibraryBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
                      (e.activation_name.empty() ? "" : " " + e.activation_name);
 
   const std::string math = tf32_ ? "THUNDERC_LIB_MATH_TF32" : "THUNDERC_LIB_MATH_FP32";
+  const std::string dtype = lib_dtype(t.type(head.outputs[0]).dtype);
   if (tf32_) what += " (tf32)";
+  if (t.type(head.outputs[0]).dtype != DType::Float32) what += std::string(" (") + dtype_name(t.type(head.outputs[0]).dtype) + ")";
   out.line("{  " + c_comment((executor_ == "cudnn" ? "cuDNN: " : "cuBLASLt: ") + what));
   out.indent();
   std::string call;
@@ -78,7 +90,7 @@ void LibraryBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
     const cuda::GemmSpec& g = p.g;
     std::uint32_t id = ctx.add_library_call({"cublasLt", what});
     out.line("static const thunderc_gemm op = {sizeof(thunderc_gemm), " + std::to_string(id) +
-             "u, THUNDERC_LIB_FLOAT32, " + math + ", " + e.activation + ", " + (bias ? "1u" : "0u") + ",");
+             "u, " + dtype + ", " + math + ", " + e.activation + ", " + (bias ? "1u" : "0u") + ",");
     out.line("    " + ll(g.batch) + ", " + ll(g.M) + ", " + ll(g.N) + ", " + ll(g.K) + ",");
     out.line("    " + ll(g.a_batch) + ", " + ll(g.a_row) + ", " + ll(g.a_col) + ", " + ll(g.b_batch) + ", " +
              ll(g.b_row) + ", " + ll(g.b_col) + ", " + ll(g.c_batch) + ", " + ll(g.c_row) + "};");
@@ -90,7 +102,7 @@ void LibraryBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
     const cuda::Conv2dSpec& c = p.c;
     std::uint32_t id = ctx.add_library_call({"cudnn", what});
     out.line("static const thunderc_conv2d op = {sizeof(thunderc_conv2d), " + std::to_string(id) +
-             "u, THUNDERC_LIB_FLOAT32, " + math + ", " + e.activation + ", " + (bias ? "1u" : "0u") + ", " +
+             "u, " + dtype + ", " + math + ", " + e.activation + ", " + (bias ? "1u" : "0u") + ", " +
              (e.residual ? "1u" : "0u") + ", 0u,");
     out.line("    " + ll(c.N) + ", " + ll(c.C) + ", " + ll(c.H) + ", " + ll(c.W) + ", " + ll(c.K) + ", " + ll(c.R) +
              ", " + ll(c.S) + ", " + ll(c.OH) + ", " + ll(c.OW) + ",");
@@ -111,6 +123,8 @@ void LibraryBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
   out.dedent();
   out.line("}");
 }
+
+void LibraryBackend::emit_module_prelude(SourceWriter& out) const { NvfuserBackend().emit_module_prelude(out); }
 
 std::size_t LibraryBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {
   return NvfuserBackend().scratch_bytes(trace, as_nvfuser(sym));

@@ -23,6 +23,7 @@ class LibraryBackend : public Backend {
   LinkInputs link_inputs() const override { return {}; }
   void emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const override;
   std::size_t scratch_bytes(const Trace& trace, const BoundSymbol& sym) const override;
+  void emit_module_prelude(SourceWriter& out) const override;  // nvfuser's (its kernels are the fallbacks)
 
  private:
   std::string executor_;  // "cublas" or "cudnn"

@@ -36,19 +36,29 @@ namespace thunderc::loops {
 
 using Lines = std::vector<std::string>;
 
+// The element type in memory. float16/bfloat16 are the CUDA prelude's 16-bit storage types
+// (codegen/nvfuser/): they convert to float when read and round to nearest even when assigned a float.
 inline const char* ctype(DType d) {
   switch (d) {
     case DType::Float32: return "float";
     case DType::Float64: return "double";
     case DType::Bool: return "bool";
+    case DType::Float16: return "thunderc_f16";
+    case DType::BFloat16: return "thunderc_bf16";
     default: internal_error("cpp codegen: unsupported dtype ", dtype_name(d));
   }
 }
 
-// A literal of dtype d with exactly the value a PyTorch scalar converted to d has.
+// The type arithmetic on d happens in (PyTorch's opmath type): float for the half types, else ctype(d).
+// Every local variable of the generated code has this type; only buffers hold ctype.
+inline DType opmath(DType d) { return d == DType::Float16 || d == DType::BFloat16 ? DType::Float32 : d; }
+inline const char* atype(DType d) { return ctype(opmath(d)); }
+
+// A literal of dtype d with exactly the value a PyTorch scalar converted to d has (for the half types: the
+// float value arithmetic on them starts from).
 inline std::string lit(double v, DType d) {
   if (d == DType::Bool) return v != 0 ? "true" : "false";
-  bool f = d == DType::Float32;
+  bool f = opmath(d) == DType::Float32;
   if (!std::isfinite(v)) return c_number_literal(v, f);
   std::string s = c_number_literal(v);
   if (v < 0) s = "(" + s + ")";
@@ -357,9 +367,14 @@ class RegionLowering {
     int counter = 0;
   };
 
+  // x (an expression of atype(from)) as a value of dtype `to`, in atype(to): converting to a half type
+  // rounds (thunderc_round_f16/bf16, from the CUDA prelude) and stays float.
   static std::string cast(const std::string& x, DType from, DType to) {
     if (from == to) return x;
     if (to == DType::Bool) return "(" + x + " != 0)";
+    if (to == DType::Float16) return "thunderc_round_f16(" + x + ")";
+    if (to == DType::BFloat16) return "thunderc_round_bf16(" + x + ")";
+    if (opmath(from) == to) return x;
     return "static_cast<" + std::string(ctype(to)) + ">(" + x + ")";
   }
 
@@ -368,7 +383,7 @@ class RegionLowering {
     auto it = b.names.find(n.get());
     if (it != b.names.end()) return it->second;
     std::string v = "x" + std::to_string(b.counter++);
-    std::string T = ctype(n->dtype);
+    std::string T = atype(n->dtype);
     if (n->kind == Node::Load) {
       std::size_t a = b.index.at(Access{n->buf, n->offset, n->strides});
       b.lines.push_back("const " + T + " " + v + " = b" + std::to_string(n->buf) + "[" + b.idx[a] + "];");
@@ -500,12 +515,13 @@ class RegionLowering {
     auto in = [&](std::size_t i) { return vals_.at(s.inputs[i].value); };
     switch (s.op->category) {
       case OpCategory::Elementwise: {
-        DType C = ot.dtype;
+        DType C = opmath(ot.dtype);
         static const std::set<std::string> cmp = {"eq", "ne", "lt", "le", "gt", "ge"};
         if (cmp.count(op)) {
           C = DType::Bool;
           for (const Operand& o : s.inputs)
             if (o.is_tensor()) C = C == DType::Bool ? t_.type(o.value).dtype : promote_types(C, t_.type(o.value).dtype);
+          C = opmath(C);
         }
         std::vector<NodeP> args;
         for (std::size_t i = 0; i < s.inputs.size(); ++i) args.push_back(operand(s.inputs[i], ot.shape, C).e);
@@ -614,9 +630,10 @@ class RegionLowering {
 
   Val lower_norm(const BoundSymbol& s, const TensorType& ot) {
     const std::string& op = s.op->name;
-    DType d = ot.dtype;
+    const DType d = opmath(ot.dtype);  // statistics and arithmetic; a half result is rounded once, at the end
+    auto result = [&](const Shape& shape, NodeP y) { return Val{shape, ot.dtype == d ? y : make_op("cast", ot.dtype, d, {y})}; };
     Val x = vals_.at(s.inputs[0].value);
-    if (x.e->dtype != d) x = {x.shape, make_op("cast", d, d, {x.e})};
+    if (opmath(x.e->dtype) != d) x = {x.shape, make_op("cast", d, d, {x.e})};
     std::size_t r = x.shape.size();
     auto param = [&](std::size_t i, const std::vector<std::size_t>& dims) {
       return place(vals_.at(s.inputs[i].value), x.shape, dims).e;
@@ -632,7 +649,7 @@ class RegionLowering {
       NodeP beta = vec(2) ? make_op("sub", d, d, {vec(2), mean_alpha}) : make_op("neg", d, d, {mean_alpha});
       Val a = materialize(0, {cs, alpha}, false), b = materialize(0, {cs, beta}, false);
       NodeP al = place(a, x.shape, {1}).e, be = place(b, x.shape, {1}).e;
-      return {x.shape, make_op("add", d, d, {make_op("mul", d, d, {x.e, al}), be})};
+      return result(x.shape, make_op("add", d, d, {make_op("mul", d, d, {x.e, al}), be}));
     }
     x = loaded(x);
     std::vector<bool> red(r, false);
@@ -654,7 +671,7 @@ class RegionLowering {
       for (std::size_t i = r - m; i < r; ++i) dims.push_back(i);
       if (s.inputs[1].is_tensor()) y = make_op("mul", d, d, {y, param(1, dims)});
       if (s.inputs[2].is_tensor()) y = make_op("add", d, d, {y, param(2, dims)});
-      return {x.shape, y};
+      return result(x.shape, y);
     }
     // softmax / log_softmax: max and sum(exp(x - max)) per row, then an elementwise tree.
     auto dim = static_cast<std::size_t>(s.attrs.get_int("dim") < 0 ? s.attrs.get_int("dim") + static_cast<std::int64_t>(r)
@@ -662,7 +679,7 @@ class RegionLowering {
     if (r == 0) {
       NodeP y = op == "softmax" ? make_op("div", d, d, {make_op("exp", d, d, {make_op("sub", d, d, {x.e, x.e})}), make_const(1, d)})
                                 : make_op("sub", d, d, {x.e, x.e});
-      return {x.shape, y};
+      return result(x.shape, y);
     }
     red[dim] = true;
     stat_shape[dim] = 1;
@@ -674,10 +691,10 @@ class RegionLowering {
     NodeP sl = stat_leaf(sum, d, x.shape, red);
     if (op == "softmax") {
       update(sum, numel(stat_shape), lit(1, d) + " / v");
-      return {x.shape, make_op("mul", d, d, {ex, sl})};
+      return result(x.shape, make_op("mul", d, d, {ex, sl}));
     }
     update(sum, numel(stat_shape), "std::log(v)");
-    return {x.shape, make_op("sub", d, d, {shifted, sl})};
+    return result(x.shape, make_op("sub", d, d, {shifted, sl}));
   }
 
   Val lower_pool(const BoundSymbol& s, const TensorType& ot, ValueId out) {
@@ -696,7 +713,8 @@ class RegionLowering {
       if (v.size() == 1) v.push_back(v[0]);
       return v;
     };
-    std::string T = ctype(d), X = "b" + std::to_string(x.e->buf), D = "b" + std::to_string(dest);
+    // T: the element type in memory (the loops' pointers); A: the type sums and maxima are computed in.
+    std::string T = ctype(d), A = atype(d), X = "b" + std::to_string(x.e->buf), D = "b" + std::to_string(dest);
     if (ot.numel() == 0) return {ot.shape, make_load(dest, d, 0, contiguous(ot.shape))};
     PoolLoops loops{planes, H, W, OH, OW, numel(x.shape), T, X, D, x.e->offset, {}};
     Lines& body = loops.body;
@@ -704,10 +722,10 @@ class RegionLowering {
     if (op == "adaptive_avg_pool2d") {
       body.push_back("const int64_t h0 = (oh * " + Hs + ") / " + std::to_string(OH) + ", h1 = ((oh + 1) * " + Hs + " + " + std::to_string(OH - 1) + ") / " + std::to_string(OH) + ";");
       body.push_back("const int64_t w0 = (ow * " + Ws + ") / " + std::to_string(OW) + ", w1 = ((ow + 1) * " + Ws + " + " + std::to_string(OW - 1) + ") / " + std::to_string(OW) + ";");
-      body.push_back(T + " acc = " + lit(0, d) + ";");
+      body.push_back(A + " acc = " + lit(0, d) + ";");
       body.push_back("for (int64_t h = h0; h < h1; ++h)");
       body.push_back("  for (int64_t w = w0; w < w1; ++w) acc += in[h * " + Ws + " + w];");
-      body.push_back("o[oh * " + std::to_string(OW) + " + ow] = acc / static_cast<" + T + ">((h1 - h0) * (w1 - w0));");
+      body.push_back("o[oh * " + std::to_string(OW) + " + ow] = acc / static_cast<" + A + ">((h1 - h0) * (w1 - w0));");
     } else {
       IntList k = pair("kernel_size", {}), st = pair("stride", k), pd = pair("padding", {0, 0});
       std::string kh = std::to_string(k[0]), kw = std::to_string(k[1]);
@@ -715,14 +733,14 @@ class RegionLowering {
       body.push_back("const int64_t ws_ = ow * " + std::to_string(st[1]) + " - " + std::to_string(pd[1]) + ";");
       if (op == "max_pool2d") {
         IntList dl = pair("dilation", {1, 1});
-        body.push_back(T + " m = " + lit(-INFINITY, d) + ";");
+        body.push_back(A + " m = " + lit(-INFINITY, d) + ";");
         body.push_back("for (int64_t kh = 0; kh < " + kh + "; ++kh) {");
         body.push_back("  const int64_t h = hs + kh * " + std::to_string(dl[0]) + ";");
         body.push_back("  if (h < 0 || h >= " + Hs + ") continue;");
         body.push_back("  for (int64_t kw = 0; kw < " + kw + "; ++kw) {");
         body.push_back("    const int64_t w = ws_ + kw * " + std::to_string(dl[1]) + ";");
         body.push_back("    if (w < 0 || w >= " + Ws + ") continue;");
-        body.push_back("    const " + T + " v = in[h * " + Ws + " + w];");
+        body.push_back("    const " + A + " v = in[h * " + Ws + " + w];");
         body.push_back("    if (v > m || std::isnan(v)) m = v;");
         body.push_back("  }");
         body.push_back("}");
@@ -733,12 +751,12 @@ class RegionLowering {
         body.push_back("const int64_t pool = (he - hs) * (we - ws_);");
         body.push_back("const int64_t h0 = std::max<int64_t>(hs, 0), w0 = std::max<int64_t>(ws_, 0);");
         body.push_back("he = std::min<int64_t>(he, " + Hs + "); we = std::min<int64_t>(we, " + Ws + ");");
-        body.push_back(T + " acc = " + lit(0, d) + ";");
+        body.push_back(A + " acc = " + lit(0, d) + ";");
         body.push_back("for (int64_t h = h0; h < he; ++h)");
         body.push_back("  for (int64_t w = w0; w < we; ++w) acc += in[h * " + Ws + " + w];");
         std::string div = !s.attrs.is_none("divisor_override") ? std::to_string(s.attrs.get_int("divisor_override"))
                           : include_pad ? "pool" : "(he - h0) * (we - w0)";
-        body.push_back("o[oh * " + std::to_string(OW) + " + ow] = acc / static_cast<" + T + ">(" + div + ");");
+        body.push_back("o[oh * " + std::to_string(OW) + " + ow] = acc / static_cast<" + A + ">(" + div + ");");
       }
     }
     pool_loops(loops);

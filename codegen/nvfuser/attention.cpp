@@ -18,7 +18,12 @@ std::string S(std::int64_t v) { return std::to_string(v) + "LL"; }
 }  // namespace
 
 cuda::KernelLaunch cuda_attention_kernel(const std::string& name, const Trace& t, const BoundSymbol& sym) {
-  THUNDERC_CHECK(t.type(sym.outputs[0]).dtype == DType::Float32, "nvfuser attention: float32 expected");
+  // q, k, v, out (and a non-bool mask) share one dtype (the checker's rule); half types are read into float
+  // shared-memory tiles and rounded once, when the output is stored.
+  const DType dt = t.type(sym.outputs[0]).dtype;
+  THUNDERC_CHECK(dt == DType::Float32 || dt == DType::Float16 || dt == DType::BFloat16,
+                 "nvfuser attention: float32, float16 or bfloat16 expected, got ", dtype_name(dt));
+  const std::string T = loops::ctype(dt);
   const loops::AttentionPlan p = loops::plan_attention(t, sym);
   const std::int64_t L = p.L, E = p.E, Sk = p.S, Ev = p.Ev;
   THUNDERC_CHECK(E <= 128 && Ev <= 128, "nvfuser attention: head sizes above 128");
@@ -27,9 +32,9 @@ cuda::KernelLaunch cuda_attention_kernel(const std::string& name, const Trace& t
 
   cuda::KernelLaunch l;
   l.name = name;
-  l.params = {"float* __restrict__ out", "const float* __restrict__ q", "const float* __restrict__ k",
-              "const float* __restrict__ v"};
-  if (has_mask) l.params.push_back(bool_mask ? "const bool* __restrict__ mask" : "const float* __restrict__ mask");
+  l.params = {T + "* __restrict__ out", "const " + T + "* __restrict__ q", "const " + T + "* __restrict__ k",
+              "const " + T + "* __restrict__ v"};
+  if (has_mask) l.params.push_back(bool_mask ? "const bool* __restrict__ mask" : "const " + T + "* __restrict__ mask");
   std::string params;
   for (const std::string& p : l.params) params += (params.empty() ? "" : ", ") + p;
   l.grid[0] = static_cast<unsigned>((L + kWarps - 1) / kWarps);
@@ -70,12 +75,12 @@ cuda::KernelLaunch cuda_attention_kernel(const std::string& name, const Trace& t
   line("    for (int x_ = threadIdx.x; x_ < " + std::to_string(kTile * E) + "; x_ += " + std::to_string(32 * kWarps) + ") {");
   line("      const int r_ = x_ / " + std::to_string(std::max<std::int64_t>(E, 1)) + ", e_ = x_ % " +
        std::to_string(std::max<std::int64_t>(E, 1)) + ";");
-  line("      ks_[r_][e_] = j0_ + r_ < " + S(Sk) + " ? k[ok_ + (j0_ + r_) * " + S(E) + " + e_] : 0.0f;");
+  line("      ks_[r_][e_] = j0_ + r_ < " + S(Sk) + " ? static_cast<float>(k[ok_ + (j0_ + r_) * " + S(E) + " + e_]) : 0.0f;");
   line("    }");
   line("    for (int x_ = threadIdx.x; x_ < " + std::to_string(kTile * Ev) + "; x_ += " + std::to_string(32 * kWarps) + ") {");
   line("      const int r_ = x_ / " + std::to_string(std::max<std::int64_t>(Ev, 1)) + ", d_ = x_ % " +
        std::to_string(std::max<std::int64_t>(Ev, 1)) + ";");
-  line("      vs_[r_][d_] = j0_ + r_ < " + S(Sk) + " ? v[ov_ + (j0_ + r_) * " + S(Ev) + " + d_] : 0.0f;");
+  line("      vs_[r_][d_] = j0_ + r_ < " + S(Sk) + " ? static_cast<float>(v[ov_ + (j0_ + r_) * " + S(Ev) + " + d_]) : 0.0f;");
   line("    }");
   line("    __syncthreads();");
   line("    const long long j_ = j0_ + lane_;");
@@ -88,7 +93,7 @@ cuda::KernelLaunch cuda_attention_kernel(const std::string& name, const Trace& t
   if (has_mask) {
     const std::string at = "mask[om_ + row_ * " + S(p.mask_row) + " + j_ * " + S(p.mask_col) + "]";
     if (bool_mask) line("      if (!" + at + ") s_ = NINF_;");
-    else line("      s_ += " + at + ";");
+    else line("      s_ += static_cast<float>(" + at + ");");
   }
   line("    }");
   line("    float tm_ = s_;  // the tile's max (NaN loses, as in fmaxf; a NaN score still reaches its p below)");

@@ -97,6 +97,7 @@ struct TiledProblem {
   bool m_fast = false;  // threads adjacent in m (output contiguous along m)
   TileConfig tile;
   std::string what;  // one line for the header comment
+  std::string elem = "float";  // element type of A, B and C in memory (arithmetic is float)
 };
 
 // Emits the global->register loads (`load_`) and register->shared stores (`store_`) of one operand tile.
@@ -108,13 +109,13 @@ struct OperandLoad {
 
 OperandLoad strided_operand(const char* op, const std::string& ptr, int rows, int bk, int threads,
                             long long extent, long long K, long long batch_stride, long long row_stride,
-                            long long k_stride, long long batch, const std::string& row0) {
+                            long long k_stride, long long batch, const std::string& row0, bool float_elems) {
   // Which dimension threads run along: the one with stride 1 (k first; an operand with neither gets k).
   const bool k_fast = k_stride == 1 || row_stride != 1;
   const long long contiguous_extent = k_fast ? K : extent;
   const long long other_stride = k_fast ? row_stride : k_stride;
   const int cols = k_fast ? bk : rows;  // contiguous tile extent
-  bool vec = (k_fast ? k_stride : row_stride) == 1 && contiguous_extent % 4 == 0 &&
+  bool vec = float_elems && (k_fast ? k_stride : row_stride) == 1 && contiguous_extent % 4 == 0 &&
              (other_stride % 4 == 0 || (k_fast ? extent : K) <= 1) && (batch <= 1 || batch_stride % 4 == 0) &&
              cols % 4 == 0 && (rows * bk) % (4 * threads) == 0;
   const int V = vec ? 4 : 1;
@@ -143,8 +144,8 @@ OperandLoad strided_operand(const char* op, const std::string& ptr, int rows, in
        << "        " << r << "[4 * j_ + 0] = v_.x; " << r << "[4 * j_ + 1] = v_.y; " << r << "[4 * j_ + 2] = v_.z; "
        << r << "[4 * j_ + 3] = v_.w;\n";
   } else {
-    ld << "        " << r << "[j_] = in_ ? " << ptr << "[r_ * " << lit(row_stride) << " + k_ * " << lit(k_stride)
-       << "] : 0.0f;\n";
+    ld << "        " << r << "[j_] = in_ ? static_cast<float>(" << ptr << "[r_ * " << lit(row_stride) << " + k_ * "
+       << lit(k_stride) << "]) : 0.0f;\n";
   }
   ld << "      }\n";
   st << "      #pragma unroll\n      for (int j_ = 0; j_ < " << per_thread << "; ++j_) {\n        " << decomp;
@@ -211,9 +212,9 @@ KernelLaunch tiled_kernel(const TiledProblem& p) {
 
   OperandLoad a = p.a_gather ? gather_operand(p)
                              : strided_operand("a", "az_", t.bm, t.bk, threads, p.M, p.K, p.a_batch, p.a_row,
-                                               p.a_col, p.batch, "m0_");
+                                               p.a_col, p.batch, "m0_", p.elem == "float");
   OperandLoad b = strided_operand("b", "bz_ptr_", t.bn, t.bk, threads, p.N, p.K, p.b_batch, p.b_col, p.b_row,
-                                  p.batch, "n0_");
+                                  p.batch, "n0_", p.elem == "float");
 
   std::ostringstream o;
   o << "// ---- " << p.name << ": tiled SGEMM (FP32, CUDA cores) ----\n"
@@ -251,12 +252,12 @@ KernelLaunch tiled_kernel(const TiledProblem& p) {
       << "    const int gimg_ = gm_ / " << I(g.OH * g.OW) << ", gp_ = gm_ % " << I(g.OH * g.OW) << ";\n"
       << "    const int gih0_ = (gp_ / " << I(g.OW) << ") * " << I(g.sh) << " - " << I(g.ph) << ";\n"
       << "    const int giw0_ = (gp_ % " << I(g.OW) << ") * " << I(g.sw) << " - " << I(g.pw) << ";\n"
-      << "    const float* gin_ = " << p.a_ptr << " + (long long)gimg_ * " << L(g.C * g.H * g.W) << " + bz_ * "
+      << "    const " << p.elem << "* gin_ = " << p.a_ptr << " + (long long)gimg_ * " << L(g.C * g.H * g.W) << " + bz_ * "
       << L(Cg * g.H * g.W) << ";\n";
   } else {
-    o << "    const float* az_ = " << p.a_ptr << " + bz_ * " << L(p.a_batch) << ";\n";
+    o << "    const " << p.elem << "* az_ = " << p.a_ptr << " + bz_ * " << L(p.a_batch) << ";\n";
   }
-  o << "    const float* bz_ptr_ = " << p.b_ptr << " + bz_ * " << L(p.b_batch) << ";\n"
+  o << "    const " << p.elem << "* bz_ptr_ = " << p.b_ptr << " + bz_ * " << L(p.b_batch) << ";\n"
     << "    float ar_[" << a.regs << "], br_[" << b.regs << "];  // the next k-tile, staged in registers\n"
     << "    auto load_ = [&](int k0_) {\n"
     << a.load << b.load << "    };\n"
@@ -339,6 +340,7 @@ struct SmallProblem {
   long long batch, S, L, K;
   std::string v_ptr, w_ptr, c_ptr;
   long long v_batch, v_s, v_k, w_batch, w_k, w_l;
+  std::string elem = "float";  // element type in memory, as TiledProblem::elem
   std::string epilogue_decls;  // from bz_, s_, l_
   std::string c_offset;        // expression in bz_, s_, l_
   std::string epilogue;
@@ -363,7 +365,7 @@ std::string small_epilogue(const SmallProblem& p, const std::string& acc_expr, i
 
 // One warp per (batch, l); lanes stride over k (W contiguous along k); shuffle reduction.
 KernelLaunch small_warp_dot(const SmallProblem& p) {
-  const bool vec = p.w_k == 1 && p.v_k == 1 && p.K % 4 == 0 && (p.L <= 1 || p.w_l % 4 == 0) &&
+  const bool vec = p.elem == "float" && p.w_k == 1 && p.v_k == 1 && p.K % 4 == 0 && (p.L <= 1 || p.w_l % 4 == 0) &&
                    (p.S <= 1 || p.v_s % 4 == 0) && (p.batch <= 1 || (p.w_batch % 4 == 0 && p.v_batch % 4 == 0));
   const int warps = 8;
   std::ostringstream o;
@@ -381,8 +383,8 @@ KernelLaunch small_warp_dot(const SmallProblem& p) {
     << "  const int lane_ = threadIdx.x % 32;\n"
     << "  if (warp_ >= " << L(p.batch * p.L) << ") return;  // whole warps only\n"
     << "  const long long bz_ = warp_ / " << L(p.L) << ", l_ = warp_ % " << L(p.L) << ";\n"
-    << "  const float* w_row_ = " << p.w_ptr << " + bz_ * " << L(p.w_batch) << " + l_ * " << L(p.w_l) << ";\n"
-    << "  const float* v_ptr_ = " << p.v_ptr << " + bz_ * " << L(p.v_batch) << ";\n"
+    << "  const " << p.elem << "* w_row_ = " << p.w_ptr << " + bz_ * " << L(p.w_batch) << " + l_ * " << L(p.w_l) << ";\n"
+    << "  const " << p.elem << "* v_ptr_ = " << p.v_ptr << " + bz_ * " << L(p.v_batch) << ";\n"
     << "  float accum_[" << p.S << "];\n"
     << "  #pragma unroll\n  for (int s_ = 0; s_ < " << p.S << "; ++s_) accum_[s_] = 0.0f;\n";
   if (vec) {
@@ -445,8 +447,8 @@ KernelLaunch small_slice(const SmallProblem& p) {
     << "    float accum_[" << p.S << "];\n"
     << "    #pragma unroll\n    for (int s_ = 0; s_ < " << p.S << "; ++s_) accum_[s_] = 0.0f;\n"
     << "    if (l_ < " << L(p.L) << ") {\n"
-    << "      const float* w_col_ = " << p.w_ptr << " + bz_ * " << L(p.w_batch) << " + l_ * " << L(p.w_l) << ";\n"
-    << "      const float* v_ptr_ = " << p.v_ptr << " + bz_ * " << L(p.v_batch) << ";\n"
+    << "      const " << p.elem << "* w_col_ = " << p.w_ptr << " + bz_ * " << L(p.w_batch) << " + l_ * " << L(p.w_l) << ";\n"
+    << "      const " << p.elem << "* v_ptr_ = " << p.v_ptr << " + bz_ * " << L(p.v_batch) << ";\n"
     << "      for (long long k_ = ks_; k_ < " << L(p.K) << "; k_ += " << slices << ") {\n"
     << "        const float w_ = w_col_[k_ * " << L(p.w_k) << "];\n"
     << "        #pragma unroll\n"
@@ -490,6 +492,11 @@ KernelLaunch empty_kernel(const std::string& name, const std::vector<std::string
   return k;
 }
 
+void check_elem(const std::string& e) {
+  if (e != "float" && e != "thunderc_f16" && e != "thunderc_bf16")
+    throw std::invalid_argument("gemm: element type must be float, thunderc_f16 or thunderc_bf16, got " + e);
+}
+
 void check_gemm(const GemmSpec& s) {
   if (s.batch < 0 || s.M < 0 || s.N < 0 || s.K < 0) throw std::invalid_argument("gemm: negative size");
   if (s.K > INT_MAX - 256 || s.M > INT_MAX - 256 || s.N > INT_MAX - 256)
@@ -513,6 +520,7 @@ KernelLaunch gemm_impl(const std::string& name, const GemmSpec& s, std::vector<s
     p.K = s.K;
     p.epilogue = s.epilogue;
     p.what = what;
+    p.elem = s.elem;
     if (s.M <= s.N) {  // V = A (rows m), W = B (columns n)
       p.S = s.M, p.L = s.N;
       p.v_ptr = a_ptr, p.w_ptr = b_ptr;
@@ -546,14 +554,17 @@ KernelLaunch gemm_impl(const std::string& name, const GemmSpec& s, std::vector<s
   p.m_fast = s.c_row == 1 && s.c_col != 1;
   p.tile = pick_tile(s.batch, s.M, s.N, forced_tile);
   p.what = what;
+  p.elem = s.elem;
   return tiled_kernel(p);
 }
 
 }  // namespace
 
 KernelLaunch gemm_kernel(const std::string& name, const GemmSpec& spec) {
+  check_elem(spec.elem);
+  const std::string& E = spec.elem;
   return gemm_impl(name, spec,
-                   {"float* __restrict__ c_", "const float* __restrict__ a_", "const float* __restrict__ b_"}, "c_",
+                   {E + "* __restrict__ c_", "const " + E + "* __restrict__ a_", "const " + E + "* __restrict__ b_"}, "c_",
                    "a_", "b_", "const long long b = bz_e_, m = m_, n = n_; (void)b; (void)m; (void)n;",
                    "C[b][m][n] = epilogue(sum_k A[b][m][k] * B[b][k][n]); strides A (" + std::to_string(spec.a_batch) +
                        ", " + std::to_string(spec.a_row) + ", " + std::to_string(spec.a_col) + "), B (" +
@@ -585,8 +596,8 @@ KernelLaunch depthwise_kernel(const std::string& name, const Conv2dSpec& s, cons
     << "  const int oh_ = (int)((idx_ / " << L(s.OW) << ") % " << L(s.OH) << ");\n"
     << "  const long long nk_ = idx_ / " << L(s.OH * s.OW) << ";  // n * K + k\n"
     << "  const long long k_ = nk_ % " << L(s.K) << ", n_ = nk_ / " << L(s.K) << ";\n"
-    << "  const float* in_c_ = in_ + (n_ * " << L(s.C) << " + k_ / " << L(mult) << ") * " << L(s.H * s.W) << ";\n"
-    << "  const float* w_k_ = w_ + k_ * " << L(s.R * s.S) << ";\n"
+    << "  const " << s.elem << "* in_c_ = in_ + (n_ * " << L(s.C) << " + k_ / " << L(mult) << ") * " << L(s.H * s.W) << ";\n"
+    << "  const " << s.elem << "* w_k_ = w_ + k_ * " << L(s.R * s.S) << ";\n"
     << "  const int ih0_ = oh_ * " << s.stride_h << " - " << s.pad_h << ", iw0_ = ow_ * " << s.stride_w << " - "
     << s.pad_w << ";\n"
     << "  float sum_ = 0.0f;\n"
@@ -634,8 +645,9 @@ KernelLaunch conv2d_kernel(const std::string& name, const Conv2dSpec& s) {
   if (s.OH != (s.H + 2 * s.pad_h - s.dil_h * (s.R - 1) - 1) / s.stride_h + 1 ||
       s.OW != (s.W + 2 * s.pad_w - s.dil_w * (s.S - 1) - 1) / s.stride_w + 1)
     throw std::invalid_argument("conv2d: OH/OW do not match the input size, kernel, stride, padding and dilation");
-  std::vector<std::string> params = {"float* __restrict__ out_", "const float* __restrict__ in_",
-                                     "const float* __restrict__ w_"};
+  check_elem(s.elem);
+  std::vector<std::string> params = {s.elem + "* __restrict__ out_", "const " + s.elem + "* __restrict__ in_",
+                                     "const " + s.elem + "* __restrict__ w_"};
   const std::string user_decls =
       "const long long n = cn_, k = ck_, oh = coh_, ow = cow_; (void)n; (void)k; (void)oh; (void)ow;";
   if (s.N == 0 || s.OH == 0 || s.OW == 0) {
@@ -660,6 +672,7 @@ KernelLaunch conv2d_kernel(const std::string& name, const Conv2dSpec& s) {
     g.c_batch = s.K * ohw, g.c_row = 1, g.c_col = ohw;
     g.epilogue = s.epilogue;
     g.extra_params = s.extra_params;
+    g.elem = s.elem;
     const std::string decls = "const long long cn_ = bz_e_, ck_ = n_, coh_ = m_ / " + L(s.OW) + ", cow_ = m_ % " +
                               L(s.OW) + "; " + user_decls;
     KernelLaunch k = gemm_impl(name, g, params, "out_", "in_", "w_", decls,
@@ -688,6 +701,7 @@ KernelLaunch conv2d_kernel(const std::string& name, const Conv2dSpec& s) {
   p.epilogue = s.epilogue;
   p.m_fast = true;
   p.tile = pick_tile(p.batch, p.M, p.N, s.tile);
+  p.elem = s.elem;
   std::ostringstream what;
   what << "conv2d as implicit GEMM per group: input [" << s.N << "][" << s.C << "][" << s.H << "][" << s.W
        << "], weight [" << s.K << "][" << Cg << "][" << s.R << "][" << s.S << "], output [" << s.N << "][" << s.K

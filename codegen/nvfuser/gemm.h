@@ -63,8 +63,11 @@ struct GemmSpec {
   std::vector<std::string> extra_params;  // appended after (c, a, b), e.g. "const float* __restrict__ bias"
   // 0: choose the path by the shape. 32, 64 or 128 forces the tiled kernel with that block tile (tests).
   int tile = 0;
+  // Element type of A, B and C in memory: "float", or the prelude's half types "thunderc_f16" /
+  // "thunderc_bf16" (converted to float on load, rounded on store; products and sums stay float).
+  std::string elem = "float";
 };
-// Parameters: (float* c, const float* a, const float* b, extra_params...).
+// Parameters: (E* c, const E* a, const E* b, extra_params...) with E = elem.
 KernelLaunch gemm_kernel(const std::string& name, const GemmSpec& spec);
 
 // Convolution NCHW, input [N][C][H][W] and weight [K][C/groups][R][S] contiguous, output [N][K][OH][OW]
@@ -78,8 +81,9 @@ struct Conv2dSpec {
   // 0: choose the path by the shape. 32, 64 or 128 forces the tiled (implicit GEMM, or for 1x1 the GEMM)
   // kernel with that block tile, also for depthwise convolutions (tests).
   int tile = 0;
+  std::string elem = "float";  // as GemmSpec::elem
 };
-// Parameters: (float* out, const float* in, const float* weight, extra_params...).
+// Parameters: (E* out, const E* in, const E* weight, extra_params...) with E = elem.
 KernelLaunch conv2d_kernel(const std::string& name, const Conv2dSpec& spec);
 
 }  // namespace thunderc::cuda

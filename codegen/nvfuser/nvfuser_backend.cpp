@@ -52,6 +52,8 @@ GemmPlan plan_gemm(const Trace& t, const BoundSymbol& s) {
   auto has = [&](std::size_t i) { return i < s.inputs.size() && s.inputs[i].is_tensor(); };
   const TensorType& ot = t.type(s.outputs[0]);
   p.empty = ot.numel() == 0;
+  const std::string elem = ctype(ot.dtype);  // the checker (cuda_gemm) admits one dtype for all operands
+  const std::string bias_param = "const " + elem + "* __restrict__ bias";
   if (op == "conv2d") {
     const TensorType &x = in_type(0), &w = in_type(1);
     auto pair = [&](const char* name) {
@@ -65,9 +67,10 @@ GemmPlan plan_gemm(const Trace& t, const BoundSymbol& s) {
     c.stride_h = st[0], c.stride_w = st[1], c.pad_h = pd[0], c.pad_w = pd[1], c.dil_h = dl[0], c.dil_w = dl[1];
     c.groups = s.attrs.get_int("groups");
     p.conv = true;
+    c.elem = elem;
     p.operands = {0, 1};
     if (has(2)) {
-      c.extra_params = {"const float* __restrict__ bias"};
+      c.extra_params = {bias_param};
       c.epilogue = "out = acc + bias[k];";
       p.extras = {2};
     }
@@ -78,6 +81,7 @@ GemmPlan plan_gemm(const Trace& t, const BoundSymbol& s) {
     return p;
   }
   cuda::GemmSpec& g = p.g;
+  g.elem = elem;
   if (op == "linear") {
     const TensorType &a = in_type(0), &w = in_type(1);
     g.K = a.shape.back();
@@ -88,7 +92,7 @@ GemmPlan plan_gemm(const Trace& t, const BoundSymbol& s) {
     p.operands = {0, 1};
     if (has(2)) {
       auto st = broadcast_strides(in_type(2).shape, {g.M, g.N});
-      g.extra_params = {"const float* __restrict__ bias"};
+      g.extra_params = {bias_param};
       g.epilogue = "out = acc + bias[m * " + std::to_string(st[0]) + "LL + n * " + std::to_string(st[1]) + "LL];";
       p.extras = {2};
     }
@@ -102,7 +106,7 @@ GemmPlan plan_gemm(const Trace& t, const BoundSymbol& s) {
       g.epilogue = "out = " + float_lit(alpha) + " * acc;";
     } else {
       auto st = broadcast_strides(in_type(0).shape, {g.M, g.N});
-      g.extra_params = {"const float* __restrict__ bias"};
+      g.extra_params = {bias_param};
       g.epilogue = "out = " + float_lit(alpha) + " * acc + " + float_lit(beta) + " * bias[m * " + std::to_string(st[0]) +
                    "LL + n * " + std::to_string(st[1]) + "LL];";
       p.extras = {0};
@@ -368,13 +372,13 @@ class CudaRegion : public RegionLowering {
     flush_gemm();
     std::string B = "b" + std::to_string(buf);
     if (row_ && row_->stats.count(buf) && n == row_->K) {  // a statistic of the pending row kernel
-      row_->body.push_back("if (" + row_->writer + ") { const " + std::string(ctype(buf_types_[buf])) + " v = " + B +
+      row_->body.push_back("if (" + row_->writer + ") { const " + std::string(atype(buf_types_[buf])) + " v = " + B +
                            "[k]; " + B + "[k] = " + f_of_v + "; }");
       return;
     }
     flush_row();
     elementwise("update " + B, n, max_extent(), [&](Lines& body, const std::string&) {
-      body.push_back("const " + std::string(ctype(buf_types_[buf])) + " v = " + B + "[i];");
+      body.push_back("const " + std::string(atype(buf_types_[buf])) + " v = " + B + "[i];");
       body.push_back(B + "[i] = " + f_of_v + ";");
     });
   }
@@ -421,7 +425,7 @@ class CudaRegion : public RegionLowering {
     flush_gemm();
     if (row_ && !(row_->shape == x.shape && row_->red == red && reads_own_rows(x.e))) flush_row();
     DType d = buf_types_[dest];
-    std::string T = ctype(d), B = "b" + std::to_string(dest);
+    std::string T = atype(d), B = "b" + std::to_string(dest);
     Shape kept_shape, red_shape;
     for (std::size_t i = 0; i < x.shape.size(); ++i) (red[i] ? red_shape : kept_shape).push_back(x.shape[i]);
     std::int64_t K = numel(kept_shape), R = numel(red_shape);
@@ -576,7 +580,8 @@ class CudaRegion : public RegionLowering {
                         std::to_string(b));
         vars.push_back("b" + std::to_string(b));
       }
-      epilogue += "\nconst float gval = out;";
+      // gval: the product as the GEMM's own output would hold it (rounded when that is half precision)
+      epilogue += "\nconst float gval = " + cast("out", DType::Float32, buf_types_[g.out]) + ";";
       for (const std::string& l : fused) epilogue += "\n" + l;
       epilogue += "\nout = gval;";
       what += " + fused elementwise epilogue";
@@ -595,7 +600,7 @@ class CudaRegion : public RegionLowering {
 
   // Stores v as the GEMM's epilogue when v reads the GEMM's result only at the element being computed.
   bool store_in_gemm_epilogue(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) {
-    if (!gemm_ || v.shape != gemm_->shape || buf_types_[gemm_->out] != DType::Float32) return false;
+    if (!gemm_ || v.shape != gemm_->shape || atype(buf_types_[gemm_->out]) != std::string("float")) return false;
     const int G = gemm_->out;
     const std::vector<std::int64_t> same = contiguous(v.shape);
     bool ok = true;
@@ -686,6 +691,43 @@ template <class T> __device__ __forceinline__ T min(T a, T b) { return b < a ? b
 template <class T> __device__ __forceinline__ T max(T a, T b) { return a < b ? b : a; }
 }  // namespace std
 #endif
+// Half precision: 16 bits in memory, float in arithmetic (PyTorch's opmath). Converting a float rounds to
+// nearest even (PTX cvt.rn; the emulator implements the same instructions on the host).
+#ifdef THUNDERC_CUDA_EMULATION
+#define thunderc_cvt_rn_f16 thunderc_emu_cvt_rn_f16_f32
+#define thunderc_cvt_f32_f16 thunderc_emu_cvt_f32_f16
+#define thunderc_cvt_rn_bf16 thunderc_emu_cvt_rn_bf16_f32
+#else
+static __device__ __forceinline__ unsigned short thunderc_cvt_rn_f16(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+static __device__ __forceinline__ float thunderc_cvt_f32_f16(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+static __device__ __forceinline__ unsigned short thunderc_cvt_rn_bf16(float f) {
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+#endif
+struct thunderc_f16 {
+  unsigned short bits;
+  thunderc_f16() = default;
+  __device__ __forceinline__ thunderc_f16(float f) : bits(thunderc_cvt_rn_f16(f)) {}
+  __device__ __forceinline__ operator float() const { return thunderc_cvt_f32_f16(bits); }
+};
+struct thunderc_bf16 {
+  unsigned short bits;
+  thunderc_bf16() = default;
+  __device__ __forceinline__ thunderc_bf16(float f) : bits(thunderc_cvt_rn_bf16(f)) {}
+  __device__ __forceinline__ operator float() const { return __uint_as_float(static_cast<unsigned>(bits) << 16); }
+};
+static __device__ __forceinline__ float thunderc_round_f16(float x) { return thunderc_f16(x); }
+static __device__ __forceinline__ float thunderc_round_bf16(float x) { return thunderc_bf16(x); }
 static __device__ __forceinline__ float thunderc_expf(float x) { return expf(x); }
 static __device__ __forceinline__ float thunderc_tanhf(float x) { return tanhf(x); }
 static __device__ __forceinline__ float thunderc_erff(float x) { return erff(x); }
@@ -707,6 +749,16 @@ void NvfuserBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
   CudaRegion e(ctx.trace(), region, &ctx);
   e.run();
   e.write(out);
+}
+
+void NvfuserBackend::emit_module_prelude(SourceWriter& out) const {
+  out.line("#ifndef THUNDERC_HALF_TYPES");
+  out.line("#define THUNDERC_HALF_TYPES");
+  out.line("// 16-bit element types of the CUDA kernels (defined with their conversions in kernels.cu); host code");
+  out.line("// only passes pointers to them.");
+  out.line("struct thunderc_f16 { unsigned short bits; };");
+  out.line("struct thunderc_bf16 { unsigned short bits; };");
+  out.line("#endif");
 }
 
 std::size_t NvfuserBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {

@@ -29,6 +29,9 @@ class NvfuserBackend : public Backend {
   LinkInputs link_inputs() const override { return {}; }
   void emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const override;
   std::size_t scratch_bytes(const Trace& trace, const BoundSymbol& sym) const override;
+  // Host declarations of the kernels' half-precision element types (the variant functions only pass
+  // pointers to them); guarded, so that the library backends may emit it too.
+  void emit_module_prelude(SourceWriter& out) const override;
 };
 
 // The whole CUDA translation unit of a model: prelude, kernels in index order, emulation launchers.

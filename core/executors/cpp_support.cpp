@@ -4,7 +4,15 @@ namespace thunderc {
 
 namespace {
 
-bool ok_dtype(DType d) { return d == DType::Float32 || d == DType::Float64 || d == DType::Bool; }
+// The dtypes the generated loops handle on device kind K: float32, float64 and bool; on CUDA also float16 and
+// bfloat16 (16-bit storage, float arithmetic: the CUDA prelude's types; the CPU has no such code yet).
+template <DeviceKind K>
+bool ok_dtype(DType d) {
+  if (d == DType::Float32 || d == DType::Float64 || d == DType::Bool) return true;
+  return K == DeviceKind::CUDA && (d == DType::Float16 || d == DType::BFloat16);
+}
+
+bool gemm_dtype(DType d) { return d == DType::Float32 || d == DType::Float16 || d == DType::BFloat16; }
 
 // Every tensor the symbol touches is on device kind K and has a dtype the generated loops handle.
 template <DeviceKind K>
@@ -12,11 +20,11 @@ bool on_device(const Trace& t, const BoundSymbol& s) {
   for (const Operand& in : s.inputs) {
     if (!in.is_tensor()) continue;
     const TensorType& ty = t.type(in.value);
-    if (ty.device.kind != K || !ok_dtype(ty.dtype)) return false;
+    if (ty.device.kind != K || !ok_dtype<K>(ty.dtype)) return false;
   }
   for (ValueId o : s.outputs) {
     const TensorType& ty = t.type(o);
-    if (ty.device.kind != K || !ok_dtype(ty.dtype)) return false;
+    if (ty.device.kind != K || !ok_dtype<K>(ty.dtype)) return false;
   }
   return true;
 }
@@ -91,13 +99,16 @@ void register_loop_impls(Executor& cpp) {
   for (const char* name : {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}) cpp.register_impl(name, pooling<K>);
 }
 
-// Matrix products and convolutions the nvfuser GEMM kernels run: float32 CUDA tensors of one dtype.
+// Matrix products and convolutions the nvfuser GEMM kernels run: CUDA tensors of one dtype, float32, float16
+// or bfloat16 (accumulated in float either way).
 bool cuda_gemm(const Trace& t, const BoundSymbol& s) {
   if (!on_device<DeviceKind::CUDA>(t, s)) return false;
+  const DType d = t.type(s.outputs[0]).dtype;
+  if (!gemm_dtype(d)) return false;
   for (const Operand& in : s.inputs)
-    if (in.is_tensor() && t.type(in.value).dtype != DType::Float32) return false;
+    if (in.is_tensor() && t.type(in.value).dtype != d) return false;
   for (ValueId o : s.outputs)
-    if (t.type(o).dtype != DType::Float32) return false;
+    if (t.type(o).dtype != d) return false;
   if (s.op->name == "matmul") {
     // 2-D and batched products whose batch dims are equal, or absent (all 1) on one side: one batch stride
     // per operand. 1-D operands (vectors) and batch dims broadcast against each other are left to others.
@@ -188,10 +199,10 @@ bool cpu_attention(const Trace& t, const BoundSymbol& s) {
   return (d == DType::Float32 || d == DType::Float64) && attention_shapes(t, s);
 }
 
-// nvfuser's flash kernel (codegen/nvfuser/attention.h): float32, head sizes up to 128 (static shared memory),
-// at least one key, at most 65535 batch entries (the grid's y dimension).
+// nvfuser's flash kernel (codegen/nvfuser/attention.h): float32, float16 or bfloat16 (computed in float), head
+// sizes up to 128 (static shared memory), at least one key, at most 65535 batch entries (the grid's y dimension).
 bool cuda_attention(const Trace& t, const BoundSymbol& s) {
-  if (!on_device<DeviceKind::CUDA>(t, s) || t.type(s.outputs[0]).dtype != DType::Float32 || !attention_shapes(t, s))
+  if (!on_device<DeviceKind::CUDA>(t, s) || !gemm_dtype(t.type(s.outputs[0]).dtype) || !attention_shapes(t, s))
     return false;
   const TensorType &q = t.type(s.inputs[0].value), &k = t.type(s.inputs[1].value), &v = t.type(s.inputs[2].value);
   const TensorType& o = t.type(s.outputs[0]);

@@ -6,6 +6,7 @@
 #include "core/ir/error.h"
 #include "core/ir/verifier.h"
 #include "core/transforms/attention.h"
+#include "core/transforms/autocast.h"
 #include "core/transforms/constant_folding.h"
 #include "core/transforms/cse.h"
 #include "core/transforms/dce.h"
@@ -38,6 +39,7 @@ const std::vector<RegisteredPass>& registered_passes() {
       {constant_folding_transform(), PassPhase::Either},
       {fold_batchnorm_transform(), PassPhase::BeforeClaim},
       {attention_transform(), PassPhase::BeforeClaim},  // before decompose, which undoes it when nothing claims it
+      {autocast_transform(), PassPhase::BeforeClaim},   // after attention: sdpa is one low-precision op
       {decompose_transform(), PassPhase::BeforeClaim},
       {fusion_transform(), PassPhase::AfterClaim},
       {remat_transform(), PassPhase::AfterClaim},

@@ -16,6 +16,7 @@ struct TransformContext {
   Device device;
   std::vector<const Executor*> executors;  // the claiming order (always-executors last), also before claiming
   std::vector<std::string> decompose_ops;  // operators `decompose` rewrites whatever the executors (--decompose)
+  std::string precision = "fp32";          // --precision: "bf16"/"fp16" make `autocast` cast
 };
 
 struct Transform {

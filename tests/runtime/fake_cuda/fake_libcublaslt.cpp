@@ -17,6 +17,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "../../../core/ir/half.h"
 #include "../../../runtime/src/cublaslt_api.hpp"
 #include "fake_cuda.h"
 
@@ -38,6 +39,7 @@ struct Desc {
 };
 struct Layout {
   uint64_t magic = kMagic;
+  int type = kR32F;  // kR32F, kR16F or kR16BF
   uint64_t rows = 0, cols = 0;
   int64_t ld = 0;
   int32_t batch = 1;
@@ -84,7 +86,9 @@ Status validate(const Desc& d, const Layout& a, const Layout& b, const Layout& c
   op_dims(b, d.transb, &bk, &bn);
   if (ak != bk || am != dl.rows || bn != dl.cols || c.rows != dl.rows || c.cols != dl.cols) return kInvalidValue;
   if (a.batch != dl.batch || b.batch != dl.batch || c.batch != dl.batch) return kInvalidValue;
-  if (d.compute != kCompute32F && d.compute != kCompute32FFastTF32) return kNotSupported;
+  // One element type for all four (what the runtime asks for); TF32 only makes sense for float32 inputs.
+  if (a.type != dl.type || b.type != dl.type || c.type != dl.type) return kNotSupported;
+  if (d.compute != kCompute32F && !(d.compute == kCompute32FFastTF32 && dl.type == kR32F)) return kNotSupported;
   const uint32_t epi = d.epilogue;
   if (epi != kEpiDefault && epi != kEpiRelu && epi != kEpiBias && epi != (kEpiRelu | kEpiBias) && epi != kEpiGelu &&
       epi != (kEpiGelu | kEpiBias))
@@ -101,36 +105,42 @@ struct Job {
   void* D;
 };
 
+// Element i of an array of `type`, as float (the half types widened exactly).
+float load(const void* base, int type, int64_t i) {
+  if (type == kR32F) return static_cast<const float*>(base)[i];
+  const uint16_t h = static_cast<const uint16_t*>(base)[i];
+  return type == kR16F ? thunderc::f16_to_float(h) : thunderc::bf16_to_float(h);
+}
+
+void store(void* base, int type, int64_t i, float v) {
+  if (type == kR32F) static_cast<float*>(base)[i] = v;
+  else static_cast<uint16_t*>(base)[i] = type == kR16F ? thunderc::float_to_f16(v) : thunderc::float_to_bf16(v);
+}
+
 void run_job(void* p) {
   const Job& j = *static_cast<const Job*>(p);
   const Desc& ds = j.desc;
   uint64_t m, k, n, kb;
   op_dims(j.a, ds.transa, &m, &k);
   op_dims(j.b, ds.transb, &kb, &n);
-  const auto* pa = static_cast<const float*>(j.A);
-  const auto* pb = static_cast<const float*>(j.B);
-  const auto* pc = static_cast<const float*>(j.C);
-  auto* pd = static_cast<float*>(j.D);
-  const auto* pbias = static_cast<const float*>(ds.bias);
+  const int type = j.d.type;
   const bool bias = ds.epilogue & kEpiBias;
   // Column-major: X[i][j] of op(X) at (op N) i + j*ld, (op T) j + i*ld.
-  auto at = [](const float* base, const Layout& l, int op, uint64_t i, uint64_t q) {
-    return op == kOpN ? base[i + q * l.ld] : base[q + i * l.ld];
+  auto at = [&](const void* base, const Layout& l, int64_t off, int op, uint64_t i, uint64_t q) {
+    return load(base, type, off + static_cast<int64_t>(op == kOpN ? i + q * l.ld : q + i * l.ld));
   };
   for (int32_t bt = 0; bt < j.d.batch; ++bt) {
-    const float* xa = pa + bt * j.a.stride;
-    const float* xb = pb + bt * j.b.stride;
-    const float* xc = pc ? pc + bt * j.c.stride : nullptr;
-    float* xd = pd + bt * j.d.stride;
     for (uint64_t i = 0; i < m; ++i)
       for (uint64_t c = 0; c < n; ++c) {
         double acc = 0;
-        for (uint64_t q = 0; q < k; ++q) acc += double(at(xa, j.a, ds.transa, i, q)) * at(xb, j.b, ds.transb, q, c);
-        double v = j.alpha * acc + (j.beta != 0.0f ? j.beta * double(xc[i + c * j.c.ld]) : 0.0);
-        if (bias) v += pbias[i];  // one per row of D
+        for (uint64_t q = 0; q < k; ++q)
+          acc += double(at(j.A, j.a, bt * j.a.stride, ds.transa, i, q)) * at(j.B, j.b, bt * j.b.stride, ds.transb, q, c);
+        double v = j.alpha * acc;
+        if (j.beta != 0.0f) v += j.beta * double(load(j.C, type, bt * j.c.stride + static_cast<int64_t>(i + c * j.c.ld)));
+        if (bias) v += load(ds.bias, type, static_cast<int64_t>(i));  // one per row of D, of D's type
         if (ds.epilogue & kEpiRelu) v = v > 0 ? v : 0;
         if (ds.epilogue & kEpiGelu) v = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
-        xd[i + c * j.d.ld] = static_cast<float>(v);
+        store(j.D, type, bt * j.d.stride + static_cast<int64_t>(i + c * j.d.ld), static_cast<float>(v));
       }
   }
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -205,8 +215,9 @@ EXPORT Status cublasLtMatmulDescSetAttribute(void* desc, int attr, const void* b
 }
 
 EXPORT Status cublasLtMatrixLayoutCreate(void** layout, int type, uint64_t rows, uint64_t cols, int64_t ld) {
-  if (!layout || type != kR32F) return kInvalidValue;
+  if (!layout || (type != kR32F && type != kR16F && type != kR16BF)) return kInvalidValue;
   auto* l = new Layout;
+  l->type = type;
   l->rows = rows, l->cols = cols, l->ld = ld;
   *layout = l;
   return kSuccess;

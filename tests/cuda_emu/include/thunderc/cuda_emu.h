@@ -795,6 +795,13 @@ inline unsigned __float_as_uint(float x) {
   std::memcpy(&i, &x, sizeof i);
   return i;
 }
+// The PTX conversions generated code writes as inline asm on the device (cvt.rn.f16.f32, cvt.f32.f16,
+// cvt.rn.bf16.f32): round to nearest even, as the hardware does. These are thunderc's host converters (the
+// ones the compiler stores weights with), reached relative to this header so that no extra -I is needed.
+#include "../../../../core/ir/half.h"
+inline unsigned short thunderc_emu_cvt_rn_f16_f32(float f) { return thunderc::float_to_f16(f); }
+inline float thunderc_emu_cvt_f32_f16(unsigned short h) { return thunderc::f16_to_float(h); }
+inline unsigned short thunderc_emu_cvt_rn_bf16_f32(float f) { return thunderc::float_to_bf16(f); }
 inline double __longlong_as_double(long long x) {
   double d;
   std::memcpy(&d, &x, sizeof d);
