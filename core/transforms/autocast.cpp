@@ -94,15 +94,7 @@ class Autocaster {
       inputs = cast_inputs(s, inputs, [](DType d) { return is_low(d); }, DType::Float32);
 
     Attrs attrs = s.attrs;
-    std::vector<TensorType> types;
-    try {
-      types = Trace::infer(out_, *s.op, inputs, attrs);
-    } catch (const UserError&) {
-      // An operator that wants one dtype, given the low dtype and float32 because of autocast: float32 it is.
-      inputs = cast_inputs(s, inputs, [](DType d) { return is_low(d); }, DType::Float32);
-      attrs = s.attrs;
-      types = Trace::infer(out_, *s.op, inputs, attrs);
-    }
+    const std::vector<TensorType> types = Trace::infer(out_, *s.op, inputs, attrs);
     BoundSymbol r = s;
     r.inputs = inputs;
     r.attrs = attrs;

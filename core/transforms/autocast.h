@@ -5,9 +5,9 @@
 //   float32:        softmax, log_softmax, layer_norm, batch_norm, sum, exp, log, rsqrt, reciprocal, pow
 //                   -> every low-precision input is cast to float32 (autocast's fp32 list; batch_norm is
 //                      there because the catalog's batch_norm wants one dtype for input and statistics)
-//   everything else runs in whatever types reach it (type promotion: half + float is float); an operator
-//   that needs one floating dtype for all inputs (cat, where ...) gets its low-precision inputs cast to
-//   float32 when autocast made them differ.
+//   everything else runs in whatever types reach it (type promotion: half + float is float, as in eager
+//   autocast). Only the matmul/convolution/attention operators want one dtype for all their inputs, and
+//   those are on the first list.
 // Casts of constants (weights) happen here, at compile time: a new constant "<name>_bf16" (or "_f16") holds
 // the rounded values (to nearest even), so the model carries its weights in the low precision and the fp32
 // originals are left to dce. A trace output whose dtype changed is cast back: the compiled model keeps the

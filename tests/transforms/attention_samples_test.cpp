@@ -1,9 +1,10 @@
 // Golden Before/After traces of the attention transform on the sample models (imported with the TorchScript
 // frontend): Before is the trace after the passes that precede attention in the default list (dce, cse,
-// constant-folding, fold-batchnorm), After is attention's result.
+// constant-folding, fold-batchnorm), After is attention's result; and autocast after attention.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include "core/frontend/torchscript.h"
 #include "core/transforms/attention.h"
+#include "core/transforms/autocast.h"
 #include "core/transforms/pipeline.h"
 #include "transforms_test_util.h"
 
@@ -65,4 +66,21 @@ TEST_CASE("attention on samples/encoder_layer.pt: the key-padding mask becomes a
   CHECK_FALSE(s.attrs.get_bool("is_causal"));
   REQUIRE(s.inputs[3].is_tensor());
   CHECK(s.attrs.get_float("scale") == 0.25);
+}
+
+// autocast (--precision bf16) after attention, as in the default pipeline: the sdpa and the four linears in
+// bfloat16 with converted weights, layer_norm in float32, the output cast back to float32.
+TEST_CASE("autocast bf16 on samples/gpt_block.pt after attention: golden Before/After") {
+  Trace before = fuse_attention(before_attention("gpt_block.pt"));
+  before.constructed_by = "attention";
+  Trace after = autocast(before, DType::BFloat16);
+  check_before_after("autocast_gpt_block", before, after);
+  const BoundSymbol* sdpa = nullptr;
+  for (const BoundSymbol& s : after.symbols())
+    if (s.op->name == "scaled_dot_product_attention") sdpa = &s;
+  REQUIRE(sdpa);
+  for (int i = 0; i < 3; ++i) CHECK(after.type(sdpa->inputs[i].value).dtype == DType::BFloat16);
+  for (const BoundSymbol& s : after.symbols())
+    if (s.op->name == "layer_norm") CHECK(after.type(s.outputs[0]).dtype == DType::Float32);
+  CHECK(after.type(after.outputs()[0]) == before.type(before.outputs()[0]));
 }
