@@ -23,8 +23,10 @@
 #include "../common/run_process.h"
 #include "cuda_libs.hpp"
 #include "fake_cudnn.h"
+#include "fp16_util.hpp"
 
 using namespace thunderc::rt;
+using namespace thunderc_test;
 
 namespace {
 
@@ -64,49 +66,6 @@ struct EnvScope {
   EnvScope(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
   ~EnvScope() { unsetenv(name.c_str()); }
 };
-
-// ---- 16-bit floats (round to nearest even) ----
-
-uint16_t to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  x &= 0x7fffffffu;
-  if (x > 0x7f800000u) return sign | 0x7e00;  // NaN
-  if (x >= 0x477ff000u) return sign | 0x7c00;  // rounds to infinity
-  if (x < 0x38800000u) {                       // below 2^-14: subnormal half
-    float a;
-    std::memcpy(&a, &x, 4);
-    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
-  }
-  uint32_t h = ((x >> 23) - 127 + 15) << 10 | (x & 0x7fffffu) >> 13;
-  const uint32_t rest = x & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) ++h;  // a carry into the exponent is right
-  return sign | static_cast<uint16_t>(h);
-}
-
-float from_half(uint16_t h) {
-  const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  float v = exp == 0 ? std::ldexp(static_cast<float>(mant), -24)
-            : exp == 31 ? (mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity())
-                        : std::ldexp(static_cast<float>(mant | 0x400), exp - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if (std::isnan(f)) return 0x7fc0;
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-float from_bf16(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 // 64-byte aligned 16-bit elements (like device memory), filled with a sentinel.
 struct Buf16 {
