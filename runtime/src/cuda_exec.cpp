@@ -194,6 +194,26 @@ struct CudaCall {
     }
   }
 
+  static int32_t sdpa(void* context, const thunderc_sdpa* op, void* o, const void* q, const void* k, const void* v,
+                      const void* mask, char* error, size_t error_capacity) noexcept {
+    auto* c = static_cast<CudaCall*>(context);
+    if (!c || !op || op->struct_size < sizeof(thunderc_sdpa)) {
+      write_error(error, error_capacity,
+                  "device_api.sdpa" + (op ? " #" + std::to_string(op->id) : std::string()) +
+                      ": NULL context or an operation of an older ABI (struct_size " +
+                      (op ? std::to_string(op->struct_size) : std::string("-")) + ", expected at least " +
+                      std::to_string(sizeof(thunderc_sdpa)) + ")");
+      return 1;
+    }
+    try {
+      std::call_once(c->dev->dnn_once, [&] { c->dev->dnn = make_cudnn_device(c->dev->ordinal); });
+      return cudnn_sdpa(*c->dev->dnn, c->lib_call(), op, o, q, k, v, mask, error, error_capacity);
+    } catch (const std::exception& e) {
+      write_error(error, error_capacity, "sdpa #" + std::to_string(op->id) + ": " + e.what());
+      return 1;
+    }
+  }
+
   static int32_t launch(void* context, uint32_t kernel, const uint32_t grid[3], const uint32_t block[3],
                         uint32_t shared_bytes, void** args, char* error, size_t error_capacity) noexcept {
     auto* c = static_cast<CudaCall*>(context);
@@ -284,6 +304,7 @@ thunderc_device_api device_api_for(CudaCall* ctx) {
   api.copy = &CudaCall::copy;
   api.gemm = &CudaCall::gemm;
   api.conv2d = &CudaCall::conv2d;
+  api.sdpa = &CudaCall::sdpa;
   return api;
 }
 

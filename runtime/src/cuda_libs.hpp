@@ -1,5 +1,5 @@
-// The CUDA libraries a model's library calls go through (thunderc_device_api.gemm / .conv2d, ABI 3):
-// cuBLASLt (cublaslt.cpp) and cuDNN's graph API (cudnn.cpp). Both are reached through dlopen at the first
+// The CUDA libraries a model's library calls go through (thunderc_device_api.gemm / .conv2d, ABI 3; .sdpa,
+// ABI 4): cuBLASLt (cublaslt.cpp) and cuDNN's graph API (cudnn.cpp). Both are reached through dlopen at the first
 // call that needs them, never linked, so the runtime and every model load on machines without them; a
 // library that is missing or cannot run a problem answers THUNDERC_DEVICE_API_FALLBACK and the generated
 // code runs its own kernel instead.
@@ -54,6 +54,11 @@ CudnnDevicePtr make_cudnn_device(int ordinal);
 int32_t cudnn_conv2d(CudnnDevice& dev, const LibCall& call, const thunderc_conv2d* op, void* y, const void* x,
                      const void* w, const void* bias, const void* residual, char* error,
                      size_t error_capacity) noexcept;
+// Fused attention (cuDNN's flash-attention engines): FALLBACK for float32, head dims cuDNN does not take (not
+// a multiple of 8, above 128), mask strides not a multiple of 8 elements, or no engine; an error for an
+// invalid operation (naming it).
+int32_t cudnn_sdpa(CudnnDevice& dev, const LibCall& call, const thunderc_sdpa* op, void* o, const void* q,
+                   const void* k, const void* v, const void* mask, char* error, size_t error_capacity) noexcept;
 
 // What cuDNN loaded as ("libcudnn.so.9 (cuDNN 9.19.0)"), or why not ("not found: ..."); loads it if needed.
 std::string cudnn_library_text();

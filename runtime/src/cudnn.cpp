@@ -1,18 +1,25 @@
-// Convolutions through cuDNN 9's graph API (backend descriptors), reached with dlopen (see cuda_libs.hpp and
-// docs/runtime.md, "Library calls: cuDNN").
+// Convolutions and fused attention through cuDNN 9's graph API (backend descriptors), reached with dlopen (see
+// cuda_libs.hpp and docs/runtime.md, "Library calls: cuDNN").
 //
-// Per (model, device): one cudnnHandle and, per library-call id, one execution plan for
+// Per (model, device): one cudnnHandle and, per library-call id, one execution plan, built at that id's first
+// call, for either
 //   y = act(conv2d(x, w) + bias + residual)
-// built at that id's first call: tensors X, W (and bias [1,K,1,1], residual) plus Y, a convolution forward
-// operation whose output feeds a chain of pointwise operations on virtual tensors (only those the op asks
-// for), an operation graph, engine configs from heuristics (mode A, then FALLBACK) and the first config that
-// finalizes into a plan within the call's workspace. An id cuDNN cannot run (no engine, NOT_SUPPORTED) is
-// remembered as such and answers THUNDERC_DEVICE_API_FALLBACK at once on every later call.
+// (tensors X, W (and bias [1,K,1,1], residual) plus Y, a convolution forward operation whose output feeds a
+// chain of pointwise operations on virtual tensors, only those the op asks for), or
+//   O = softmax(scale * Q.K^T + mask, causal) . V
+// (the graph cuDNN's fused flash-attention engines recognise: see make_sdpa_graph), then an operation graph,
+// engine configs from heuristics (mode A, then FALLBACK) and the first config that finalizes into a plan
+// within the call's workspace. An id cuDNN cannot run (no engine, NOT_SUPPORTED) is remembered as such and
+// answers THUNDERC_DEVICE_API_FALLBACK at once on every later call.
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,6 +38,7 @@ namespace {
 struct CudnnLib {
   bool ok = false;   // loaded, cuDNN >= 9, every required function found
   std::string text;  // "libcudnn.so.9 (cuDNN 9.19.0)" or why not
+  size_t version = 0;  // cudnnGetVersion(): 91900 for 9.19.0
   dnn::GetVersionFn GetVersion = nullptr;
   dnn::GetErrorStringFn GetErrorString = nullptr;
   dnn::GetLastErrorStringFn GetLastErrorString = nullptr;  // optional
@@ -89,7 +97,8 @@ void load(CudnnLib& L) {
     return;
   }
   int major = 0;
-  const std::string label = name + " (cuDNN " + version_text(L.GetVersion(), &major) + ")";
+  L.version = L.GetVersion();
+  const std::string label = name + " (cuDNN " + version_text(L.version, &major) + ")";
   if (major < 9) {
     // The graph API's attributes and statuses used here are cuDNN 9's.
     L.text = label + ": too old, cuDNN 9 or newer is needed";
@@ -207,22 +216,41 @@ void finalize(const CudnnLib& L, const Desc& d, const char* what) {
 // ---- plans -----------------------------------------------------------------------------------------------
 
 // Unique ids of the graph's tensors (any distinct values; virtual ones too).
-constexpr int64_t kUidX = 1, kUidW = 2, kUidY = 3, kUidBias = 4, kUidResidual = 5, kUidVirtual = 100;
+constexpr int64_t kUidX = 1, kUidW = 2, kUidY = 3, kUidBias = 4, kUidResidual = 5;
+constexpr int64_t kUidQ = 11, kUidK = 12, kUidV = 13, kUidO = 14, kUidMask = 15, kUidScale = 16, kUidNegInf = 17;
+constexpr int64_t kUidVirtual = 100;
 // What every data pointer must be aligned to (the plan promises it to cuDNN; runtime tensors and every CUDA
 // allocation are, and a call with a less aligned pointer falls back).
 constexpr int64_t kAlignment = 16;
 
+enum class OpKind { kConv2d, kSdpa };
+
 struct Plan {
-  thunderc_conv2d op{};   // the problem it was built for (struct_size normalised)
+  OpKind kind = OpKind::kConv2d;
+  std::vector<unsigned char> key;  // the operation it was built for (its struct, struct_size normalised)
+  std::string text;                // op_text of that operation (names it in a message about a reused id)
   bool supported = false; // false: FALLBACK for this id, always
   std::string why;        // why not supported (THUNDERC_CUDNN_LOG)
   std::vector<Desc> keep; // every descriptor the plan refers to, alive as long as it
   Desc plan;
   int64_t workspace = 0;
+  // sdpa: the values of its by-value scalar tensors (the variant pack points at them; cuDNN reads them when
+  // the plan is executed, i.e. enqueued).
+  float scale = 1.0f, neg_inf = -std::numeric_limits<float>::infinity();
 };
+
+template <class Op>
+std::vector<unsigned char> key_of(const Op& op) {
+  const auto* p = reinterpret_cast<const unsigned char*>(&op);
+  return std::vector<unsigned char>(p, p + sizeof op);
+}
 
 std::string dims_pair(int64_t a, int64_t b) {
   return a == b ? std::to_string(a) : std::to_string(a) + "x" + std::to_string(b);
+}
+
+const char* dtype_text(uint32_t dtype) {
+  return dtype == THUNDERC_LIB_FLOAT16 ? "float16" : dtype == THUNDERC_LIB_BFLOAT16 ? "bfloat16" : "float32";
 }
 
 // "conv2d #3 [N=1 C=64 H=56 W=56 K=64 3x3 stride 1 pad 1, bias, relu]"
@@ -246,6 +274,20 @@ std::string op_text(const thunderc_conv2d& op) {
   if (op.dtype == THUNDERC_LIB_BFLOAT16) t += ", bfloat16";
   if (op.math == THUNDERC_LIB_MATH_TF32) t += ", tf32";
   return t + "]";
+}
+
+// "sdpa #2 [batch 2 heads 8 sq 128 skv 128 d 64 dv 64, causal, mask strides 0/128/128, scale 0.125, float16]"
+std::string op_text(const thunderc_sdpa& op) {
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%g", op.scale);
+  std::string t = "sdpa #" + std::to_string(op.id) + " [batch " + std::to_string(op.batch) + " heads " +
+                  std::to_string(op.heads) + " sq " + std::to_string(op.sq) + " skv " + std::to_string(op.skv) +
+                  " d " + std::to_string(op.d) + " dv " + std::to_string(op.dv);
+  if (op.causal) t += ", causal";
+  if (op.has_mask)
+    t += ", mask strides " + std::to_string(op.mask_batch) + "/" + std::to_string(op.mask_head) + "/" +
+         std::to_string(op.mask_row);
+  return t + ", scale " + scale + ", " + dtype_text(op.dtype) + "]";
 }
 
 // Empty when `op` describes a convolution this file can express, else what is wrong with it.
@@ -278,21 +320,75 @@ std::string check_op(const thunderc_conv2d& op) {
   return {};
 }
 
+// Empty when `op` is a well-formed attention (whether cuDNN can run it is decided later), else what is wrong.
+std::string check_op(const thunderc_sdpa& op) {
+  auto name = [](int64_t v, const char* what) { return std::string(what) + " is " + std::to_string(v); };
+  if (op.reserved != 0) return name(op.reserved, "reserved") + ", expected 0";
+  if (op.dtype > THUNDERC_LIB_BFLOAT16) return name(op.dtype, "dtype") + ", not a THUNDERC_LIB_* type";
+  if (op.causal > 1 || op.has_mask > 1) return "causal and has_mask must be 0 or 1";
+  const std::pair<int64_t, const char*> positive[] = {{op.batch, "batch"}, {op.heads, "heads"}, {op.sq, "sq"},
+                                                      {op.skv, "skv"},     {op.d, "d"},         {op.dv, "dv"}};
+  for (const auto& [v, what] : positive)
+    if (v < 1 || v > (int64_t{1} << 31)) return name(v, what) + ", expected 1 .. 2^31";
+  if (op.has_mask) {
+    const std::pair<int64_t, const char*> strides[] = {
+        {op.mask_batch, "mask_batch"}, {op.mask_head, "mask_head"}, {op.mask_row, "mask_row"}};
+    for (const auto& [v, what] : strides)
+      if (v < 0 || v > (int64_t{1} << 48)) return name(v, what) + ", expected a stride 0 .. 2^48 (0: broadcast)";
+  }
+  if (!std::isfinite(op.scale)) return "scale is not a finite number";
+  return {};
+}
+
+// Why cuDNN's fused attention is not even tried for a well-formed `op` (empty: it is): FALLBACK then.
+std::string sdpa_unsupported(const thunderc_sdpa& op) {
+  if (op.dtype == THUNDERC_LIB_FLOAT32) return "float32 (cuDNN's fused attention takes float16 or bfloat16)";
+  if (op.d % 8 != 0 || op.d > 128 || op.dv % 8 != 0 || op.dv > 128)
+    return "head dims d " + std::to_string(op.d) + ", dv " + std::to_string(op.dv) +
+           " (each must be a multiple of 8, at most 128)";
+  if (op.has_mask && (op.mask_batch % 8 != 0 || op.mask_head % 8 != 0 || op.mask_row % 8 != 0))
+    return "mask strides not multiples of 8 elements (16 bytes)";
+  return {};
+}
+
 int data_type(uint32_t dtype) {
   return dtype == THUNDERC_LIB_FLOAT16 ? dnn::kDataHalf : dtype == THUNDERC_LIB_BFLOAT16 ? dnn::kDataBfloat16
                                                                                          : dnn::kDataFloat;
 }
 
-// Builds the plan for `op` (see the top of the file). Throws DnnError; a NOT_SUPPORTED status or no usable
-// engine gives a plan with supported == false instead.
+// Builds a plan (see the top of the file). Throws DnnError; a NOT_SUPPORTED status or no usable engine gives a
+// plan with supported == false instead.
 class PlanBuilder {
  public:
-  PlanBuilder(const CudnnLib& L, dnn::Handle handle, const thunderc_conv2d& op, size_t workspace_limit)
-      : L_(L), handle_(handle), op_(op), limit_(workspace_limit) {}
+  PlanBuilder(const CudnnLib& L, dnn::Handle handle, size_t workspace_limit)
+      : L_(L), handle_(handle), limit_(workspace_limit) {}
 
-  std::shared_ptr<Plan> build() {
+  std::shared_ptr<Plan> build(const thunderc_conv2d& op) {
     auto p = std::make_shared<Plan>();
-    p->op = op_;
+    p->kind = OpKind::kConv2d;
+    p->key = key_of(op);
+    p->text = op_text(op);
+    dtype_ = op.dtype;
+    math_ = op.math;
+    return build(std::move(p), [&] { return make_conv_graph(op); });
+  }
+
+  std::shared_ptr<Plan> build(const thunderc_sdpa& op) {
+    auto p = std::make_shared<Plan>();
+    p->kind = OpKind::kSdpa;
+    p->key = key_of(op);
+    p->text = op_text(op);
+    p->scale = static_cast<float>(op.scale);
+    // cuDNN before 9.10 wants the largest negative float for masked scores; later ones take -inf (as the cuDNN
+    // frontend does).
+    if (L_.version < 91000) p->neg_inf = std::numeric_limits<float>::lowest();
+    dtype_ = op.dtype;
+    math_ = THUNDERC_LIB_MATH_TF32;  // half inputs: tensor cores are the point (numerics_allowed)
+    return build(std::move(p), [&] { return make_sdpa_graph(op); });
+  }
+
+ private:
+  std::shared_ptr<Plan> build(std::shared_ptr<Plan> p, const std::function<Desc()>& make_graph) {
     try {
       graph_ = make_graph();
     } catch (const DnnError& e) {
@@ -311,11 +407,12 @@ class PlanBuilder {
     return p;
   }
 
- private:
-  Desc tensor(int64_t uid, const int64_t dims[4], int dtype, bool is_virtual, const char* what) {
+  // A tensor of 4 dims; strides NULL: dense row-major. by_value: a host scalar the variant pack points at.
+  Desc tensor(int64_t uid, const int64_t dims[4], const int64_t* strides_in, int dtype, bool is_virtual,
+              const char* what, bool by_value = false) {
     Desc t(L_, dnn::kTensorDescriptor, what);
-    // Dense NCHW (broadcast dims of size 1 get the stride a dense tensor would give them).
-    const int64_t strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+    const int64_t dense[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+    const int64_t* strides = strides_in ? strides_in : dense;
     set(L_, t, dnn::kAttrTensorDataType, dnn::kTypeDataType, 1, &dtype, what);
     set(L_, t, dnn::kAttrTensorDimensions, dnn::kTypeInt64, 4, dims, what);
     set(L_, t, dnn::kAttrTensorStrides, dnn::kTypeInt64, 4, strides, what);
@@ -325,60 +422,117 @@ class PlanBuilder {
       const bool v = true;
       set(L_, t, dnn::kAttrTensorIsVirtual, dnn::kTypeBoolean, 1, &v, what);
     }
+    if (by_value) {
+      const bool v = true;
+      set(L_, t, dnn::kAttrTensorIsByValue, dnn::kTypeBoolean, 1, &v, what);
+    }
     finalize(L_, t, what);
     return t;
   }
 
-  // y = op(x, b) (b: NULL for a unary op) on the pointwise engine, math in float.
-  Desc pointwise(int mode, const Desc& x, const Desc* b, const Desc& y, const char* what) {
+  // A virtual tensor with the next free unique id.
+  Desc virtual_tensor(const int64_t dims[4], const int64_t* strides, int dtype, const char* what) {
+    return tensor(next_virtual_++, dims, strides, dtype, true, what);
+  }
+
+  // y = op(x, b[, t]) (b: NULL for a unary op; t: BINARY_SELECT's condition) on the pointwise engine, math in
+  // `prec`; axis >= 0: GEN_INDEX's axis.
+  Desc pointwise(int mode, const Desc& x, const Desc* b, const Desc& y, const char* what, int prec = dnn::kDataFloat,
+                 const Desc* t = nullptr, int64_t axis = -1) {
     Desc pw(L_, dnn::kPointwiseDescriptor, what);
-    const int prec = dnn::kDataFloat;
     set(L_, pw, dnn::kAttrPointwiseMode, dnn::kTypePointwiseMode, 1, &mode, what);
     set(L_, pw, dnn::kAttrPointwiseMathPrec, dnn::kTypeDataType, 1, &prec, what);
+    if (axis >= 0) set(L_, pw, dnn::kAttrPointwiseAxis, dnn::kTypeInt64, 1, &axis, what);
     finalize(L_, pw, what);
     Desc o(L_, dnn::kOpPointwiseDescriptor, what);
     set(L_, o, dnn::kAttrOpPointwisePwDescriptor, dnn::kTypeBackendDescriptor, 1, pw.ref(), what);
     set(L_, o, dnn::kAttrOpPointwiseXDesc, dnn::kTypeBackendDescriptor, 1, x.ref(), what);
     if (b) set(L_, o, dnn::kAttrOpPointwiseBDesc, dnn::kTypeBackendDescriptor, 1, b->ref(), what);
+    if (t) set(L_, o, dnn::kAttrOpPointwiseTDesc, dnn::kTypeBackendDescriptor, 1, t->ref(), what);
     set(L_, o, dnn::kAttrOpPointwiseYDesc, dnn::kTypeBackendDescriptor, 1, y.ref(), what);
     finalize(L_, o, what);
     keep_.push_back(std::move(pw));
     return o;
   }
 
-  Desc make_graph() {
-    const int io = data_type(op_.dtype);
-    const int64_t x_dims[4] = {op_.n, op_.c, op_.h, op_.w};
+  // c = a . b (batched over the first two dims), accumulated in float.
+  Desc matmul(const Desc& a, const Desc& b, const Desc& c, const char* what) {
+    Desc mm(L_, dnn::kMatmulDescriptor, what);
+    const int comp = dnn::kDataFloat;
+    set(L_, mm, dnn::kAttrMatmulCompType, dnn::kTypeDataType, 1, &comp, what);
+    finalize(L_, mm, what);
+    Desc o(L_, dnn::kOpMatmulDescriptor, what);
+    set(L_, o, dnn::kAttrOpMatmulADesc, dnn::kTypeBackendDescriptor, 1, a.ref(), what);
+    set(L_, o, dnn::kAttrOpMatmulBDesc, dnn::kTypeBackendDescriptor, 1, b.ref(), what);
+    set(L_, o, dnn::kAttrOpMatmulCDesc, dnn::kTypeBackendDescriptor, 1, c.ref(), what);
+    set(L_, o, dnn::kAttrOpMatmulDesc, dnn::kTypeBackendDescriptor, 1, mm.ref(), what);
+    finalize(L_, o, what);
+    keep_.push_back(std::move(mm));
+    return o;
+  }
+
+  // y = reduce(x) over the dims where y has size 1, in float.
+  Desc reduction(int op, const Desc& x, const Desc& y, const char* what) {
+    Desc r(L_, dnn::kReductionDescriptor, what);
+    const int comp = dnn::kDataFloat;
+    set(L_, r, dnn::kAttrReductionOperator, dnn::kTypeReductionOperator, 1, &op, what);
+    set(L_, r, dnn::kAttrReductionCompType, dnn::kTypeDataType, 1, &comp, what);
+    finalize(L_, r, what);
+    Desc o(L_, dnn::kOpReductionDescriptor, what);
+    set(L_, o, dnn::kAttrOpReductionXDesc, dnn::kTypeBackendDescriptor, 1, x.ref(), what);
+    set(L_, o, dnn::kAttrOpReductionYDesc, dnn::kTypeBackendDescriptor, 1, y.ref(), what);
+    set(L_, o, dnn::kAttrOpReductionDesc, dnn::kTypeBackendDescriptor, 1, r.ref(), what);
+    finalize(L_, o, what);
+    keep_.push_back(std::move(r));
+    return o;
+  }
+
+  // The operation graph of `ops` (kept alive by the plan).
+  Desc operation_graph(std::vector<Desc>& ops) {
+    Desc graph(L_, dnn::kOperationGraphDescriptor, "operation graph");
+    std::vector<dnn::Descriptor> raw;
+    for (const Desc& o : ops) raw.push_back(o.get());
+    set(L_, graph, dnn::kAttrOperationGraphOps, dnn::kTypeBackendDescriptor, static_cast<int64_t>(raw.size()),
+        raw.data(), "operation graph");
+    // Deprecated since 9.x in favour of device properties, but accepted by every 9.x and required by 9.0.
+    set(L_, graph, dnn::kAttrOperationGraphHandle, dnn::kTypeHandle, 1, &handle_, "operation graph");
+    finalize(L_, graph, "operation graph");
+    for (Desc& d : ops) keep_.push_back(std::move(d));
+    return graph;
+  }
+
+  Desc make_conv_graph(const thunderc_conv2d& op) {
+    const int io = data_type(op.dtype);
+    const int64_t x_dims[4] = {op.n, op.c, op.h, op.w};
     // Groups are expressed by W's second dimension (C / groups), as in cuDNN's graph API.
-    const int64_t w_dims[4] = {op_.k, op_.c / op_.groups, op_.r, op_.s};
-    const int64_t y_dims[4] = {op_.n, op_.k, op_.oh, op_.ow};
-    const int64_t bias_dims[4] = {1, op_.k, 1, 1};
+    const int64_t w_dims[4] = {op.k, op.c / op.groups, op.r, op.s};
+    const int64_t y_dims[4] = {op.n, op.k, op.oh, op.ow};
+    const int64_t bias_dims[4] = {1, op.k, 1, 1};
     int act = -1;
-    switch (op_.activation) {
+    switch (op.activation) {
       case THUNDERC_LIB_ACT_RELU: act = dnn::kPointwiseReluFwd; break;
       case THUNDERC_LIB_ACT_SIGMOID: act = dnn::kPointwiseSigmoidFwd; break;
       case THUNDERC_LIB_ACT_SILU: act = dnn::kPointwiseSwishFwd; break;  // x * sigmoid(x) (swish beta 1)
       case THUNDERC_LIB_ACT_GELU_TANH: act = dnn::kPointwiseGeluApproxTanhFwd; break;
       default: break;
     }
-    const int epilogue = static_cast<int>(op_.has_bias) + static_cast<int>(op_.has_residual) + (act >= 0 ? 1 : 0);
+    const int epilogue = static_cast<int>(op.has_bias) + static_cast<int>(op.has_residual) + (act >= 0 ? 1 : 0);
 
     std::vector<Desc> ops;
-    Desc x = tensor(kUidX, x_dims, io, false, "tensor x");
-    Desc w = tensor(kUidW, w_dims, io, false, "tensor w");
-    Desc y = tensor(kUidY, y_dims, io, false, "tensor y");
-    int64_t next_virtual = kUidVirtual;
+    Desc x = tensor(kUidX, x_dims, nullptr, io, false, "tensor x");
+    Desc w = tensor(kUidW, w_dims, nullptr, io, false, "tensor w");
+    Desc y = tensor(kUidY, y_dims, nullptr, io, false, "tensor y");
     // The output of the next step: y for the last one, else a float virtual tensor.
     int remaining = epilogue;
     auto step_output = [&](const char* what) {
-      return remaining-- == 0 ? Desc() : tensor(next_virtual++, y_dims, dnn::kDataFloat, true, what);
+      return remaining-- == 0 ? Desc() : virtual_tensor(y_dims, nullptr, dnn::kDataFloat, what);
     };
 
     Desc conv(L_, dnn::kConvolutionDescriptor, "convolution");
     {
       const int comp = dnn::kDataFloat, mode = dnn::kCrossCorrelation;
-      const int64_t spatial = 2, pad[2] = {op_.pad_h, op_.pad_w}, stride[2] = {op_.stride_h, op_.stride_w},
-                    dil[2] = {op_.dil_h, op_.dil_w};
+      const int64_t spatial = 2, pad[2] = {op.pad_h, op.pad_w}, stride[2] = {op.stride_h, op.stride_w},
+                    dil[2] = {op.dil_h, op.dil_w};
       const char* what = "convolution";
       set(L_, conv, dnn::kAttrConvolutionCompType, dnn::kTypeDataType, 1, &comp, what);
       set(L_, conv, dnn::kAttrConvolutionConvMode, dnn::kTypeConvolutionMode, 1, &mode, what);
@@ -412,37 +566,112 @@ class PlanBuilder {
       keep_.push_back(std::move(cur));
       cur = std::move(out);
     };
-    if (op_.has_bias) {
-      Desc bias = tensor(kUidBias, bias_dims, io, false, "tensor bias");
+    if (op.has_bias) {
+      Desc bias = tensor(kUidBias, bias_dims, nullptr, io, false, "tensor bias");
       chain(dnn::kPointwiseAdd, &bias, "tensor conv+bias", "pointwise add bias");
       keep_.push_back(std::move(bias));
     }
-    if (op_.has_residual) {
-      Desc res = tensor(kUidResidual, y_dims, io, false, "tensor residual");
+    if (op.has_residual) {
+      Desc res = tensor(kUidResidual, y_dims, nullptr, io, false, "tensor residual");
       chain(dnn::kPointwiseAdd, &res, "tensor +residual", "pointwise add residual");
       keep_.push_back(std::move(res));
     }
     if (act >= 0) chain(act, nullptr, "tensor activation", "pointwise activation");
 
-    Desc graph(L_, dnn::kOperationGraphDescriptor, "operation graph");
-    std::vector<dnn::Descriptor> raw;
-    for (const Desc& o : ops) raw.push_back(o.get());
-    set(L_, graph, dnn::kAttrOperationGraphOps, dnn::kTypeBackendDescriptor, static_cast<int64_t>(raw.size()),
-        raw.data(), "operation graph");
-    // Deprecated since 9.x in favour of device properties, but accepted by every 9.x and required by 9.0.
-    set(L_, graph, dnn::kAttrOperationGraphHandle, dnn::kTypeHandle, 1, &handle_, "operation graph");
-    finalize(L_, graph, "operation graph");
-    for (Desc& d : ops) keep_.push_back(std::move(d));
+    Desc graph = operation_graph(ops);
     for (Desc* d : {&x, &w, &y, &conv}) keep_.push_back(std::move(*d));
     return graph;
   }
 
-  // Whether `cfg` may run under op_.math. FP32 excludes engines that use tensor cores (TF32 on float inputs)
+  // Inference-mode flash attention as cuDNN's fused attention engines expect it (the graph the cuDNN frontend's
+  // sdpa node lowers to, without dropout and statistics):
+  //   S = Q . K^T                     matmul; K given transposed: [b, h, d, skv] with strides swapped
+  //   S = S * scale                   pointwise MUL by a by-value float scalar
+  //   S = S + mask                    pointwise ADD (has_mask; broadcast dims have size 1)
+  //   S = (row >= col) ? S : -inf     GEN_INDEX(axis 2), GEN_INDEX(axis 3) as INT32, CMP_GE as BOOLEAN,
+  //                                   BINARY_SELECT with a by-value float -inf (causal)
+  //   M = max_j S; E = exp(S - M); Z = sum_j E; P = E / Z    softmax: reductions to [b, h, sq, 1]
+  //   O = P . V                       matmul; P (virtual) has the I/O type, as the engines require
+  // Every other intermediate is a virtual float tensor.
+  Desc make_sdpa_graph(const thunderc_sdpa& op) {
+    const int io = data_type(op.dtype);
+    const int64_t B = op.batch, H = op.heads, SQ = op.sq, SKV = op.skv, D = op.d, DV = op.dv;
+    const int64_t q_dims[4] = {B, H, SQ, D};
+    const int64_t kt_dims[4] = {B, H, D, SKV}, kt_strides[4] = {H * SKV * D, SKV * D, 1, D};
+    const int64_t v_dims[4] = {B, H, SKV, DV};
+    const int64_t o_dims[4] = {B, H, SQ, DV};
+    const int64_t s_dims[4] = {B, H, SQ, SKV};
+    const int64_t row_dims[4] = {B, H, SQ, 1}, row_strides[4] = {H * SQ, SQ, 1, 1};
+    const int64_t scalar_dims[4] = {1, 1, 1, 1}, scalar_strides[4] = {1, 1, 1, 1};
+
+    std::vector<Desc> ops;
+    std::deque<Desc> tensors;  // kept by the plan (a deque: references to its elements stay valid)
+    auto keep = [&](Desc d) -> const Desc& {
+      tensors.push_back(std::move(d));
+      return tensors.back();
+    };
+    const Desc& q = keep(tensor(kUidQ, q_dims, nullptr, io, false, "tensor q"));
+    const Desc& kt = keep(tensor(kUidK, kt_dims, kt_strides, io, false, "tensor k (transposed)"));
+    const Desc& v = keep(tensor(kUidV, v_dims, nullptr, io, false, "tensor v"));
+    const Desc& o = keep(tensor(kUidO, o_dims, nullptr, io, false, "tensor o"));
+    const Desc& scale = keep(tensor(kUidScale, scalar_dims, scalar_strides, dnn::kDataFloat, false, "tensor scale", true));
+
+    const Desc* s = &keep(virtual_tensor(s_dims, nullptr, dnn::kDataFloat, "tensor q.k"));
+    ops.push_back(matmul(q, kt, *s, "matmul q.k"));
+    const Desc* scaled = &keep(virtual_tensor(s_dims, nullptr, dnn::kDataFloat, "tensor scaled"));
+    ops.push_back(pointwise(dnn::kPointwiseMul, *s, &scale, *scaled, "pointwise mul scale"));
+    s = scaled;
+    if (op.has_mask) {
+      // Broadcast dims have size 1; their stride is what a dense tensor would give them.
+      int64_t m_dims[4] = {op.mask_batch ? B : 1, op.mask_head ? H : 1, op.mask_row ? SQ : 1, SKV};
+      int64_t m_strides[4] = {0, 0, 0, 1};
+      m_strides[2] = op.mask_row ? op.mask_row : SKV;
+      m_strides[1] = op.mask_head ? op.mask_head : m_dims[2] * m_strides[2];
+      m_strides[0] = op.mask_batch ? op.mask_batch : m_dims[1] * m_strides[1];
+      const Desc& mask = keep(tensor(kUidMask, m_dims, m_strides, io, false, "tensor mask"));
+      const Desc* masked = &keep(virtual_tensor(s_dims, nullptr, dnn::kDataFloat, "tensor +mask"));
+      ops.push_back(pointwise(dnn::kPointwiseAdd, *s, &mask, *masked, "pointwise add mask"));
+      s = masked;
+    }
+    if (op.causal) {
+      const Desc& row = keep(virtual_tensor(s_dims, nullptr, dnn::kDataInt32, "tensor row index"));
+      ops.push_back(pointwise(dnn::kPointwiseGenIndex, *s, nullptr, row, "pointwise row index", dnn::kDataInt32,
+                              nullptr, 2));
+      const Desc& col = keep(virtual_tensor(s_dims, nullptr, dnn::kDataInt32, "tensor column index"));
+      ops.push_back(pointwise(dnn::kPointwiseGenIndex, *s, nullptr, col, "pointwise column index", dnn::kDataInt32,
+                              nullptr, 3));
+      const Desc& visible = keep(virtual_tensor(s_dims, nullptr, dnn::kDataBoolean, "tensor row >= column"));
+      ops.push_back(pointwise(dnn::kPointwiseCmpGe, row, &col, visible, "pointwise row >= column", dnn::kDataBoolean));
+      const Desc& neg_inf =
+          keep(tensor(kUidNegInf, scalar_dims, scalar_strides, dnn::kDataFloat, false, "tensor -inf", true));
+      const Desc* causal = &keep(virtual_tensor(s_dims, nullptr, dnn::kDataFloat, "tensor causal"));
+      ops.push_back(pointwise(dnn::kPointwiseBinarySelect, *s, &neg_inf, *causal, "pointwise causal select",
+                              dnn::kDataFloat, &visible));
+      s = causal;
+    }
+    const Desc& max = keep(virtual_tensor(row_dims, row_strides, dnn::kDataFloat, "tensor row max"));
+    ops.push_back(reduction(dnn::kReduceMax, *s, max, "reduction max"));
+    const Desc& shifted = keep(virtual_tensor(s_dims, nullptr, dnn::kDataFloat, "tensor s - max"));
+    ops.push_back(pointwise(dnn::kPointwiseSub, *s, &max, shifted, "pointwise sub max"));
+    const Desc& e = keep(virtual_tensor(s_dims, nullptr, dnn::kDataFloat, "tensor exp"));
+    ops.push_back(pointwise(dnn::kPointwiseExp, shifted, nullptr, e, "pointwise exp"));
+    const Desc& sum = keep(virtual_tensor(row_dims, row_strides, dnn::kDataFloat, "tensor row sum"));
+    ops.push_back(reduction(dnn::kReduceAdd, e, sum, "reduction sum"));
+    const Desc& p = keep(virtual_tensor(s_dims, nullptr, io, "tensor softmax"));
+    ops.push_back(pointwise(dnn::kPointwiseDiv, e, &sum, p, "pointwise div sum"));
+    ops.push_back(matmul(p, v, o, "matmul p.v"));
+
+    Desc graph = operation_graph(ops);
+    for (Desc& d : tensors) keep_.push_back(std::move(d));
+    return graph;
+  }
+
+  // Whether `cfg` may run under math_. FP32 excludes engines that use tensor cores (TF32 on float inputs)
   // and engines that down-convert inputs; TF32 allows tensor cores. This is how cuDNN users choose TF32 or
   // not in the graph API (the engine's CUDNN_ATTR_ENGINE_NUMERICAL_NOTE; PyTorch and cuDNN's frontend
   // deselect_numeric_notes do the same): the convolution's compute type stays float either way.
   bool numerics_allowed(const Desc& cfg, std::string* why) {
-    if (op_.dtype != THUNDERC_LIB_FLOAT32) return true;  // half inputs: tensor cores are the point
+    if (dtype_ != THUNDERC_LIB_FLOAT32) return true;  // half inputs: tensor cores are the point
     Desc engine(L_, dnn::kEngineDescriptor, "engine");
     int64_t n = 0;
     check(L_.GetAttribute(cfg.get(), dnn::kAttrEngineCfgEngine, dnn::kTypeBackendDescriptor, 1, &n,
@@ -455,7 +684,7 @@ class PlanBuilder {
           "cudnnBackendGetAttribute(engine: numerical notes)");
     for (int64_t i = 0; i < n && i < dnn::kNoteTypeCount; ++i) {
       if (notes[i] == dnn::kNoteDownConvertInputs) return *why = "down-converts inputs", false;
-      if (notes[i] == dnn::kNoteTensorCore && op_.math != THUNDERC_LIB_MATH_TF32)
+      if (notes[i] == dnn::kNoteTensorCore && math_ != THUNDERC_LIB_MATH_TF32)
         return *why = "uses tensor cores (TF32), math is FP32", false;
     }
     return true;
@@ -523,8 +752,10 @@ class PlanBuilder {
 
   const CudnnLib& L_;
   dnn::Handle handle_;
-  const thunderc_conv2d& op_;
   size_t limit_;
+  uint32_t dtype_ = THUNDERC_LIB_FLOAT32;
+  uint32_t math_ = THUNDERC_LIB_MATH_FP32;
+  int64_t next_virtual_ = kUidVirtual;
   Desc graph_;
   std::vector<Desc> keep_;
   std::string why_;
@@ -575,6 +806,78 @@ CudnnDevicePtr make_cudnn_device(int ordinal) {
   return dev;
 }
 
+namespace {
+
+// The plan of `id` on `dev`, built by `build` at the id's first call (under the handle lock) and cached.
+std::shared_ptr<const Plan> plan_for(CudnnDevice& dev, uint32_t id, const std::function<std::shared_ptr<Plan>()>& build) {
+  std::shared_ptr<const Plan> plan;
+  {
+    std::lock_guard<std::mutex> lock(dev.cache_mutex);
+    if (auto it = dev.plans.find(id); it != dev.plans.end()) return it->second;
+  }
+  std::lock_guard<std::mutex> building(dev.handle_mutex);
+  {
+    std::lock_guard<std::mutex> lock(dev.cache_mutex);
+    if (auto it = dev.plans.find(id); it != dev.plans.end()) return it->second;
+  }
+  std::shared_ptr<Plan> built = build();
+  if (log_enabled())
+    std::fprintf(stderr, "thunderc: cuDNN on cuda:%d: %s: %s\n", dev.ordinal, built->text.c_str(),
+                 built->supported ? ("plan built, " + std::to_string(built->workspace) + " bytes of workspace").c_str()
+                                  : ("falls back: " + built->why).c_str());
+  plan = built;
+  std::lock_guard<std::mutex> lock(dev.cache_mutex);
+  dev.plans.emplace(id, plan);
+  return plan;
+}
+
+// Empty when `plan` was built for exactly this operation, else the message for an id used twice.
+std::string reused_id(const Plan& plan, OpKind kind, const std::vector<unsigned char>& key, const std::string& text,
+                      uint32_t id) {
+  if (plan.kind == kind && plan.key == key) return {};
+  return text + ": library-call id " + std::to_string(id) + " was first used for another problem (" + plan.text +
+         "); ids must be unique within a model";
+}
+
+// Runs `plan` on the call's stream with the given tensors (uids[i] at ptrs[i]). Throws DnnError.
+void execute(CudnnDevice& dev, const LibCall& call, const Plan& plan, const int64_t* uids, void* const* ptrs,
+             int64_t n) {
+  const CudnnLib& L = dev.L;
+  Desc pack(L, dnn::kVariantPackDescriptor, "variant pack");
+  void* workspace = call.workspace;
+  set(L, pack, dnn::kAttrVariantPackUniqueIds, dnn::kTypeInt64, n, uids, "variant pack");
+  set(L, pack, dnn::kAttrVariantPackDataPointers, dnn::kTypeVoidPtr, n, ptrs, "variant pack");
+  set(L, pack, dnn::kAttrVariantPackWorkspace, dnn::kTypeVoidPtr, 1, &workspace, "variant pack");
+  finalize(L, pack, "variant pack");
+  std::lock_guard<std::mutex> lock(dev.handle_mutex);
+  check(L.SetStream(dev.handle, call.stream), "cudnnSetStream");
+  check(L.Execute(dev.handle, plan.plan.get(), pack.get()), "cudnnBackendExecute");
+}
+
+// Whether the call's workspace holds what `plan` needs (else FALLBACK).
+bool workspace_fits(const Plan& plan, const LibCall& call) {
+  return static_cast<uint64_t>(plan.workspace) <= call.workspace_bytes && (plan.workspace == 0 || call.workspace);
+}
+
+// The message of an exception escaping a call of operation `what` ("conv2d #3 [...]").
+int32_t report(const CudnnLib& L, const std::string& what, char* error, size_t error_capacity) noexcept {
+  try {
+    throw;
+  } catch (const DnnError& e) {
+    write_error(error, error_capacity, what + ": " + e.what + " failed: " + status_text(L, e.status));
+    return e.status != 0 ? e.status : 1;
+  } catch (const std::bad_alloc&) {
+    write_error(error, error_capacity, what + ": out of memory");
+  } catch (const std::exception& e) {
+    write_error(error, error_capacity, what + ": " + e.what());
+  } catch (...) {
+    write_error(error, error_capacity, what + ": unknown error");
+  }
+  return 1;
+}
+
+}  // namespace
+
 int32_t cudnn_conv2d(CudnnDevice& dev, const LibCall& call, const thunderc_conv2d* op_in, void* y, const void* x,
                      const void* w, const void* bias, const void* residual, char* error,
                      size_t error_capacity) noexcept {
@@ -595,69 +898,70 @@ int32_t cudnn_conv2d(CudnnDevice& dev, const LibCall& call, const thunderc_conv2
     for (const void* p : {x, w, static_cast<const void*>(y), bias, residual})
       if (p && !aligned(p)) return THUNDERC_DEVICE_API_FALLBACK;  // the plan promised 16-byte alignment
 
-    std::shared_ptr<const Plan> plan;
-    {
-      std::lock_guard<std::mutex> lock(dev.cache_mutex);
-      if (auto it = dev.plans.find(op.id); it != dev.plans.end()) plan = it->second;
-    }
-    if (!plan) {
-      std::lock_guard<std::mutex> build(dev.handle_mutex);
-      {
-        std::lock_guard<std::mutex> lock(dev.cache_mutex);
-        if (auto it = dev.plans.find(op.id); it != dev.plans.end()) plan = it->second;
-      }
-      if (!plan) {
-        std::shared_ptr<Plan> built = PlanBuilder(dev.L, dev.handle, op, call.workspace_bytes).build();
-        if (log_enabled())
-          std::fprintf(stderr, "thunderc: cuDNN on cuda:%d: %s: %s\n", dev.ordinal, op_text(op).c_str(),
-                       built->supported ? ("plan built, " + std::to_string(built->workspace) + " bytes of workspace").c_str()
-                                        : ("falls back: " + built->why).c_str());
-        plan = built;
-        std::lock_guard<std::mutex> lock(dev.cache_mutex);
-        dev.plans.emplace(op.id, plan);
-      }
-    }
-    if (std::memcmp(&plan->op, &op, sizeof op) != 0) {
-      write_error(error, error_capacity, op_text(op) + ": library-call id " + std::to_string(op.id) +
-                                             " was first used for another problem (" + op_text(plan->op) +
-                                             "); ids must be unique within a model");
+    std::shared_ptr<const Plan> plan =
+        plan_for(dev, op.id, [&] { return PlanBuilder(dev.L, dev.handle, call.workspace_bytes).build(op); });
+    if (std::string bad = reused_id(*plan, OpKind::kConv2d, key_of(op), op_text(op), op.id); !bad.empty()) {
+      write_error(error, error_capacity, bad);
       return 1;
     }
-    if (!plan->supported) return THUNDERC_DEVICE_API_FALLBACK;
-    if (static_cast<uint64_t>(plan->workspace) > call.workspace_bytes ||
-        (plan->workspace > 0 && !call.workspace))
-      return THUNDERC_DEVICE_API_FALLBACK;
+    if (!plan->supported || !workspace_fits(*plan, call)) return THUNDERC_DEVICE_API_FALLBACK;
 
-    const CudnnLib& L = dev.L;
     int64_t uids[5] = {kUidX, kUidW, kUidY};
     void* ptrs[5] = {const_cast<void*>(x), const_cast<void*>(w), y};
     int64_t n = 3;
     if (op.has_bias) uids[n] = kUidBias, ptrs[n++] = const_cast<void*>(bias);
     if (op.has_residual) uids[n] = kUidResidual, ptrs[n++] = const_cast<void*>(residual);
-    Desc pack(L, dnn::kVariantPackDescriptor, "variant pack");
-    void* workspace = call.workspace;
-    set(L, pack, dnn::kAttrVariantPackUniqueIds, dnn::kTypeInt64, n, uids, "variant pack");
-    set(L, pack, dnn::kAttrVariantPackDataPointers, dnn::kTypeVoidPtr, n, ptrs, "variant pack");
-    set(L, pack, dnn::kAttrVariantPackWorkspace, dnn::kTypeVoidPtr, 1, &workspace, "variant pack");
-    finalize(L, pack, "variant pack");
-    {
-      std::lock_guard<std::mutex> lock(dev.handle_mutex);
-      check(L.SetStream(dev.handle, call.stream), "cudnnSetStream");
-      check(L.Execute(dev.handle, plan->plan.get(), pack.get()), "cudnnBackendExecute");
-    }
+    execute(dev, call, *plan, uids, ptrs, n);
     return 0;
-  } catch (const DnnError& e) {
-    write_error(error, error_capacity, op_text(op) + ": " + e.what + " failed: " + status_text(dev.L, e.status));
-    return e.status != 0 ? e.status : 1;
-  } catch (const std::bad_alloc&) {
-    write_error(error, error_capacity, "conv2d #" + std::to_string(op.id) + ": out of memory");
-    return 1;
-  } catch (const std::exception& e) {
-    write_error(error, error_capacity, "conv2d #" + std::to_string(op.id) + ": " + e.what());
-    return 1;
   } catch (...) {
-    write_error(error, error_capacity, "conv2d #" + std::to_string(op.id) + ": unknown error");
-    return 1;
+    return report(dev.L, op_text(op), error, error_capacity);
+  }
+}
+
+int32_t cudnn_sdpa(CudnnDevice& dev, const LibCall& call, const thunderc_sdpa* op_in, void* o, const void* q,
+                   const void* k, const void* v, const void* mask, char* error, size_t error_capacity) noexcept {
+  thunderc_sdpa op{};
+  std::memcpy(&op, op_in, sizeof op);  // the caller checked struct_size >= sizeof op
+  op.struct_size = sizeof op;
+  if (!op.has_mask) op.mask_batch = op.mask_head = op.mask_row = 0;  // unused: not part of the problem
+  try {
+    if (std::string bad = check_op(op); !bad.empty()) {
+      write_error(error, error_capacity, op_text(op) + ": invalid operation: " + bad);
+      return 1;
+    }
+    if (!q || !k || !v || !o || !mask != !op.has_mask) {
+      write_error(error, error_capacity,
+                  op_text(op) + ": q, k, v and o must not be NULL, mask NULL exactly when has_mask is 0");
+      return 1;
+    }
+    if (!dev.handle) return THUNDERC_DEVICE_API_FALLBACK;
+    if (std::string why = sdpa_unsupported(op); !why.empty()) {
+      if (log_enabled())
+        std::fprintf(stderr, "thunderc: cuDNN on cuda:%d: %s: falls back: %s\n", dev.ordinal, op_text(op).c_str(),
+                     why.c_str());
+      return THUNDERC_DEVICE_API_FALLBACK;
+    }
+    for (const void* p : {q, k, v, static_cast<const void*>(o), mask})
+      if (p && !aligned(p)) return THUNDERC_DEVICE_API_FALLBACK;  // the plan promised 16-byte alignment
+
+    std::shared_ptr<const Plan> plan =
+        plan_for(dev, op.id, [&] { return PlanBuilder(dev.L, dev.handle, call.workspace_bytes).build(op); });
+    if (std::string bad = reused_id(*plan, OpKind::kSdpa, key_of(op), op_text(op), op.id); !bad.empty()) {
+      write_error(error, error_capacity, bad);
+      return 1;
+    }
+    if (!plan->supported || !workspace_fits(*plan, call)) return THUNDERC_DEVICE_API_FALLBACK;
+
+    int64_t uids[7] = {kUidQ, kUidK, kUidV, kUidO, kUidScale};
+    void* ptrs[7] = {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o,
+                     const_cast<float*>(&plan->scale)};
+    int64_t n = 5;
+    if (op.has_mask) uids[n] = kUidMask, ptrs[n++] = const_cast<void*>(mask);
+    if (op.causal) uids[n] = kUidNegInf, ptrs[n++] = const_cast<float*>(&plan->neg_inf);
+    execute(dev, call, *plan, uids, ptrs, n);
+    return 0;
+  } catch (...) {
+    return report(dev.L, op_text(op), error, error_capacity);
   }
 }
 

@@ -24,17 +24,30 @@ inline bool is_not_supported(Status s) { return s / 1000 * 1000 == kNotSupported
 // cudnnDataType_t
 constexpr int kDataFloat = 0;     // CUDNN_DATA_FLOAT
 constexpr int kDataHalf = 2;      // CUDNN_DATA_HALF
+constexpr int kDataInt32 = 4;     // CUDNN_DATA_INT32
 constexpr int kDataBfloat16 = 9;  // CUDNN_DATA_BFLOAT16
+constexpr int kDataBoolean = 11;  // CUDNN_DATA_BOOLEAN
 
 // cudnnConvolutionMode_t
 constexpr int kCrossCorrelation = 1;  // CUDNN_CROSS_CORRELATION
 
+// cudnnReduceTensorOp_t
+constexpr int kReduceAdd = 0;  // CUDNN_REDUCE_TENSOR_ADD
+constexpr int kReduceMax = 3;  // CUDNN_REDUCE_TENSOR_MAX
+
 // cudnnPointwiseMode_t
 constexpr int kPointwiseAdd = 0;                 // CUDNN_POINTWISE_ADD
+constexpr int kPointwiseMul = 1;                 // CUDNN_POINTWISE_MUL
+constexpr int kPointwiseDiv = 6;                 // CUDNN_POINTWISE_DIV
+constexpr int kPointwiseSub = 9;                 // CUDNN_POINTWISE_SUB
+constexpr int kPointwiseExp = 13;                // CUDNN_POINTWISE_EXP
 constexpr int kPointwiseReluFwd = 100;           // CUDNN_POINTWISE_RELU_FWD
 constexpr int kPointwiseSigmoidFwd = 102;        // CUDNN_POINTWISE_SIGMOID_FWD
 constexpr int kPointwiseSwishFwd = 106;          // CUDNN_POINTWISE_SWISH_FWD
 constexpr int kPointwiseGeluApproxTanhFwd = 107; // CUDNN_POINTWISE_GELU_APPROX_TANH_FWD
+constexpr int kPointwiseCmpGe = 303;             // CUDNN_POINTWISE_CMP_GE
+constexpr int kPointwiseGenIndex = 501;          // CUDNN_POINTWISE_GEN_INDEX
+constexpr int kPointwiseBinarySelect = 601;      // CUDNN_POINTWISE_BINARY_SELECT
 
 // cudnnBackendHeurMode_t
 constexpr int kHeurModeFallback = 2;  // CUDNN_HEUR_MODE_FALLBACK
@@ -58,6 +71,7 @@ constexpr int kTypeHeurMode = 8;           // CUDNN_TYPE_HEUR_MODE
 constexpr int kTypeNumericalNote = 11;     // CUDNN_TYPE_NUMERICAL_NOTE
 constexpr int kTypePointwiseMode = 14;     // CUDNN_TYPE_POINTWISE_MODE
 constexpr int kTypeBackendDescriptor = 15; // CUDNN_TYPE_BACKEND_DESCRIPTOR
+constexpr int kTypeReductionOperator = 18; // CUDNN_TYPE_REDUCTION_OPERATOR_TYPE
 
 // cudnnBackendDescriptorType_t
 constexpr int kPointwiseDescriptor = 0;          // CUDNN_BACKEND_POINTWISE_DESCRIPTOR
@@ -71,10 +85,15 @@ constexpr int kOpPointwiseDescriptor = 13;       // CUDNN_BACKEND_OPERATION_POIN
 constexpr int kOperationGraphDescriptor = 15;    // CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR
 constexpr int kVariantPackDescriptor = 16;       // CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR
 constexpr int kTensorDescriptor = 17;            // CUDNN_BACKEND_TENSOR_DESCRIPTOR
+constexpr int kMatmulDescriptor = 18;            // CUDNN_BACKEND_MATMUL_DESCRIPTOR
+constexpr int kOpMatmulDescriptor = 19;          // CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR
+constexpr int kReductionDescriptor = 21;         // CUDNN_BACKEND_REDUCTION_DESCRIPTOR
+constexpr int kOpReductionDescriptor = 22;       // CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR
 
 // cudnnBackendAttributeName_t
 constexpr int kAttrPointwiseMode = 0;                 // CUDNN_ATTR_POINTWISE_MODE
 constexpr int kAttrPointwiseMathPrec = 1;             // CUDNN_ATTR_POINTWISE_MATH_PREC
+constexpr int kAttrPointwiseAxis = 9;                 // CUDNN_ATTR_POINTWISE_AXIS
 constexpr int kAttrConvolutionCompType = 100;         // CUDNN_ATTR_CONVOLUTION_COMP_TYPE
 constexpr int kAttrConvolutionConvMode = 101;         // CUDNN_ATTR_CONVOLUTION_CONV_MODE
 constexpr int kAttrConvolutionDilations = 102;        // CUDNN_ATTR_CONVOLUTION_DILATIONS
@@ -99,6 +118,7 @@ constexpr int kAttrOpPointwisePwDescriptor = 750;     // CUDNN_ATTR_OPERATION_PO
 constexpr int kAttrOpPointwiseXDesc = 751;            // CUDNN_ATTR_OPERATION_POINTWISE_XDESC
 constexpr int kAttrOpPointwiseBDesc = 752;            // CUDNN_ATTR_OPERATION_POINTWISE_BDESC
 constexpr int kAttrOpPointwiseYDesc = 753;            // CUDNN_ATTR_OPERATION_POINTWISE_YDESC
+constexpr int kAttrOpPointwiseTDesc = 758;            // CUDNN_ATTR_OPERATION_POINTWISE_TDESC
 constexpr int kAttrOperationGraphHandle = 800;        // CUDNN_ATTR_OPERATIONGRAPH_HANDLE
 constexpr int kAttrOperationGraphOps = 801;           // CUDNN_ATTR_OPERATIONGRAPH_OPS
 constexpr int kAttrTensorByteAlignment = 900;         // CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT
@@ -107,10 +127,21 @@ constexpr int kAttrTensorDimensions = 902;            // CUDNN_ATTR_TENSOR_DIMEN
 constexpr int kAttrTensorStrides = 903;               // CUDNN_ATTR_TENSOR_STRIDES
 constexpr int kAttrTensorUniqueId = 906;              // CUDNN_ATTR_TENSOR_UNIQUE_ID
 constexpr int kAttrTensorIsVirtual = 907;             // CUDNN_ATTR_TENSOR_IS_VIRTUAL
+constexpr int kAttrTensorIsByValue = 908;             // CUDNN_ATTR_TENSOR_IS_BY_VALUE
 constexpr int kAttrVariantPackUniqueIds = 1000;       // CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS
 constexpr int kAttrVariantPackDataPointers = 1001;    // CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS
 constexpr int kAttrVariantPackWorkspace = 1003;       // CUDNN_ATTR_VARIANT_PACK_WORKSPACE
 constexpr int kAttrEngineNumericalNote = 1303;        // CUDNN_ATTR_ENGINE_NUMERICAL_NOTE
+constexpr int kAttrMatmulCompType = 1500;             // CUDNN_ATTR_MATMUL_COMP_TYPE
+constexpr int kAttrOpMatmulADesc = 1520;              // CUDNN_ATTR_OPERATION_MATMUL_ADESC
+constexpr int kAttrOpMatmulBDesc = 1521;              // CUDNN_ATTR_OPERATION_MATMUL_BDESC
+constexpr int kAttrOpMatmulCDesc = 1522;              // CUDNN_ATTR_OPERATION_MATMUL_CDESC
+constexpr int kAttrOpMatmulDesc = 1523;               // CUDNN_ATTR_OPERATION_MATMUL_DESC
+constexpr int kAttrReductionOperator = 1600;          // CUDNN_ATTR_REDUCTION_OPERATOR
+constexpr int kAttrReductionCompType = 1601;          // CUDNN_ATTR_REDUCTION_COMP_TYPE
+constexpr int kAttrOpReductionXDesc = 1610;           // CUDNN_ATTR_OPERATION_REDUCTION_XDESC
+constexpr int kAttrOpReductionYDesc = 1611;           // CUDNN_ATTR_OPERATION_REDUCTION_YDESC
+constexpr int kAttrOpReductionDesc = 1612;            // CUDNN_ATTR_OPERATION_REDUCTION_DESC
 
 // The functions, as dlsym finds them in libcudnn.so.9 (enums passed as int: same ABI as a C enum).
 extern "C" {

@@ -94,6 +94,35 @@ static_assert(dnn::kAttrVariantPackUniqueIds == CUDNN_ATTR_VARIANT_PACK_UNIQUE_I
 static_assert(dnn::kAttrVariantPackDataPointers == CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, "kAttrVariantPackDataPointers != CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS");
 static_assert(dnn::kAttrVariantPackWorkspace == CUDNN_ATTR_VARIANT_PACK_WORKSPACE, "kAttrVariantPackWorkspace != CUDNN_ATTR_VARIANT_PACK_WORKSPACE");
 static_assert(dnn::kAttrEngineNumericalNote == CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, "kAttrEngineNumericalNote != CUDNN_ATTR_ENGINE_NUMERICAL_NOTE");
+static_assert(dnn::kDataInt32 == CUDNN_DATA_INT32, "kDataInt32 != CUDNN_DATA_INT32");
+static_assert(dnn::kDataBoolean == CUDNN_DATA_BOOLEAN, "kDataBoolean != CUDNN_DATA_BOOLEAN");
+static_assert(dnn::kReduceAdd == CUDNN_REDUCE_TENSOR_ADD, "kReduceAdd != CUDNN_REDUCE_TENSOR_ADD");
+static_assert(dnn::kReduceMax == CUDNN_REDUCE_TENSOR_MAX, "kReduceMax != CUDNN_REDUCE_TENSOR_MAX");
+static_assert(dnn::kPointwiseMul == CUDNN_POINTWISE_MUL, "kPointwiseMul != CUDNN_POINTWISE_MUL");
+static_assert(dnn::kPointwiseDiv == CUDNN_POINTWISE_DIV, "kPointwiseDiv != CUDNN_POINTWISE_DIV");
+static_assert(dnn::kPointwiseSub == CUDNN_POINTWISE_SUB, "kPointwiseSub != CUDNN_POINTWISE_SUB");
+static_assert(dnn::kPointwiseExp == CUDNN_POINTWISE_EXP, "kPointwiseExp != CUDNN_POINTWISE_EXP");
+static_assert(dnn::kPointwiseCmpGe == CUDNN_POINTWISE_CMP_GE, "kPointwiseCmpGe != CUDNN_POINTWISE_CMP_GE");
+static_assert(dnn::kPointwiseGenIndex == CUDNN_POINTWISE_GEN_INDEX, "kPointwiseGenIndex != CUDNN_POINTWISE_GEN_INDEX");
+static_assert(dnn::kPointwiseBinarySelect == CUDNN_POINTWISE_BINARY_SELECT, "kPointwiseBinarySelect != CUDNN_POINTWISE_BINARY_SELECT");
+static_assert(dnn::kTypeReductionOperator == CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, "kTypeReductionOperator != CUDNN_TYPE_REDUCTION_OPERATOR_TYPE");
+static_assert(dnn::kMatmulDescriptor == CUDNN_BACKEND_MATMUL_DESCRIPTOR, "kMatmulDescriptor != CUDNN_BACKEND_MATMUL_DESCRIPTOR");
+static_assert(dnn::kOpMatmulDescriptor == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, "kOpMatmulDescriptor != CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR");
+static_assert(dnn::kReductionDescriptor == CUDNN_BACKEND_REDUCTION_DESCRIPTOR, "kReductionDescriptor != CUDNN_BACKEND_REDUCTION_DESCRIPTOR");
+static_assert(dnn::kOpReductionDescriptor == CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, "kOpReductionDescriptor != CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR");
+static_assert(dnn::kAttrPointwiseAxis == CUDNN_ATTR_POINTWISE_AXIS, "kAttrPointwiseAxis != CUDNN_ATTR_POINTWISE_AXIS");
+static_assert(dnn::kAttrOpPointwiseTDesc == CUDNN_ATTR_OPERATION_POINTWISE_TDESC, "kAttrOpPointwiseTDesc != CUDNN_ATTR_OPERATION_POINTWISE_TDESC");
+static_assert(dnn::kAttrTensorIsByValue == CUDNN_ATTR_TENSOR_IS_BY_VALUE, "kAttrTensorIsByValue != CUDNN_ATTR_TENSOR_IS_BY_VALUE");
+static_assert(dnn::kAttrMatmulCompType == CUDNN_ATTR_MATMUL_COMP_TYPE, "kAttrMatmulCompType != CUDNN_ATTR_MATMUL_COMP_TYPE");
+static_assert(dnn::kAttrOpMatmulADesc == CUDNN_ATTR_OPERATION_MATMUL_ADESC, "kAttrOpMatmulADesc != CUDNN_ATTR_OPERATION_MATMUL_ADESC");
+static_assert(dnn::kAttrOpMatmulBDesc == CUDNN_ATTR_OPERATION_MATMUL_BDESC, "kAttrOpMatmulBDesc != CUDNN_ATTR_OPERATION_MATMUL_BDESC");
+static_assert(dnn::kAttrOpMatmulCDesc == CUDNN_ATTR_OPERATION_MATMUL_CDESC, "kAttrOpMatmulCDesc != CUDNN_ATTR_OPERATION_MATMUL_CDESC");
+static_assert(dnn::kAttrOpMatmulDesc == CUDNN_ATTR_OPERATION_MATMUL_DESC, "kAttrOpMatmulDesc != CUDNN_ATTR_OPERATION_MATMUL_DESC");
+static_assert(dnn::kAttrReductionOperator == CUDNN_ATTR_REDUCTION_OPERATOR, "kAttrReductionOperator != CUDNN_ATTR_REDUCTION_OPERATOR");
+static_assert(dnn::kAttrReductionCompType == CUDNN_ATTR_REDUCTION_COMP_TYPE, "kAttrReductionCompType != CUDNN_ATTR_REDUCTION_COMP_TYPE");
+static_assert(dnn::kAttrOpReductionXDesc == CUDNN_ATTR_OPERATION_REDUCTION_XDESC, "kAttrOpReductionXDesc != CUDNN_ATTR_OPERATION_REDUCTION_XDESC");
+static_assert(dnn::kAttrOpReductionYDesc == CUDNN_ATTR_OPERATION_REDUCTION_YDESC, "kAttrOpReductionYDesc != CUDNN_ATTR_OPERATION_REDUCTION_YDESC");
+static_assert(dnn::kAttrOpReductionDesc == CUDNN_ATTR_OPERATION_REDUCTION_DESC, "kAttrOpReductionDesc != CUDNN_ATTR_OPERATION_REDUCTION_DESC");
 
 // The attribute types the runtime writes must have the C sizes it assumes.
 static_assert(sizeof(cudnnBackendDescriptor_t) == sizeof(dnn::Descriptor));
@@ -101,10 +130,10 @@ static_assert(sizeof(cudnnHandle_t) == sizeof(dnn::Handle));
 static_assert(sizeof(cudnnStatus_t) == sizeof(dnn::Status));
 static_assert(sizeof(cudnnDataType_t) == sizeof(int) && sizeof(cudnnPointwiseMode_t) == sizeof(int) &&
               sizeof(cudnnBackendHeurMode_t) == sizeof(int) && sizeof(cudnnBackendNumericalNote_t) == sizeof(int) &&
-              sizeof(cudnnConvolutionMode_t) == sizeof(int));
+              sizeof(cudnnConvolutionMode_t) == sizeof(int) && sizeof(cudnnReduceTensorOp_t) == sizeof(int));
 static_assert(CUDNN_MAJOR >= 9, "the runtime's numbers are cuDNN 9's");
 
-TEST_CASE("cuDNN header: the runtime's enum numbers equal cudnn_graph.h's (80 checked at compile time)") {
+TEST_CASE("cuDNN header: the runtime's enum numbers equal cudnn_graph.h's (109 checked at compile time)") {
   MESSAGE("checked against cuDNN " << CUDNN_MAJOR << "." << CUDNN_MINOR << "." << CUDNN_PATCHLEVEL);
   CHECK(dnn::kAttrEngineNumericalNote == CUDNN_ATTR_ENGINE_NUMERICAL_NOTE);
 }

@@ -19,7 +19,10 @@
  * Version 3 added the library calls of thunderc_device_api (gemm: cuBLASLt; conv2d: cuDNN's graph API), so
  * that a model .so links neither library either: the runtime dlopens them, builds and caches their plans,
  * and answers THUNDERC_DEVICE_API_FALLBACK where it cannot (library missing, no engine for the problem on
- * this GPU); the generated code then runs the kernel it carries for that operation instead. */
+ * this GPU); the generated code then runs the kernel it carries for that operation instead.
+ *
+ * Version 4 added thunderc_device_api.sdpa (thunderc_sdpa: scaled-dot-product attention through cuDNN's fused
+ * flash-attention engines), appended at the end of the table; it falls back as gemm and conv2d do. */
 #ifndef THUNDERC_ABI_H_
 #define THUNDERC_ABI_H_
 
@@ -31,14 +34,14 @@
 extern "C" {
 #endif
 
-#define THUNDERC_ABI_VERSION 3u
+#define THUNDERC_ABI_VERSION 4u
 
-/* Returned by thunderc_device_api.gemm/conv2d when the library cannot run this operation here (not
+/* Returned by thunderc_device_api.gemm/conv2d/sdpa when the library cannot run this operation here (not
  * installed, too old, no engine for the problem on this GPU): nothing was enqueued and the caller runs its
  * own kernel for it. Every other non-zero status is an error. Negative, so never a CUresult. */
 #define THUNDERC_DEVICE_API_FALLBACK (-1)
 
-/* Element types of library-call operands (thunderc_gemm.dtype, thunderc_conv2d.dtype). */
+/* Element types of library-call operands (thunderc_gemm.dtype, thunderc_conv2d.dtype, thunderc_sdpa.dtype). */
 #define THUNDERC_LIB_FLOAT32 0u
 #define THUNDERC_LIB_FLOAT16 1u
 #define THUNDERC_LIB_BFLOAT16 2u
@@ -88,6 +91,23 @@ typedef struct thunderc_conv2d {
   int64_t stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups;
 } thunderc_conv2d;
 
+/* O[b][h][i][:] = softmax_j(scale * Q[b][h][i][:] . K[b][h][j][:] + mask[b][h][i][j]) . V[b][h][j][:],
+ * PyTorch's scaled_dot_product_attention. Q [batch][heads][sq][d], K [batch][heads][skv][d],
+ * V [batch][heads][skv][dv], O [batch][heads][sq][dv]: dense row-major. causal: query i sees keys j <= i only
+ * (PyTorch's is_causal: top-left aligned). mask (has_mask): additive, of type dtype, element [b][h][i][j] at
+ * mask_batch*b + mask_head*h + mask_row*i + j (a stride of 0 broadcasts that dimension). */
+typedef struct thunderc_sdpa {
+  uint32_t struct_size; /* sizeof(thunderc_sdpa) */
+  uint32_t id;          /* as thunderc_gemm.id */
+  uint32_t dtype;       /* THUNDERC_LIB_FLOAT16 or THUNDERC_LIB_BFLOAT16 (cuDNN's fused attention); others: FALLBACK */
+  uint32_t causal;
+  uint32_t has_mask;
+  uint32_t reserved;    /* 0 */
+  int64_t batch, heads, sq, skv, d, dv;
+  int64_t mask_batch, mask_head, mask_row;
+  double scale;
+} thunderc_sdpa;
+
 /* What the runtime does for a CUDA variant's entry. Every function returns 0 on success, or non-zero
  * after writing a NUL-terminated message (naming the kernel or the call) into error[0 .. error_capacity). */
 typedef struct thunderc_device_api {
@@ -107,6 +127,10 @@ typedef struct thunderc_device_api {
   /* One convolution through cuDNN on the call's stream (bias, residual: NULL unless has_bias/has_residual). */
   int32_t (*conv2d)(void* context, const thunderc_conv2d* op, void* y, const void* x, const void* w,
                     const void* bias, const void* residual, char* error, size_t error_capacity);
+  /* ---- since ABI 4 ---- */
+  /* Fused attention through cuDNN on the call's stream (mask: NULL unless has_mask). */
+  int32_t (*sdpa)(void* context, const thunderc_sdpa* op, void* o, const void* q, const void* k, const void* v,
+                  const void* mask, char* error, size_t error_capacity);
 } thunderc_device_api;
 
 /* Arguments of one variant call. The runtime has already checked every guard in the manifest: inputs

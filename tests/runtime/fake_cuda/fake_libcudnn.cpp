@@ -81,8 +81,10 @@ struct TensorInfo {
   int64_t strides[4] = {0, 0, 0, 0};
   int64_t alignment = 0;
   bool is_virtual = false;
+  bool by_value = false;  // a host scalar: the variant pack points at its value, read at execute
   bool same(const TensorInfo& o) const {
-    return uid == o.uid && dtype == o.dtype && is_virtual == o.is_virtual && alignment == o.alignment &&
+    return uid == o.uid && dtype == o.dtype && is_virtual == o.is_virtual && by_value == o.by_value &&
+           alignment == o.alignment &&
            std::memcmp(dims, o.dims, sizeof dims) == 0 && std::memcmp(strides, o.strides, sizeof strides) == 0;
   }
   int64_t elements() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
@@ -93,12 +95,18 @@ struct ConvInfo {
   int64_t pre[2] = {0, 0}, post[2] = {0, 0}, stride[2] = {1, 1}, dil[2] = {1, 1};
 };
 
+enum class OpKind { kConv, kPointwise, kMatmul, kReduction };
+
 struct OpInfo {
+  OpKind kind = OpKind::kPointwise;
   bool is_conv = false;
-  TensorInfo x, w_or_b, y;  // conv: x, w, y; pointwise: x, b (when binary), y
+  TensorInfo x, w_or_b, y;  // conv: x, w, y; pointwise: x, b (when binary), y; matmul: a, b, c; reduction: x, y
   bool has_b = false;
+  TensorInfo t;              // BINARY_SELECT's condition
+  bool has_t = false;
   ConvInfo conv;
-  int mode = 0;              // pointwise mode
+  int mode = 0;              // pointwise mode, or the reduction operator
+  int64_t axis = -1;         // GEN_INDEX
   double alpha = 1, beta = 0, alpha2 = 1;
 };
 
@@ -107,6 +115,8 @@ struct GraphInfo {
   std::map<int64_t, TensorInfo> tensors;
   bool grouped = false;
   bool non_float_io = false;
+  bool attention = false;              // the fused-attention pattern (two matmuls around a softmax)
+  int64_t head_dim = 0, value_dim = 0; // attention: d and dv
 };
 
 struct Engine {
@@ -148,6 +158,9 @@ struct Desc {
   TensorInfo tensor;
   ConvInfo conv;
   int pw_mode = 0;
+  int pw_prec = 0;
+  int64_t pw_axis = -1;
+  int reduce_op = 0;
   OpInfo op;
   std::shared_ptr<const GraphInfo> graph;  // graph, heuristics, engine config, engine, plan
   std::vector<Engine> results;             // heuristics
@@ -184,7 +197,7 @@ size_t element_size(int type) {
     case dnn::kTypeInt64: case dnn::kTypeDouble: return 8;
     case dnn::kTypeHandle: case dnn::kTypeVoidPtr: case dnn::kTypeBackendDescriptor: return sizeof(void*);
     case dnn::kTypeDataType: case dnn::kTypeFloat: case dnn::kTypeConvolutionMode: case dnn::kTypeHeurMode:
-    case dnn::kTypeNumericalNote: case dnn::kTypePointwiseMode: return 4;
+    case dnn::kTypeNumericalNote: case dnn::kTypePointwiseMode: case dnn::kTypeReductionOperator: return 4;
     default: return 0;
   }
 }
@@ -206,8 +219,23 @@ const Spec kSpecs[] = {
     {dnn::kTensorDescriptor, dnn::kAttrTensorUniqueId, dnn::kTypeInt64, -1, 1, 1, kNone},
     {dnn::kTensorDescriptor, dnn::kAttrTensorByteAlignment, dnn::kTypeInt64, -1, 1, 1, kNone},
     {dnn::kTensorDescriptor, dnn::kAttrTensorIsVirtual, dnn::kTypeBoolean, -1, 1, 1, kNone},
+    {dnn::kTensorDescriptor, dnn::kAttrTensorIsByValue, dnn::kTypeBoolean, -1, 1, 1, kNone},
     {dnn::kPointwiseDescriptor, dnn::kAttrPointwiseMode, dnn::kTypePointwiseMode, -1, 1, 1, kNone},
     {dnn::kPointwiseDescriptor, dnn::kAttrPointwiseMathPrec, dnn::kTypeDataType, -1, 1, 1, kNone},
+    {dnn::kPointwiseDescriptor, dnn::kAttrPointwiseAxis, dnn::kTypeInt64, -1, 1, 1, kNone},
+    {dnn::kMatmulDescriptor, dnn::kAttrMatmulCompType, dnn::kTypeDataType, -1, 1, 1, kNone},
+    {dnn::kReductionDescriptor, dnn::kAttrReductionOperator, dnn::kTypeReductionOperator, -1, 1, 1, kNone},
+    {dnn::kReductionDescriptor, dnn::kAttrReductionCompType, dnn::kTypeDataType, -1, 1, 1, kNone},
+    {dnn::kOpMatmulDescriptor, dnn::kAttrOpMatmulADesc, dnn::kTypeBackendDescriptor, -1, 1, 1, dnn::kTensorDescriptor},
+    {dnn::kOpMatmulDescriptor, dnn::kAttrOpMatmulBDesc, dnn::kTypeBackendDescriptor, -1, 1, 1, dnn::kTensorDescriptor},
+    {dnn::kOpMatmulDescriptor, dnn::kAttrOpMatmulCDesc, dnn::kTypeBackendDescriptor, -1, 1, 1, dnn::kTensorDescriptor},
+    {dnn::kOpMatmulDescriptor, dnn::kAttrOpMatmulDesc, dnn::kTypeBackendDescriptor, -1, 1, 1, dnn::kMatmulDescriptor},
+    {dnn::kOpReductionDescriptor, dnn::kAttrOpReductionXDesc, dnn::kTypeBackendDescriptor, -1, 1, 1,
+     dnn::kTensorDescriptor},
+    {dnn::kOpReductionDescriptor, dnn::kAttrOpReductionYDesc, dnn::kTypeBackendDescriptor, -1, 1, 1,
+     dnn::kTensorDescriptor},
+    {dnn::kOpReductionDescriptor, dnn::kAttrOpReductionDesc, dnn::kTypeBackendDescriptor, -1, 1, 1,
+     dnn::kReductionDescriptor},
     {dnn::kConvolutionDescriptor, dnn::kAttrConvolutionCompType, dnn::kTypeDataType, -1, 1, 1, kNone},
     {dnn::kConvolutionDescriptor, dnn::kAttrConvolutionConvMode, dnn::kTypeConvolutionMode, -1, 1, 1, kNone},
     {dnn::kConvolutionDescriptor, dnn::kAttrConvolutionSpatialDims, dnn::kTypeInt64, -1, 1, 1, kNone},
@@ -227,6 +255,7 @@ const Spec kSpecs[] = {
     {dnn::kOpPointwiseDescriptor, dnn::kAttrOpPointwiseXDesc, dnn::kTypeBackendDescriptor, -1, 1, 1, dnn::kTensorDescriptor},
     {dnn::kOpPointwiseDescriptor, dnn::kAttrOpPointwiseBDesc, dnn::kTypeBackendDescriptor, -1, 1, 1, dnn::kTensorDescriptor},
     {dnn::kOpPointwiseDescriptor, dnn::kAttrOpPointwiseYDesc, dnn::kTypeBackendDescriptor, -1, 1, 1, dnn::kTensorDescriptor},
+    {dnn::kOpPointwiseDescriptor, dnn::kAttrOpPointwiseTDesc, dnn::kTypeBackendDescriptor, -1, 1, 1, dnn::kTensorDescriptor},
     {dnn::kOpPointwiseDescriptor, 754 /* ALPHA1 */, dnn::kTypeFloat, dnn::kTypeDouble, 1, 1, kNone},
     {dnn::kOpPointwiseDescriptor, 755 /* ALPHA2 */, dnn::kTypeFloat, dnn::kTypeDouble, 1, 1, kNone},
     {dnn::kOperationGraphDescriptor, dnn::kAttrOperationGraphOps, dnn::kTypeBackendDescriptor, -1, 1, 64, kAnyOp},
@@ -305,7 +334,8 @@ Status finalize_tensor(Desc& d) {
                                     std::to_string(strides.count) + " strides");
   TensorInfo t;
   t.dtype = *attr(d, dnn::kAttrTensorDataType)->as<int>();
-  if (t.dtype != dnn::kDataFloat && t.dtype != dnn::kDataHalf && t.dtype != dnn::kDataBfloat16)
+  if (t.dtype != dnn::kDataFloat && t.dtype != dnn::kDataHalf && t.dtype != dnn::kDataBfloat16 &&
+      t.dtype != dnn::kDataInt32 && t.dtype != dnn::kDataBoolean)
     return fail(dnn::kNotSupported, "tensor: data type " + std::to_string(t.dtype) + " not supported by the fake");
   if (dims.count != 4) return fail(dnn::kNotSupported, "tensor: the fake supports 4-d tensors only");
   for (int i = 0; i < 4; ++i) {
@@ -317,11 +347,16 @@ Status finalize_tensor(Desc& d) {
   }
   t.uid = *attr(d, dnn::kAttrTensorUniqueId)->as<int64_t>();
   t.alignment = *attr(d, dnn::kAttrTensorByteAlignment)->as<int64_t>();
-  const int64_t esize = t.dtype == dnn::kDataFloat ? 4 : 2;
+  const int64_t esize = t.dtype == dnn::kDataFloat || t.dtype == dnn::kDataInt32 ? 4 : t.dtype == dnn::kDataBoolean ? 1 : 2;
   if (t.alignment < esize || (t.alignment & (t.alignment - 1)) != 0)
     return fail(dnn::kBadParam, "tensor: byte alignment " + std::to_string(t.alignment) +
                                     " is not a power of two >= the element size");
   if (const Attr* v = attr(d, dnn::kAttrTensorIsVirtual)) t.is_virtual = *v->as<bool>();
+  if (const Attr* v = attr(d, dnn::kAttrTensorIsByValue)) t.by_value = *v->as<bool>();
+  if ((t.dtype == dnn::kDataInt32 || t.dtype == dnn::kDataBoolean) && !t.is_virtual)
+    return fail(dnn::kNotSupported, "tensor: the fake has INT32 and BOOLEAN tensors only as virtual ones");
+  if (t.by_value && (t.is_virtual || t.elements() != 1 || t.dtype != dnn::kDataFloat))
+    return fail(dnn::kBadParam, "tensor: a by-value tensor must be one float element and not virtual");
   d.tensor = t;
   return dnn::kSuccess;
 }
@@ -365,13 +400,25 @@ Status finalize_pointwise(Desc& d) {
   REQUIRE_ATTR(d, dnn::kAttrPointwiseMode, "CUDNN_ATTR_POINTWISE_MODE");
   REQUIRE_ATTR(d, dnn::kAttrPointwiseMathPrec, "CUDNN_ATTR_POINTWISE_MATH_PREC");
   d.pw_mode = *attr(d, dnn::kAttrPointwiseMode)->as<int>();
+  d.pw_prec = *attr(d, dnn::kAttrPointwiseMathPrec)->as<int>();
+  int allowed_prec = dnn::kDataFloat;  // what else the mode may compute in
   switch (d.pw_mode) {
     case dnn::kPointwiseAdd: case dnn::kPointwiseReluFwd: case dnn::kPointwiseSigmoidFwd:
-    case dnn::kPointwiseSwishFwd: case dnn::kPointwiseGeluApproxTanhFwd: break;
+    case dnn::kPointwiseSwishFwd: case dnn::kPointwiseGeluApproxTanhFwd: case dnn::kPointwiseMul:
+    case dnn::kPointwiseSub: case dnn::kPointwiseDiv: case dnn::kPointwiseExp: case dnn::kPointwiseBinarySelect:
+      break;
+    case dnn::kPointwiseGenIndex: allowed_prec = dnn::kDataInt32; break;
+    case dnn::kPointwiseCmpGe: allowed_prec = dnn::kDataBoolean; break;
     default: return fail(dnn::kNotSupported, "pointwise: mode " + std::to_string(d.pw_mode) + " not in the fake");
   }
-  if (*attr(d, dnn::kAttrPointwiseMathPrec)->as<int>() != dnn::kDataFloat)
-    return fail(dnn::kNotSupported, "pointwise: math precision must be float");
+  if (d.pw_prec != dnn::kDataFloat && d.pw_prec != allowed_prec)
+    return fail(dnn::kNotSupported, "pointwise: math precision " + std::to_string(d.pw_prec) + " for mode " +
+                                        std::to_string(d.pw_mode));
+  if (const Attr* a = attr(d, dnn::kAttrPointwiseAxis)) d.pw_axis = *a->as<int64_t>();
+  if (d.pw_mode == dnn::kPointwiseGenIndex && (d.pw_axis < 0 || d.pw_axis > 3))
+    return fail(dnn::kBadParam, "pointwise: GEN_INDEX needs CUDNN_ATTR_POINTWISE_AXIS 0..3");
+  if (d.pw_mode != dnn::kPointwiseGenIndex && d.pw_axis != -1)
+    return fail(dnn::kBadParam, "pointwise: CUDNN_ATTR_POINTWISE_AXIS is GEN_INDEX's");
   return dnn::kSuccess;
 }
 
@@ -418,21 +465,43 @@ Status finalize_pointwise_op(Desc& d) {
   REQUIRE_ATTR(d, dnn::kAttrOpPointwiseXDesc, "CUDNN_ATTR_OPERATION_POINTWISE_XDESC");
   REQUIRE_ATTR(d, dnn::kAttrOpPointwiseYDesc, "CUDNN_ATTR_OPERATION_POINTWISE_YDESC");
   OpInfo op;
-  op.mode = ref(d, dnn::kAttrOpPointwisePwDescriptor)->pw_mode;
+  const Desc* pw = ref(d, dnn::kAttrOpPointwisePwDescriptor);
+  op.mode = pw->pw_mode;
+  op.axis = pw->pw_axis;
   op.x = ref(d, dnn::kAttrOpPointwiseXDesc)->tensor;
   op.y = ref(d, dnn::kAttrOpPointwiseYDesc)->tensor;
-  const bool binary = op.mode == dnn::kPointwiseAdd;
+  const bool binary = op.mode == dnn::kPointwiseAdd || op.mode == dnn::kPointwiseMul || op.mode == dnn::kPointwiseSub ||
+                      op.mode == dnn::kPointwiseDiv || op.mode == dnn::kPointwiseCmpGe ||
+                      op.mode == dnn::kPointwiseBinarySelect;
+  const bool ternary = op.mode == dnn::kPointwiseBinarySelect;
   if (binary != (attr(d, dnn::kAttrOpPointwiseBDesc) != nullptr))
     return fail(dnn::kBadParam, binary ? "pointwise: a binary mode needs CUDNN_ATTR_OPERATION_POINTWISE_BDESC"
                                        : "pointwise: a unary mode takes no BDESC");
+  if (ternary != (attr(d, dnn::kAttrOpPointwiseTDesc) != nullptr))
+    return fail(dnn::kBadParam, ternary ? "pointwise: BINARY_SELECT needs CUDNN_ATTR_OPERATION_POINTWISE_TDESC"
+                                        : "pointwise: only BINARY_SELECT takes a TDESC");
+  auto broadcasts = [&](const TensorInfo& b, const char* name) -> Status {
+    for (int i = 0; i < 4; ++i)
+      if (b.dims[i] != 1 && b.dims[i] != op.x.dims[i])
+        return fail(kBadParamShapeMismatch, std::string("pointwise: ") + name + " " + dims_text(b.dims, 4) +
+                                                " does not broadcast to x " + dims_text(op.x.dims, 4));
+    return dnn::kSuccess;
+  };
   if (binary) {
     op.has_b = true;
     op.w_or_b = ref(d, dnn::kAttrOpPointwiseBDesc)->tensor;
-    for (int i = 0; i < 4; ++i)
-      if (op.w_or_b.dims[i] != 1 && op.w_or_b.dims[i] != op.x.dims[i])
-        return fail(kBadParamShapeMismatch, "pointwise: b " + dims_text(op.w_or_b.dims, 4) +
-                                                " does not broadcast to x " + dims_text(op.x.dims, 4));
+    if (Status st = broadcasts(op.w_or_b, "b"); st) return st;
   }
+  if (ternary) {
+    op.has_t = true;
+    op.t = ref(d, dnn::kAttrOpPointwiseTDesc)->tensor;
+    if (Status st = broadcasts(op.t, "t"); st) return st;
+    if (op.t.dtype != dnn::kDataBoolean) return fail(dnn::kBadParam, "pointwise: BINARY_SELECT's t must be BOOLEAN");
+  }
+  if (op.mode == dnn::kPointwiseGenIndex && op.y.dtype != dnn::kDataInt32 && op.y.dtype != dnn::kDataFloat)
+    return fail(dnn::kBadParam, "pointwise: GEN_INDEX writes INT32 or FLOAT");
+  if (op.mode == dnn::kPointwiseCmpGe && op.y.dtype != dnn::kDataBoolean)
+    return fail(dnn::kBadParam, "pointwise: CMP_GE writes BOOLEAN");
   if (std::memcmp(op.x.dims, op.y.dims, sizeof op.x.dims) != 0)
     return fail(kBadParamShapeMismatch, "pointwise: y " + dims_text(op.y.dims, 4) + " differs from x " +
                                             dims_text(op.x.dims, 4));
@@ -440,6 +509,97 @@ Status finalize_pointwise_op(Desc& d) {
   if (const Attr* a = attr(d, 755)) op.alpha2 = scalar(*a);
   d.op = op;
   return dnn::kSuccess;
+}
+
+Status finalize_matmul(Desc& d) {
+  REQUIRE_ATTR(d, dnn::kAttrMatmulCompType, "CUDNN_ATTR_MATMUL_COMP_TYPE");
+  if (*attr(d, dnn::kAttrMatmulCompType)->as<int>() != dnn::kDataFloat)
+    return fail(dnn::kNotSupported, "matmul: the fake accumulates in float only");
+  return dnn::kSuccess;
+}
+
+Status finalize_reduction(Desc& d) {
+  REQUIRE_ATTR(d, dnn::kAttrReductionOperator, "CUDNN_ATTR_REDUCTION_OPERATOR");
+  REQUIRE_ATTR(d, dnn::kAttrReductionCompType, "CUDNN_ATTR_REDUCTION_COMP_TYPE");
+  d.reduce_op = *attr(d, dnn::kAttrReductionOperator)->as<int>();
+  if (d.reduce_op != dnn::kReduceAdd && d.reduce_op != dnn::kReduceMax)
+    return fail(dnn::kNotSupported, "reduction: operator " + std::to_string(d.reduce_op) + " not in the fake");
+  if (*attr(d, dnn::kAttrReductionCompType)->as<int>() != dnn::kDataFloat)
+    return fail(dnn::kNotSupported, "reduction: compute type must be float");
+  return dnn::kSuccess;
+}
+
+// C [b, h, M, N] = A [b, h, M, K] . B [b, h, K, N]; A's and B's batch dims may be 1 (broadcast).
+Status finalize_matmul_op(Desc& d) {
+  REQUIRE_ATTR(d, dnn::kAttrOpMatmulADesc, "CUDNN_ATTR_OPERATION_MATMUL_ADESC");
+  REQUIRE_ATTR(d, dnn::kAttrOpMatmulBDesc, "CUDNN_ATTR_OPERATION_MATMUL_BDESC");
+  REQUIRE_ATTR(d, dnn::kAttrOpMatmulCDesc, "CUDNN_ATTR_OPERATION_MATMUL_CDESC");
+  REQUIRE_ATTR(d, dnn::kAttrOpMatmulDesc, "CUDNN_ATTR_OPERATION_MATMUL_DESC");
+  OpInfo op;
+  op.kind = OpKind::kMatmul;
+  op.has_b = true;
+  op.x = ref(d, dnn::kAttrOpMatmulADesc)->tensor;
+  op.w_or_b = ref(d, dnn::kAttrOpMatmulBDesc)->tensor;
+  op.y = ref(d, dnn::kAttrOpMatmulCDesc)->tensor;
+  const TensorInfo &a = op.x, &b = op.w_or_b, &c = op.y;
+  bool ok = a.dims[2] == c.dims[2] && b.dims[3] == c.dims[3] && a.dims[3] == b.dims[2];
+  for (int i = 0; i < 2; ++i) ok = ok && (a.dims[i] == 1 || a.dims[i] == c.dims[i]) && (b.dims[i] == 1 || b.dims[i] == c.dims[i]);
+  if (!ok)
+    return fail(kBadParamShapeMismatch, "matmul: a " + dims_text(a.dims, 4) + " . b " + dims_text(b.dims, 4) +
+                                            " does not give c " + dims_text(c.dims, 4));
+  if (a.dtype != b.dtype) return fail(dnn::kBadParam, "matmul: a and b differ in data type");
+  d.op = op;
+  return dnn::kSuccess;
+}
+
+// Y = reduce(X) over the dims where Y has size 1.
+Status finalize_reduction_op(Desc& d) {
+  REQUIRE_ATTR(d, dnn::kAttrOpReductionXDesc, "CUDNN_ATTR_OPERATION_REDUCTION_XDESC");
+  REQUIRE_ATTR(d, dnn::kAttrOpReductionYDesc, "CUDNN_ATTR_OPERATION_REDUCTION_YDESC");
+  REQUIRE_ATTR(d, dnn::kAttrOpReductionDesc, "CUDNN_ATTR_OPERATION_REDUCTION_DESC");
+  OpInfo op;
+  op.kind = OpKind::kReduction;
+  op.x = ref(d, dnn::kAttrOpReductionXDesc)->tensor;
+  op.y = ref(d, dnn::kAttrOpReductionYDesc)->tensor;
+  op.mode = ref(d, dnn::kAttrOpReductionDesc)->reduce_op;
+  for (int i = 0; i < 4; ++i)
+    if (op.y.dims[i] != 1 && op.y.dims[i] != op.x.dims[i])
+      return fail(kBadParamShapeMismatch, "reduction: y " + dims_text(op.y.dims, 4) + " is not x " +
+                                              dims_text(op.x.dims, 4) + " with reduced dims of size 1");
+  d.op = op;
+  return dnn::kSuccess;
+}
+
+// Whether `ops` form inference flash attention as cuDNN's fused engines take it: Q.K^T (real half/bf16 Q and
+// K, K's head dim contiguous), pointwise/reduction ops on virtual tensors (real inputs: by-value scalars and a
+// bias of the I/O type), then P.V with P virtual of the I/O type and V, O real. Empty when it does, else why not.
+std::string attention_pattern(const std::vector<OpInfo>& ops, GraphInfo& g) {
+  std::vector<const OpInfo*> mms;
+  for (const OpInfo& op : ops)
+    if (op.kind == OpKind::kMatmul) mms.push_back(&op);
+  if (mms.size() != 2) return "attention needs exactly two matmuls";
+  const OpInfo *first = nullptr, *second = nullptr;
+  for (const OpInfo* m : mms) (m->x.is_virtual ? second : first) = m;
+  if (!first || !second) return "one matmul must read real Q and K, the other virtual P";
+  const int io = first->x.dtype;
+  if (io != dnn::kDataHalf && io != dnn::kDataBfloat16) return "Q and K must be half or bfloat16";
+  if (first->w_or_b.is_virtual || first->w_or_b.dtype != io) return "K must be real, of Q's type";
+  if (first->w_or_b.strides[2] != 1) return "K's head dim must be contiguous (K given as K^T, strides swapped)";
+  if (!first->y.is_virtual || first->y.dtype != dnn::kDataFloat) return "Q.K^T must be a virtual float tensor";
+  if (second->x.dtype != io) return "P (the softmax) must have the I/O type for the second matmul";
+  if (second->w_or_b.is_virtual || second->w_or_b.dtype != io) return "V must be real, of Q's type";
+  if (second->y.is_virtual || second->y.dtype != io) return "O must be real, of Q's type";
+  for (const OpInfo& op : ops) {
+    if (op.kind == OpKind::kConv) return "a convolution in an attention graph";
+    if (&op == first || &op == second) continue;
+    if (op.y.is_virtual == false) return "an intermediate op writes a real tensor";
+    for (const TensorInfo* in : {&op.x, op.has_b ? &op.w_or_b : nullptr, op.has_t ? &op.t : nullptr})
+      if (in && !in->is_virtual && !in->by_value && in->dtype != io) return "a real bias not of the I/O type";
+  }
+  g.attention = true;
+  g.head_dim = first->x.dims[3];
+  g.value_dim = second->w_or_b.dims[3];
+  return {};
 }
 
 Status finalize_graph(Desc& d) {
@@ -460,11 +620,13 @@ Status finalize_graph(Desc& d) {
     if (t.dtype != dnn::kDataFloat && !t.is_virtual) g->non_float_io = true;
     return dnn::kSuccess;
   };
-  int convs = 0;
+  int convs = 0, matmuls = 0, reductions = 0;
   for (int64_t i = 0; i < ops.count; ++i) {
     const OpInfo& op = ops.as<Desc*>()[i]->op;
     pending.push_back(op);
     convs += op.is_conv;
+    matmuls += op.kind == OpKind::kMatmul;
+    reductions += op.kind == OpKind::kReduction;
     for (const TensorInfo* t : {&op.x, &op.y}) {
       if (Status s = add_tensor(*t); s) return s;
     }
@@ -472,6 +634,12 @@ Status finalize_graph(Desc& d) {
       if (Status s = add_tensor(op.w_or_b); s) return s;
       ++consumers[op.w_or_b.uid];
     }
+    if (op.has_t) {
+      if (Status s = add_tensor(op.t); s) return s;
+      ++consumers[op.t.uid];
+    }
+    if (op.y.by_value)
+      return fail(dnn::kBadParam, "operation graph: by-value tensor " + std::to_string(op.y.uid) + " is written");
     if (op.is_conv && op.w_or_b.dims[1] != op.x.dims[1]) g->grouped = true;
     ++consumers[op.x.uid];
     if (++producers[op.y.uid] > 1)
@@ -485,7 +653,12 @@ Status finalize_graph(Desc& d) {
       return fail(kNotSupportedGraphPattern, "operation graph: real tensor " + std::to_string(uid) +
                                                  " both written and read");
   }
-  if (convs != 1) return fail(kNotSupportedGraphPattern, "operation graph: the fake runs exactly one convolution");
+  if (matmuls > 0 || reductions > 0) {
+    if (std::string why = attention_pattern(pending, *g); !why.empty())
+      return fail(kNotSupportedGraphPattern, "operation graph: not the fused-attention pattern: " + why);
+  } else if (convs != 1) {
+    return fail(kNotSupportedGraphPattern, "operation graph: the fake runs exactly one convolution, or attention");
+  }
   // Topological order: an op runs once every tensor it reads that some op writes is written.
   std::set<int64_t> ready;
   for (const auto& [uid, t] : g->tensors)
@@ -495,7 +668,7 @@ Status finalize_graph(Desc& d) {
     for (size_t i = 0; i < pending.size(); ++i) {
       const OpInfo& op = pending[i];
       const bool needs_b = op.is_conv || op.has_b;
-      if (ready.count(op.x.uid) && (!needs_b || ready.count(op.w_or_b.uid))) {
+      if (ready.count(op.x.uid) && (!needs_b || ready.count(op.w_or_b.uid)) && (!op.has_t || ready.count(op.t.uid))) {
         ready.insert(op.y.uid);
         g->ops.push_back(op);
         pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
@@ -517,8 +690,13 @@ Status finalize_heur(Desc& d) {
   if (mode < 0 || mode > 3) return fail(dnn::kBadParam, "heuristics: bad mode " + std::to_string(mode));
   d.graph = ref(d, dnn::kAttrEngineHeurOperationGraph)->graph;
   d.results.clear();
+  const GraphInfo& g = *d.graph;
+  // cuDNN's fused attention takes head dims that are multiples of 8 up to 128.
+  const bool attention_unsupported = g.attention && (g.head_dim % 8 != 0 || g.head_dim > 128 ||
+                                                     g.value_dim % 8 != 0 || g.value_dim > 128);
   const bool none = env_int("THUNDERC_FAKE_CUDNN_NO_ENGINE", 0) != 0 ||
-                    (d.graph->grouped && env_int("THUNDERC_FAKE_CUDNN_NO_GROUPED", 0) != 0);
+                    (g.grouped && env_int("THUNDERC_FAKE_CUDNN_NO_GROUPED", 0) != 0) ||
+                    (g.attention && env_int("THUNDERC_FAKE_CUDNN_NO_ATTENTION", 0) != 0) || attention_unsupported;
   if (!none) {
     if (mode != dnn::kHeurModeFallback) d.results.push_back(engine(0));
     d.results.push_back(engine(1));
@@ -632,6 +810,9 @@ struct Buffer {
   }
   void store(const int64_t i[4], double v) {
     if (!data) {
+      // A virtual tensor of a 16-bit type holds what the engine would: the value rounded to that type.
+      if (t->dtype == dnn::kDataHalf) v = half_to_float(float_to_half(static_cast<float>(v)));
+      if (t->dtype == dnn::kDataBfloat16) v = bf16_to_float(float_to_bf16(static_cast<float>(v)));
       values[static_cast<size_t>(((i[0] * t->dims[1] + i[1]) * t->dims[2] + i[2]) * t->dims[3] + i[3])] = v;
       return;
     }
@@ -680,17 +861,52 @@ void run_graph(const GraphInfo& g, const Engine& e, std::map<int64_t, Buffer>& b
       });
       continue;
     }
+    if (op.kind == OpKind::kMatmul) {
+      const Buffer& b = bufs.at(op.w_or_b.uid);
+      const int64_t K = op.x.dims[3];
+      for_each_index(op.y.dims, [&](const int64_t* o) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t ai[4] = {op.x.dims[0] == 1 ? 0 : o[0], op.x.dims[1] == 1 ? 0 : o[1], o[2], k};
+          const int64_t bi[4] = {op.w_or_b.dims[0] == 1 ? 0 : o[0], op.w_or_b.dims[1] == 1 ? 0 : o[1], k, o[3]};
+          acc += x.load(ai) * b.load(bi);
+        }
+        y.store(o, acc);
+      });
+      continue;
+    }
+    if (op.kind == OpKind::kReduction) {
+      const bool max = op.mode == dnn::kReduceMax;
+      std::vector<double> acc(static_cast<size_t>(op.y.elements()), max ? -INFINITY : 0.0);
+      auto slot = [&](const int64_t* i) {
+        int64_t r[4];
+        for (int k = 0; k < 4; ++k) r[k] = op.y.dims[k] == 1 ? 0 : i[k];
+        return static_cast<size_t>(((r[0] * op.y.dims[1] + r[1]) * op.y.dims[2] + r[2]) * op.y.dims[3] + r[3]);
+      };
+      for_each_index(op.x.dims, [&](const int64_t* i) {
+        double& a = acc[slot(i)];
+        const double v = x.load(i);
+        a = max ? (v > a ? v : a) : a + v;
+      });
+      for_each_index(op.y.dims, [&](const int64_t* i) { y.store(i, acc[slot(i)]); });
+      continue;
+    }
     const Buffer* b = op.has_b ? &bufs.at(op.w_or_b.uid) : nullptr;
+    const Buffer* t = op.has_t ? &bufs.at(op.t.uid) : nullptr;
     for_each_index(op.y.dims, [&](const int64_t* i) {
       const double a = x.load(i);
+      int64_t bi[4], ti[4];
+      for (int k = 0; k < 4; ++k) bi[k] = op.w_or_b.dims[k] == 1 ? 0 : i[k], ti[k] = op.t.dims[k] == 1 ? 0 : i[k];
       double v = 0;
       switch (op.mode) {
-        case dnn::kPointwiseAdd: {
-          int64_t bi[4];
-          for (int k = 0; k < 4; ++k) bi[k] = op.w_or_b.dims[k] == 1 ? 0 : i[k];
-          v = op.alpha * a + op.alpha2 * b->load(bi);
-          break;
-        }
+        case dnn::kPointwiseAdd: v = op.alpha * a + op.alpha2 * b->load(bi); break;
+        case dnn::kPointwiseMul: v = a * b->load(bi); break;
+        case dnn::kPointwiseSub: v = a - b->load(bi); break;
+        case dnn::kPointwiseDiv: v = a / b->load(bi); break;
+        case dnn::kPointwiseExp: v = std::exp(a); break;
+        case dnn::kPointwiseGenIndex: v = static_cast<double>(i[op.axis]); break;
+        case dnn::kPointwiseCmpGe: v = a >= b->load(bi) ? 1 : 0; break;
+        case dnn::kPointwiseBinarySelect: v = t->load(ti) != 0 ? a : b->load(bi); break;
         case dnn::kPointwiseReluFwd: v = a > 0 ? a : 0; break;
         case dnn::kPointwiseSigmoidFwd: v = sigmoid(a); break;
         case dnn::kPointwiseSwishFwd: v = a * sigmoid(a); break;
@@ -809,7 +1025,8 @@ EXPORT Status cudnnBackendCreateDescriptor(int type, void** out) {
     case dnn::kPointwiseDescriptor: case dnn::kConvolutionDescriptor: case dnn::kEngineDescriptor:
     case dnn::kEngineCfgDescriptor: case dnn::kEngineHeurDescriptor: case dnn::kExecutionPlanDescriptor:
     case dnn::kOpConvForwardDescriptor: case dnn::kOpPointwiseDescriptor: case dnn::kOperationGraphDescriptor:
-    case dnn::kVariantPackDescriptor: case dnn::kTensorDescriptor: break;
+    case dnn::kVariantPackDescriptor: case dnn::kTensorDescriptor: case dnn::kMatmulDescriptor:
+    case dnn::kOpMatmulDescriptor: case dnn::kReductionDescriptor: case dnn::kOpReductionDescriptor: break;
     default: return fail(dnn::kNotSupported, "descriptor type " + std::to_string(type) + " not in the fake");
   }
   auto* d = new Desc;
@@ -858,7 +1075,8 @@ EXPORT Status cudnnBackendSetAttribute(void* desc, int name, int type, int64_t c
       Desc* r = static_cast<Desc* const*>(elements)[i];
       if (!live(r)) return bad(dnn::kBadParam, "element " + std::to_string(i) + " is not a live descriptor");
       const bool kind_ok = spec->ref_kind == kAnyOp
-                               ? (r->kind == dnn::kOpConvForwardDescriptor || r->kind == dnn::kOpPointwiseDescriptor)
+                               ? (r->kind == dnn::kOpConvForwardDescriptor || r->kind == dnn::kOpPointwiseDescriptor ||
+                                  r->kind == dnn::kOpMatmulDescriptor || r->kind == dnn::kOpReductionDescriptor)
                                : r->kind == spec->ref_kind;
       if (!kind_ok)
         return bad(kBadParamDescriptorType, "element " + std::to_string(i) + " is a descriptor of type " +
@@ -894,6 +1112,10 @@ EXPORT Status cudnnBackendFinalize(void* desc) {
     case dnn::kPointwiseDescriptor: r = finalize_pointwise(*d); break;
     case dnn::kOpConvForwardDescriptor: r = finalize_conv_op(*d); break;
     case dnn::kOpPointwiseDescriptor: r = finalize_pointwise_op(*d); break;
+    case dnn::kMatmulDescriptor: r = finalize_matmul(*d); break;
+    case dnn::kReductionDescriptor: r = finalize_reduction(*d); break;
+    case dnn::kOpMatmulDescriptor: r = finalize_matmul_op(*d); break;
+    case dnn::kOpReductionDescriptor: r = finalize_reduction_op(*d); break;
     case dnn::kOperationGraphDescriptor: r = finalize_graph(*d); break;
     case dnn::kEngineHeurDescriptor: r = finalize_heur(*d); break;
     case dnn::kExecutionPlanDescriptor: r = finalize_plan(*d); break;
@@ -1013,6 +1235,13 @@ EXPORT Status cudnnBackendExecute(void* handle, void* plan, void* pack) {
     b.t = &t;
     if (t.is_virtual) {
       b.values.assign(static_cast<size_t>(t.elements()), 0.0);
+    } else if (t.by_value) {
+      // Read now, as cuDNN does (a by-value scalar becomes a kernel argument when the plan is enqueued).
+      size_t i = 0;
+      while (i < uids.size() && uids[i] != uid) ++i;
+      if (i == uids.size()) return bad(dnn::kBadParam, "the variant pack has no pointer for by-value tensor " + std::to_string(uid));
+      if (!ptrs[i]) return bad(kBadParamNullPointer, "NULL pointer for by-value tensor " + std::to_string(uid));
+      b.values.assign(1, static_cast<double>(*static_cast<const float*>(ptrs[i])));
     } else {
       size_t i = 0;
       while (i < uids.size() && uids[i] != uid) ++i;
