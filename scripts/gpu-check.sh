@@ -17,14 +17,15 @@
 #   scripts/make_real_models.py; optional), GPU_CHECK_MAX_MIB (default 60: DIR stays under it; models that
 #   would not fit are left out and listed), GPU_CHECK_CONFIGS (the extra configurations each sample is also
 #   compiled with, "label:flags" separated by ";"; default below: the CUDA defaults (cuDNN + cuBLASLt +
-#   nvfuser), nvfuser alone, --precision tf32, --cuda-graphs; "" for none), timed in a table of their own
+#   nvfuser), nvfuser alone, --precision tf32, bf16 and fp16, --cuda-graphs; "" for none), timed in a table of their own
 #   (gpu_check_configs.md) against the card's command.
 # run: GPU_CHECK_ITERS (default 100), GPU_CHECK_WARMUP (10), GPU_CHECK_RTOL (1e-4), GPU_CHECK_ATOL (1e-5),
 #   GPU_CHECK_COMPILE_TIMEOUT (60 s per torch.compile warm-up), GPU_CHECK_BUDGET (180 s for the whole PyTorch
 #   part; torch.compile is skipped, reported n/a, once it would overrun; stopped at budget + 120 s),
 #   GPU_CHECK_TF32 (off: PyTorch's cuDNN convolutions in plain float32; default: PyTorch's own settings),
 #   GPU_CHECK_REBUILD=1 (rebuild the runner from DIR/src even if the carried one runs), PYTHON (python3),
-#   GPU_CHECK_TF32_RTOL / GPU_CHECK_TF32_ATOL (1e-3 / 1e-3: the tolerance of the tf32 configuration).
+#   GPU_CHECK_TF32_RTOL / GPU_CHECK_TF32_ATOL (1e-3 / 1e-3: the tolerance of the tf32 configuration),
+#   GPU_CHECK_BF16_TOL (2e-2) / GPU_CHECK_FP16_TOL (3e-3): rtol and atol of the bf16 / fp16 configurations.
 # Exit status of run: 0 all models ran and matched, 1 no GPU / setup error, 2 a model failed or differed.
 set -uo pipefail
 
@@ -243,7 +244,7 @@ print(",".join(sorted({e for v in json.load(open(sys.argv[1]))["variants"] for e
 # configuration in configs.tsv (name, label, flags, so, and the card's row's input and expected).
 compile_configs() {
   local name=$1 pt=$2 shapes=$3 item label flags out log
-  local configs=${GPU_CHECK_CONFIGS-"cuda:--device cuda;nvfuser:--executors nvfuser;tf32:--device cuda --precision tf32;graphs:--device cuda --cuda-graphs"}
+  local configs=${GPU_CHECK_CONFIGS-"cuda:--device cuda;nvfuser:--executors nvfuser;tf32:--device cuda --precision tf32;bf16:--device cuda --precision bf16;fp16:--device cuda --precision fp16;graphs:--device cuda --cuda-graphs"}
   mkdir -p "$dir/configs"
   [[ -f $dir/configs.tsv ]] || printf 'name\tlabel\tflags\tso\tinput\texpected\n' >"$dir/configs.tsv"
   local items=()
@@ -352,13 +353,15 @@ EOF
   # The samples in their other configurations (configs.tsv), each against LibTorch and timed like the card's.
   if [[ -f $dir/configs.tsv ]]; then
     echo
-    echo "== thunderc configurations (baseline: the card's command; tf32 at rtol/atol ${GPU_CHECK_TF32_RTOL:-1e-3}/${GPU_CHECK_TF32_ATOL:-1e-3})"
+    echo "== thunderc configurations (baseline: the card's command; rtol/atol: tf32 ${GPU_CHECK_TF32_RTOL:-1e-3}/${GPU_CHECK_TF32_ATOL:-1e-3}, bf16 ${GPU_CHECK_BF16_TOL:-2e-2}, fp16 ${GPU_CHECK_FP16_TOL:-3e-3})"
     local label flags crtol catol
     mkdir -p "$work/configs"
     while IFS=$'\t' read -r name label flags so input expected; do
       [[ $name == name ]] && continue
       crtol=$rtol catol=$atol
       [[ $label == tf32 ]] && crtol=${GPU_CHECK_TF32_RTOL:-1e-3} catol=${GPU_CHECK_TF32_ATOL:-1e-3}
+      [[ $label == bf16 ]] && crtol=${GPU_CHECK_BF16_TOL:-2e-2} catol=${GPU_CHECK_BF16_TOL:-2e-2}
+      [[ $label == fp16 ]] && crtol=${GPU_CHECK_FP16_TOL:-3e-3} catol=${GPU_CHECK_FP16_TOL:-3e-3}
       mkdir -p "$work/configs/$name.$label"
       timeout 180 "$runner" "$dir/$so" --input "$dir/$input" --expect "$dir/$expected" --rtol "$crtol" --atol "$catol" \
         --iters "$iters" --warmup "$warmup" --output-dir "$work/configs/$name.$label" --json \

@@ -1,5 +1,6 @@
 #include "codegen/cudalib/cudalib_backend.h"
 
+#include "codegen/loops/attention_plan.h"
 #include "codegen/nvfuser/gemm_plan.h"
 #include "codegen/nvfuser/nvfuser_backend.h"
 #include "core/ir/error.h"
@@ -59,11 +60,63 @@ const char* lib_dtype(DType d) {
   }
 }
 
+// The status check after a library call: FALLBACK runs nvfuser's code for the same symbol.
+void emit_status(const EmitContext& ctx, const BoundSymbol& sym, const std::string& call, SourceWriter& out) {
+  out.line("const int32_t status = " + call + ";");
+  out.line("if (status == THUNDERC_DEVICE_API_FALLBACK) {  // the library cannot run it here: nvfuser's kernel");
+  out.indent();
+  NvfuserBackend().emit_symbol(ctx, as_nvfuser(sym), out);
+  out.dedent();
+  out.line("} else if (status != 0) {");
+  out.line("  " + ctx.on_failure());
+  out.line("}");
+}
+
+// scaled_dot_product_attention through cuDNN (checker: cudnn_attention): the output's batch dims become
+// (batch, heads) = (product of all but the last, the last); q, k, v and the output are dense.
+void emit_sdpa(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
+  const Trace& t = ctx.trace();
+  const loops::AttentionPlan p = loops::plan_attention(t, sym);
+  const DType dt = t.type(sym.outputs[0]).dtype;
+  const std::int64_t heads = p.batch.empty() ? 1 : p.batch.back(), batch = p.batch.empty() ? 1 : p.batches / heads;
+  std::int64_t mask_batch = 0, mask_head = 0;
+  if (p.has_mask) {
+    const std::size_t nb = p.batch.size();  // at most 2 (the checker's rule)
+    if (nb >= 1) mask_head = p.mask_strides[nb - 1];
+    if (nb == 2) mask_batch = p.mask_strides[0];
+    THUNDERC_CHECK(p.mask_col == 1 || p.S == 1, "cudnn attention: the mask is not dense along the keys");
+  }
+  std::string what = "sdpa " + std::to_string(batch) + "x" + std::to_string(heads) + " L=" + std::to_string(p.L) +
+                     " S=" + std::to_string(p.S) + " E=" + std::to_string(p.E) + (p.causal ? " causal" : "") +
+                     (p.has_mask ? " +mask" : "") + " (" + dtype_name(dt) + ")";
+  std::uint32_t id = ctx.add_library_call({"cudnn", what});
+  auto ptr = [&](ValueId v) { return ctx.buffer(v) + ".data"; };
+  out.line("{  " + c_comment("cuDNN: " + what));
+  out.indent();
+  out.line("static const thunderc_sdpa op = {sizeof(thunderc_sdpa), " + std::to_string(id) + "u, " + lib_dtype(dt) +
+           ", " + (p.causal ? "1u" : "0u") + ", " + (p.has_mask ? "1u" : "0u") + ", 0u,");
+  out.line("    " + ll(batch) + ", " + ll(heads) + ", " + ll(p.L) + ", " + ll(p.S) + ", " + ll(p.E) + ", " + ll(p.Ev) + ",");
+  out.line("    " + ll(mask_batch) + ", " + ll(mask_head) + ", " + ll(p.mask_row) + ", " + c_number_literal(p.scale) + "};");
+  const std::string call = "call->device_api->sdpa(call->device_api->context, &op, " + ptr(sym.outputs[0]) + ", " +
+                           ptr(sym.inputs[0].value) + ", " + ptr(sym.inputs[1].value) + ", " + ptr(sym.inputs[2].value) +
+                           ", " + (p.has_mask ? ptr(sym.inputs[3].value) : std::string("nullptr")) +
+                           ", call->error, call->error_capacity)";
+  emit_status(ctx, sym, call, out);
+  out.dedent();
+  out.line("}");
+}
+
 }  // namespace
 
 void LibraryBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
   const Trace& t = ctx.trace();
   const BoundSymbol& head = sym.is_region() ? sym.subsymbols[0] : sym;
+  if (head.op->category == OpCategory::Attention) {
+    THUNDERC_CHECK(executor_ == "cudnn" && !sym.is_region(), "library call: attention claimed by ", executor_);
+    if (t.type(sym.outputs[0]).numel() == 0) return;  // nothing to compute (nvfuser's code launches nothing either)
+    emit_sdpa(ctx, sym, out);
+    return;
+  }
   const BoundSymbol fallback = as_nvfuser(sym);
   NvfuserBackend nvfuser;
   GemmPlan p = plan_gemm(t, head);
@@ -112,14 +165,7 @@ void LibraryBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
            input(p.operands[0]) + ", " + input(p.operands[1]) + ", " + (bias ? input(p.extras[0]) : "nullptr") + ", " +
            (e.residual ? ptr(*e.residual) : "nullptr") + ", call->error, call->error_capacity)";
   }
-  out.line("const int32_t status = " + call + ";");
-  out.line("if (status == THUNDERC_DEVICE_API_FALLBACK) {  // the library cannot run it here: nvfuser's kernel");
-  out.indent();
-  nvfuser.emit_symbol(ctx, fallback, out);
-  out.dedent();
-  out.line("} else if (status != 0) {");
-  out.line("  " + ctx.on_failure());
-  out.line("}");
+  emit_status(ctx, sym, call, out);
   out.dedent();
   out.line("}");
 }

@@ -213,6 +213,31 @@ bool cuda_attention(const Trace& t, const BoundSymbol& s) {
   return E >= 1 && E <= 128 && Ev >= 1 && Ev <= 128 && Sk >= 1 && batch <= 65535;
 }
 
+// cuDNN's fused flash attention (thunderc_sdpa, runtime/src/cudnn.cpp): float16/bfloat16 only, q, k, v of the
+// output's batch dims (dense, no broadcasting), head sizes multiples of 8 up to 128; no mask or an additive one
+// of that dtype, dense along the keys, with at most two batch dims (batch, heads) to broadcast over. What the
+// runtime cannot run here falls back to nvfuser's kernel, so that kernel must accept the symbol too.
+bool cudnn_attention(const Trace& t, const BoundSymbol& s) {
+  if (!cuda_attention(t, s)) return false;
+  const TensorType& o = t.type(s.outputs[0]);
+  if (o.dtype != DType::Float16 && o.dtype != DType::BFloat16) return false;
+  const std::size_t n = o.rank();
+  const Shape batch(o.shape.begin(), o.shape.end() - 2);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const Shape& x = t.type(s.inputs[i].value).shape;
+    if (Shape(x.begin(), x.end() - 2) != batch) return false;
+  }
+  const std::int64_t E = t.type(s.inputs[0].value).shape[n - 1], Ev = o.shape[n - 1];
+  if (E % 8 != 0 || Ev % 8 != 0) return false;
+  if (s.inputs.size() > 3 && s.inputs[3].is_tensor()) {
+    const TensorType& m = t.type(s.inputs[3].value);
+    if (m.dtype != o.dtype || batch.size() > 2) return false;
+    const std::int64_t S = t.type(s.inputs[1].value).shape[n - 2];
+    if (m.shape.back() != S) return false;  // the keys' stride must be 1
+  }
+  return true;
+}
+
 }  // namespace
 
 void register_cpp_impls(Executor& cpp) {
@@ -224,13 +249,17 @@ void register_nvfuser_impls(Executor& nvfuser) {
   register_loop_impls<DeviceKind::CUDA>(nvfuser);
   for (const char* name : {"linear", "matmul", "bmm", "addmm", "conv2d"})
     nvfuser.register_impl(name, cuda_gemm, Executor::Claim::Fallback);
-  nvfuser.register_impl("scaled_dot_product_attention", cuda_attention);
+  // A fallback claim, as for GEMMs: where cuDNN is listed it takes the half-precision attention it supports.
+  nvfuser.register_impl("scaled_dot_product_attention", cuda_attention, Executor::Claim::Fallback);
 }
 
 void register_cublas_impls(Executor& cublas) {
   for (const char* name : {"linear", "matmul", "bmm", "addmm"}) cublas.register_impl(name, cublas_gemm);
 }
 
-void register_cudnn_impls(Executor& cudnn) { cudnn.register_impl("conv2d", cudnn_conv); }
+void register_cudnn_impls(Executor& cudnn) {
+  cudnn.register_impl("conv2d", cudnn_conv);
+  cudnn.register_impl("scaled_dot_product_attention", cudnn_attention);
+}
 
 }  // namespace thunderc

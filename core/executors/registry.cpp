@@ -161,9 +161,10 @@ std::vector<std::unique_ptr<Executor>> make_executors() {
 
   Executor::Info cudnn;
   cudnn.name = "cudnn";
-  cudnn.description = "convolutions (bias, residual add, relu/sigmoid/silu fused) through cuDNN's graph API, loaded at run time";
+  cudnn.description = "convolutions (bias, residual add, relu/sigmoid/silu fused) and float16/bfloat16 attention "
+                      "(fused flash attention) through cuDNN's graph API, loaded at run time";
   cudnn.devices = {DeviceKind::CUDA};
-  cudnn.categories = {C::Convolution};
+  cudnn.categories = {C::Convolution, C::Attention};
   cudnn.implemented = true;
   cudnn.probe = [](DeviceKind k) { return cuda_probe({&cached<probe_nvrtc>}, k); };
   auto dn = std::make_unique<Executor>(std::move(cudnn));

@@ -158,12 +158,15 @@ struct CudaExecutorsScope {
 };
 #endif
 
-// Compiles `trace` with torch and with cpp, checks cpp claimed at least `min_cpp` top-level symbols, runs
-// both on the same inputs and compares every output.
-inline void check_against_torch(const Trace& trace, const std::string& name, bool positive = false, Tol tol = {},
-                                std::size_t min_cpp = 1, InputOpts opts = {}) {
+// Compiles `reference` with torch and `trace` (the same function, e.g. its autocast form, with the same inputs
+// and output types) with the executor under test, checks that executor claimed at least `min_cpp` top-level
+// symbols, runs both on the same inputs and compares every output.
+inline void check_variant_against_torch(const Trace& reference, const Trace& trace, const std::string& name,
+                                        bool positive = false, Tol tol = {}, std::size_t min_cpp = 1,
+                                        InputOpts opts = {}) {
   verify_trace(trace, "test");
-  Trace ref = claimed(trace, {"torch"});
+  verify_trace(reference, "test reference");
+  Trace ref = claimed(reference, {"torch"});
 #ifdef THUNDERC_CONFORMANCE_NVFUSER
   const std::vector<std::string> executors = conformance_cuda_executors();
   const std::string executor = executors.size() == 1 ? executors[0] : "cuda executors";
@@ -188,7 +191,7 @@ inline void check_against_torch(const Trace& trace, const std::string& name, boo
   thunderc::Model mfast(compile(fast, {"cpp", "torch"}, name + "_cpp"));
 #endif
   for (unsigned seed : {1u, 2u}) {
-    auto in = random_inputs(trace, seed, positive, opts.nan_p);
+    auto in = random_inputs(reference, seed, positive, opts.nan_p);
     auto want = mref.run(in);
     auto got = mfast.run(in);
     Mismatch m = compare(got, want, tol.rtol, tol.atol);
@@ -196,6 +199,13 @@ inline void check_against_torch(const Trace& trace, const std::string& name, boo
               << m.want);
     CHECK_FALSE(m.any);
   }
+}
+
+// Compiles `trace` with torch and with the executor under test (cpp; or the CUDA executors), checks it claimed
+// at least `min_cpp` top-level symbols, runs both on the same inputs and compares every output.
+inline void check_against_torch(const Trace& trace, const std::string& name, bool positive = false, Tol tol = {},
+                                std::size_t min_cpp = 1, InputOpts opts = {}) {
+  check_variant_against_torch(trace, trace, name, positive, tol, min_cpp, opts);
 }
 
 }  // namespace cpptest

@@ -5,11 +5,14 @@
 // to a few hundred products, in another order than ATen's).
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <iterator>
 
 #include "../cpp/cpp_test_util.h"
 #include "codegen/nvfuser/fake_libs.h"
+#include "core/transforms/autocast.h"
 
 using namespace cpptest;
 
@@ -291,4 +294,66 @@ TEST_CASE("emulated conv2d through the cudnn executor: claimed with its bias, re
   CHECK(c.symbols()[1].executor == "cudnn");
   CHECK(c.symbols()[1].subsymbols.size() == 2);  // depthwise conv2d, silu
   check_against_torch(t, "dnn_conv_epilogue", false, kGemm);
+}
+
+// ---- Attention through cuDNN (--precision bf16/fp16): the cudnn executor's claim, numerics, fallbacks ----
+
+namespace {
+
+// softmax(q k^T * scale (+ mask)) v on float32 inputs q [2, 3, 16, E], k [2, 3, 16, E], v [2, 3, 16, E]
+// (the reference), with an optional mask input of shape `mask` (bool: keep; float: additive).
+Trace attention_trace(std::int64_t E, bool causal, const std::optional<TensorType>& mask) {
+  Trace t;
+  ValueId q = t.add_input("q", f32({2, 3, 16, E})), k = t.add_input("k", f32({2, 3, 16, E}));
+  ValueId v = t.add_input("v", f32({2, 3, 16, E}));
+  Operand m = mask ? T(t.add_input("mask", *mask)) : Operand::none();
+  ValueId o = t.emit1(op("scaled_dot_product_attention"), {T(q), T(k), T(v), m},
+                      {{"is_causal", causal}, {"scale", 0.3}});
+  t.set_outputs({o});
+  return t;
+}
+
+// The attention symbol of the autocast trace claimed by the CUDA defaults, and whether cuDNN ran it.
+void check_library_attention(const Trace& reference, DType low, const std::string& name, bool want_cudnn) {
+  const Trace t = autocast(reference, low);
+  const Trace c = claimed_with_libraries(t);
+  INFO(print_trace(c));
+  const BoundSymbol* dnn = claimed_by(c, "cudnn", "scaled_dot_product_attention");
+  const BoundSymbol* own = claimed_by(c, "nvfuser", "scaled_dot_product_attention");
+  CHECK((dnn != nullptr) == want_cudnn);
+  CHECK((own != nullptr) == !want_cudnn);
+  const uint64_t before = fake_libs::cudnn_executes();
+  // bf16 keeps 8 bits of mantissa, fp16 11: q, k, v and the result are rounded once each.
+  const Tol tol = low == DType::BFloat16 ? Tol{2e-2, 2e-2} : Tol{3e-3, 3e-3};
+  check_variant_against_torch(reference, t, name, false, tol);
+  const bool engine = std::getenv("THUNDERC_FAKE_CUDNN_NO_ATTENTION") == nullptr;
+  CHECK(fake_libs::cudnn_executes() - before == (want_cudnn && engine ? 2u : 0u));  // two seeds
+}
+
+}  // namespace
+
+TEST_CASE("emulated attention in bfloat16/float16 (autocast) through the cudnn executor, and what stays on nvfuser") {
+  CudaExecutorsScope scope({"cudnn", "cublas", "nvfuser"});
+  const TensorType full_mask = f32({2, 3, 16, 16}), head_mask = f32({3, 16, 16}), key_mask = f32({1, 1, 1, 16});
+  SUBCASE("causal, bf16 and fp16") {
+    check_library_attention(attention_trace(16, true, std::nullopt), DType::BFloat16, "dnn_sdpa_causal_bf16", true);
+    check_library_attention(attention_trace(16, true, std::nullopt), DType::Float16, "dnn_sdpa_causal_f16", true);
+  }
+  SUBCASE("additive masks: full, broadcast over the batch, broadcast over batch, heads and rows") {
+    check_library_attention(attention_trace(8, false, full_mask), DType::BFloat16, "dnn_sdpa_mask_full", true);
+    check_library_attention(attention_trace(8, false, head_mask), DType::BFloat16, "dnn_sdpa_mask_heads", true);
+    check_library_attention(attention_trace(32, true, key_mask), DType::Float16, "dnn_sdpa_mask_keys", true);
+  }
+  SUBCASE("left to nvfuser: a head size not a multiple of 8, a bool mask, float32") {
+    check_library_attention(attention_trace(12, true, std::nullopt), DType::BFloat16, "dnn_sdpa_e12", false);
+    check_library_attention(attention_trace(16, false, b8({2, 3, 16, 16})), DType::BFloat16, "dnn_sdpa_bool", false);
+    Trace on = attention_trace(16, true, std::nullopt);
+    on.set_device(Device::cuda(0));
+    CHECK(claimed_by(claimed(on, {"cudnn", "nvfuser"}), "nvfuser", "scaled_dot_product_attention") != nullptr);
+  }
+  SUBCASE("no cuDNN engine for the graph: every call runs nvfuser's kernel compiled beside it") {
+    setenv("THUNDERC_FAKE_CUDNN_NO_ATTENTION", "1", 1);
+    check_library_attention(attention_trace(16, true, std::nullopt), DType::BFloat16, "dnn_sdpa_no_engine", true);
+    unsetenv("THUNDERC_FAKE_CUDNN_NO_ATTENTION");
+  }
 }
