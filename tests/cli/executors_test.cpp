@@ -93,10 +93,12 @@ TEST_CASE("registry lists the six executors in order") {
   for (const char* name : {"linear", "matmul", "bmm", "addmm"}) CHECK(find_executor("cublas")->implements(name));
   CHECK(find_executor("cublas")->num_impls() == 4);
   CHECK(find_executor("cudnn")->implements("conv2d"));
-  CHECK(find_executor("cudnn")->num_impls() == 1);
-  // nvfuser's own GEMM/convolution kernels are a fallback claim; its loop operators are preferred.
+  CHECK(find_executor("cudnn")->implements("scaled_dot_product_attention"));
+  CHECK(find_executor("cudnn")->num_impls() == 2);
+  // nvfuser's own GEMM/convolution/attention kernels are a fallback claim; its loop operators are preferred.
   CHECK(nv->claim_of("linear") == Executor::Claim::Fallback);
   CHECK(nv->claim_of("conv2d") == Executor::Claim::Fallback);
+  CHECK(nv->claim_of("scaled_dot_product_attention") == Executor::Claim::Fallback);
   CHECK(nv->claim_of("softmax") == Executor::Claim::Preferred);
   CHECK(find_executor("cpp")->serves(DeviceKind::CPU));
   CHECK_FALSE(find_executor("cpp")->serves(DeviceKind::CUDA));
