@@ -113,9 +113,10 @@ struct ModelFlags {
     app.add_option("--precision", precision,
                    "how matrix products and convolutions compute: fp32 (default: IEEE float32), tf32 (CUDA: "
                    "cuBLASLt/cuDNN may use tensor cores with TF32 inputs and float32 accumulation; nvfuser's own "
-                   "kernels stay float32); bf16 and fp16 (CUDA: PyTorch's autocast ahead of time: matmuls, convolutions "
+                   "kernels stay float32); bf16 and fp16 (PyTorch's autocast ahead of time: matmuls, convolutions "
                    "and attention in that dtype with float32 accumulation, softmax/norms/sums in float32, weights "
-                   "stored converted, inputs and outputs keep their dtypes)")
+                   "stored converted, inputs and outputs keep their dtypes; fp16 on CUDA only, bf16 on the CPU runs "
+                   "only on CPUs with AVX512_BF16 or AMX)")
         ->type_name("fp32|tf32|bf16|fp16");
     app.add_flag("--skip-inplace-alias-updates", skip_inplace_alias_updates,
                  "after an in-place update through a view, do not update the base and its other views (fewer "
@@ -144,9 +145,9 @@ struct ModelFlags {
     o.inplace_alias_updates = !skip_inplace_alias_updates;
     if (precision != "fp32" && precision != "tf32" && precision != "bf16" && precision != "fp16")
       user_error("--precision must be fp32, tf32, bf16 or fp16, got '", precision, "'");
-    if ((precision == "bf16" || precision == "fp16") && o.device.kind != DeviceKind::CUDA)
-      user_error("--precision ", precision, " is implemented for --device cuda only: the CPU executors compute in "
-                 "float32 (use fp32 on the CPU)");
+    if (precision == "fp16" && o.device.kind != DeviceKind::CUDA)
+      user_error("--precision fp16 is for --device cuda: CPUs have no float16 matrix instructions worth using (use "
+                 "bf16 on CPUs with AVX512_BF16 or AMX, else fp32)");
     if (precision == "tf32" && o.device.kind != DeviceKind::CUDA)
       user_error("--precision tf32 is a tensor-core mode of NVIDIA GPUs: it needs --device cuda (on the CPU, use fp32)");
     o.precision = precision;

@@ -4,12 +4,12 @@ namespace thunderc {
 
 namespace {
 
-// The dtypes the generated loops handle on device kind K: float32, float64 and bool; on CUDA also float16 and
-// bfloat16 (16-bit storage, float arithmetic: the CUDA prelude's types; the CPU has no such code yet).
+// The dtypes the generated loops handle on device kind K: float32, float64 and bool; bfloat16 (16-bit storage,
+// float arithmetic: thunderc/cpp_math.h on the CPU, the kernels' prelude on CUDA); float16 on CUDA only.
 template <DeviceKind K>
 bool ok_dtype(DType d) {
-  if (d == DType::Float32 || d == DType::Float64 || d == DType::Bool) return true;
-  return K == DeviceKind::CUDA && (d == DType::Float16 || d == DType::BFloat16);
+  if (d == DType::Float32 || d == DType::Float64 || d == DType::Bool || d == DType::BFloat16) return true;
+  return K == DeviceKind::CUDA && d == DType::Float16;
 }
 
 bool gemm_dtype(DType d) { return d == DType::Float32 || d == DType::Float16 || d == DType::BFloat16; }

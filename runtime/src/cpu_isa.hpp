@@ -62,12 +62,22 @@ inline bool host_cpu_supports(const char* feature) {
   THUNDERC_CPU_FEATURE("avx512cd")
   THUNDERC_CPU_FEATURE("avx512dq")
   THUNDERC_CPU_FEATURE("avx512vl")
+  THUNDERC_CPU_FEATURE("avx512bf16")
+  THUNDERC_CPU_FEATURE("amx-bf16")
 #undef THUNDERC_CPU_FEATURE
   return false;
 #else
   (void)feature;
   return false;  // not x86-64: no level is runnable (thunderc compiles x86-64 code only)
 #endif
+}
+
+// --precision bf16 on the CPU is for CPUs with BF16 matrix instructions (AVX512_BF16, or AMX): elsewhere
+// bfloat16 only adds conversions to float32 work. "" when `supports` grants one, else the reason.
+inline std::string missing_bf16_features(const std::function<bool(const char*)>& supports) {
+  if (supports("avx512bf16") || supports("amx-bf16")) return "";
+  return "compiled with --precision bf16 for the CPU, which needs AVX512_BF16 or AMX-BF16, and this CPU has "
+         "neither; recompile with --precision fp32 (or run it on a CPU with BF16 instructions)";
 }
 
 }  // namespace thunderc::rt

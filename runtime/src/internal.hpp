@@ -134,6 +134,7 @@ struct Manifest {
   CacheMode cache = CacheMode::ConstantValues;
   bool cuda_graphs = false;  // options.cuda_graphs (--cuda-graphs): CUDA variants replay a captured graph
   std::string cpu_target;    // options.cpu_target (--cpu-target): "x86-64-v3", ...; empty in older manifests
+  std::string precision = "fp32";  // options.precision (--precision): CPU variants in bf16 need BF16 instructions
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;
   std::vector<Variant> variants;

@@ -158,6 +158,12 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
         v.error("options.cpu_target", "'" + m.cpu_target + "' is not a CPU target this runtime knows (x86-64, "
                                       "x86-64-v2, x86-64-v3, x86-64-v4)");
     }
+    if (auto precision = opts->find("precision"); precision != opts->end()) {
+      if (!precision->is_string()) v.error("options.precision", "expected a string, got " + Validator::type_of(*precision));
+      m.precision = precision->get<std::string>();
+      if (m.precision != "fp32" && m.precision != "tf32" && m.precision != "bf16" && m.precision != "fp16")
+        v.error("options.precision", "'" + m.precision + "' is not a precision this runtime knows (fp32, tf32, bf16, fp16)");
+    }
     if (auto graphs = opts->find("cuda_graphs"); graphs != opts->end()) {
       if (!graphs->is_boolean()) v.error("options.cuda_graphs", "expected true or false, got " + Validator::type_of(*graphs));
       m.cuda_graphs = graphs->get<bool>();

@@ -316,6 +316,10 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
     if (!isa_missing.empty()) {
       v.available = false;
       v.unavailable_reason = isa_missing;
+    } else if (v.device.device_type == kDLCPU && model->manifest.precision == "bf16" &&
+               !missing_bf16_features(host_cpu_supports).empty()) {
+      v.available = false;
+      v.unavailable_reason = missing_bf16_features(host_cpu_supports);
     } else if (v.device.device_type == kDLCUDA) {
       // "cuda:N" means any CUDA device: the variant can run when the driver reports at least one.
       const CudaDriver& driver = cuda_driver();

@@ -252,13 +252,13 @@ TEST_CASE("errors") {
     CHECK_OUTPUT(r, "layer_norm");
     CHECK_OUTPUT(r, "executors asked: cudnn");
   }
-  SUBCASE("--precision: unknown, bf16 on the CPU, tf32 on the CPU, bf16 without the autocast transform") {
+  SUBCASE("--precision: unknown, fp16 on the CPU, tf32 on the CPU, fp16 without the autocast transform") {
     Result bad = thunderc({"examine", sample("mlp.pt"), "--precision", "fp8"});
     CHECK(bad.code == 1);
     CHECK_OUTPUT(bad, "--precision must be fp32, tf32, bf16 or fp16, got 'fp8'");
-    Result half = thunderc({"examine", sample("mlp.pt"), "--precision", "bf16"});
+    Result half = thunderc({"examine", sample("mlp.pt"), "--precision", "fp16"});
     CHECK(half.code == 1);
-    CHECK_OUTPUT(half, "--precision bf16 is implemented for --device cuda only");
+    CHECK_OUTPUT(half, "--precision fp16 is for --device cuda");
     Result no_autocast = thunderc({"examine", sample("mlp.pt"), "--device", "cuda", "--precision", "fp16", "--transforms", "dce"});
     CHECK(no_autocast.code == 1);
     CHECK_OUTPUT(no_autocast, "--precision fp16 needs the autocast transform, which --transforms leaves out");

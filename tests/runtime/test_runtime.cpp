@@ -568,6 +568,15 @@ TEST_CASE("--cpu-target levels: the features each needs, and what a CPU lacks") 
     }
 }
 
+TEST_CASE("--precision bf16 CPU variants need AVX512_BF16 or AMX-BF16") {
+  using thunderc::rt::missing_bf16_features;
+  CHECK(missing_bf16_features([](const char* f) { return std::strcmp(f, "avx512bf16") == 0; }) == "");
+  CHECK(missing_bf16_features([](const char* f) { return std::strcmp(f, "amx-bf16") == 0; }) == "");
+  // AVX-512 without its BF16 extension (Skylake-X, Ice Lake) is not enough.
+  const std::string why = missing_bf16_features([](const char* f) { return std::strncmp(f, "avx512", 6) == 0 && std::strcmp(f, "avx512bf16") != 0; });
+  CHECK(why.find("needs AVX512_BF16 or AMX-BF16, and this CPU has neither") != std::string::npos);
+}
+
 TEST_CASE("corrupt or invalid manifests") {
   const std::string good = read_file(model_path("two_variants", ".json"));
   thunderc_model* m = nullptr;
@@ -595,6 +604,10 @@ TEST_CASE("corrupt or invalid manifests") {
        "options.cpu_target: 'x86-64-v9' is not a CPU target this runtime knows"},
       {"cpu_target type", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cpu_target\": 3,"),
        "options.cpu_target: expected a string, got integer"},
+      {"precision unknown", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"precision\": \"fp8\","),
+       "options.precision: 'fp8' is not a precision this runtime knows"},
+      {"precision type", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"precision\": 16,"),
+       "options.precision: expected a string, got integer"},
       {"cuda_graphs type", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cuda_graphs\": \"yes\","),
        "options.cuda_graphs: expected true or false, got string"},
       {"abi_version mismatch", replace(good, "\"abi_version\": 4", "\"abi_version\": 5"),

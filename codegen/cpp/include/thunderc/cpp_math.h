@@ -73,4 +73,27 @@ static inline float thunderc_erff(float x) {
   return x != x ? x : (x < 0.0f ? -e : e);
 }
 
+#ifdef __cplusplus
+/* bfloat16 storage (--precision bf16 on the CPU): 16 bits in memory, float in arithmetic. A float assigned to
+ * one rounds to nearest even and NaN stays a quiet NaN: the same bits as thunderc's compile-time converter
+ * (core/ir/half.h) and PyTorch. Branch-free, so loops over it vectorize. */
+struct thunderc_bf16 {
+  uint16_t bits;
+  thunderc_bf16() = default;
+  thunderc_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet_nan = (u >> 16) | 0x40u;
+    bits = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+  }
+  operator float() const {
+    const uint32_t u = (uint32_t)bits << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+  }
+};
+static inline float thunderc_round_bf16(float x) { return thunderc_bf16(x); }
+#endif
+
 #endif /* THUNDERC_CPP_MATH_H_ */
