@@ -59,7 +59,7 @@ struct ModelFlags {
   bool skip_inplace_alias_updates = false;
 
   void add_to(CLI::App& app, bool model_required) {
-    auto* m = app.add_option("MODEL", model, "TorchScript model file (.pt)")->type_name("MODEL.pt");
+    auto* m = app.add_option("MODEL", model, "TorchScript (.pt) or torch.export (.pt2) model file")->type_name("MODEL.pt");
     if (model_required) m->required();
     app.add_option("--shapes", shapes,
                    "input shapes of one specialization, e.g. x=1x64 or 1x3x32x32 or ids=1x16:int64 (or x=Bx64 with --dim; "
@@ -471,7 +471,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
 
 int run(int argc, char** argv) {
   CLI::App app{
-      "thunderc: an ahead-of-time compiler for TorchScript models\n"
+      "thunderc: an ahead-of-time compiler for TorchScript and torch.export models\n"
       "  thunderc MODEL.pt -o OUT.so [options]     compile\n"
       "  thunderc examine MODEL.pt [options]       show the traced program and its executors\n"
       "  thunderc --list-executors                 list the executors\n"
