@@ -59,7 +59,7 @@ struct ModelFlags {
   bool skip_inplace_alias_updates = false;
 
   void add_to(CLI::App& app, bool model_required) {
-    auto* m = app.add_option("MODEL", model, "TorchScript model file (.pt)")->type_name("MODEL.pt");
+    auto* m = app.add_option("MODEL", model, "TorchScript (.pt) or torch.export (.pt2) model file")->type_name("MODEL.pt");
     if (model_required) m->required();
     app.add_option("--shapes", shapes,
                    "input shapes of one specialization, e.g. x=1x64 or 1x3x32x32 or ids=1x16:int64 (or x=Bx64 with --dim; "
@@ -265,11 +265,11 @@ int examine(const ModelFlags& flags, bool verbose) {
   PipelineOptions options = flags.pipeline_options();
   report_torch_cuda_support();
   PipelineResult r = run_pipeline(options);
-  const TorchScriptModel& model = *r.model;
+  const ModelFrontend& model = *r.model;
 
   std::string inputs;
   for (const std::string& n : model.input_names()) inputs += (inputs.empty() ? "" : ", ") + n;
-  std::cout << "Model: " << options.model_path << " (TorchScript, LibTorch " << libtorch_version() << ")\n";
+  std::cout << "Model: " << options.model_path << " (" << model.description() << ")\n";
   std::cout << "Inputs: " << (inputs.empty() ? "(none)" : inputs) << "\n";
   std::cout << "Device: " << options.device.str() << "\n";
   std::cout << "Executors: " << r.executors.names_str() << (options.standalone ? " (standalone)" : "") << "\n";
@@ -281,7 +281,9 @@ int examine(const ModelFlags& flags, bool verbose) {
   for (const std::string& n : r.executors.notes) std::cout << "  note: " << n << "\n";
   std::cout << "Specializations: " << r.specializations.size()
             << (r.shapes_recorded ? " (shapes recorded in the model)" : " (from --shapes)") << "\n";
-  if (verbose) std::cout << "\nTorchScript graph (frozen, inlined):\n" << model.graph_str() << "\n";
+  if (verbose)
+    std::cout << (model.format() == "pt2" ? "\nExported graph (torch.export):\n" : "\nTorchScript graph (frozen, inlined):\n")
+              << model.graph_str() << "\n";
 
   std::size_t total_ops = 0;
   for (std::size_t i = 0; i < r.specializations.size(); ++i) {
@@ -423,7 +425,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.out_json = manifest_path_for(request.out_so);
   if (!out.keep_sources.empty()) request.keep_sources = out.keep_sources;
   if (options.device.kind == DeviceKind::CUDA) request.cuda_archs = parse_cuda_archs(out.cuda_arch);
-  request.source = {flags.model, sha256_file(flags.model), "torchscript"};
+  request.source = {flags.model, sha256_file(flags.model), r.model->format()};
   request.options.executors = r.executors.names();
   request.options.device = options.device.str();
   request.options.standalone = options.standalone;
@@ -470,7 +472,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
 
 int run(int argc, char** argv) {
   CLI::App app{
-      "thunderc: an ahead-of-time compiler for TorchScript models\n"
+      "thunderc: an ahead-of-time compiler for TorchScript and torch.export models\n"
       "  thunderc MODEL.pt -o OUT.so [options]     compile\n"
       "  thunderc examine MODEL.pt [options]       show the traced program and its executors\n"
       "  thunderc --list-executors                 list the executors\n"

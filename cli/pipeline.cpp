@@ -252,9 +252,9 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
   ProgressLine progress(options.progress);
   progress.show("thunderc: loading " + options.model_path + " ...");
   auto start = std::chrono::steady_clock::now();
-  result.model = std::make_unique<TorchScriptModel>(TorchScriptModel::load(options.model_path));
+  result.model = load_model(options.model_path);
   add_timing(result.timings, "load", ms_since(start), PassTiming::kNoSymbols);
-  const TorchScriptModel& model = *result.model;
+  const ModelFrontend& model = *result.model;
 
   if (specs.empty()) {
     if (auto recorded = model.recorded_shapes()) {
@@ -300,7 +300,7 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     apply_sharp_edge_mode(s.sharp_edges, options.sharp_edges,
                           options.model_path + (several ? " (" + specialization_label(s) + ")" : ""), std::cerr);
     double import_ms = ms_since(start);
-    const std::string importer = s.trace.constructed_by.empty() ? "torchscript-import" : s.trace.constructed_by;
+    const std::string importer = s.trace.constructed_by.empty() ? model.format() + "-import" : s.trace.constructed_by;
     verify_trace(s.trace, importer);
     add_timing(result.timings, importer, import_ms, s.trace.symbols().size());
     char took[32];

@@ -10,7 +10,7 @@
 
 #include "core/executors/executor.h"
 #include "core/frontend/shape_spec.h"
-#include "core/frontend/torchscript.h"
+#include "core/frontend/frontend.h"
 #include "core/ir/symbolic.h"
 #include "core/ir/trace.h"
 #include "core/transforms/pipeline.h"
@@ -58,7 +58,7 @@ struct PassTiming {
 };
 
 struct PipelineResult {
-  std::unique_ptr<TorchScriptModel> model;
+  std::unique_ptr<ModelFrontend> model;  // TorchScript or torch.export (.pt2), by content
   bool shapes_recorded = false;  // true: the specializations came from the model, not --shapes
   ExecutorSelection executors;
   std::vector<std::string> transforms;  // the optional passes that ran, in order (for the manifest)

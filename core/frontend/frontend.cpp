@@ -1,0 +1,39 @@
+// load_model: picks the frontend by content (see frontend.h). TorchScriptModel is wrapped, not changed.
+#include "core/frontend/frontend.h"
+
+#include "core/frontend/pt2.h"
+#include "core/frontend/torchscript.h"
+
+namespace thunderc {
+
+namespace {
+
+class TorchScriptFrontend : public ModelFrontend {
+ public:
+  explicit TorchScriptFrontend(TorchScriptModel model) : model_(std::move(model)) {}
+  const std::string& path() const override { return model_.path(); }
+  std::string format() const override { return "torchscript"; }
+  std::string description() const override { return "TorchScript, LibTorch " + libtorch_version(); }
+  const std::vector<std::string>& input_names() const override { return model_.input_names(); }
+  std::optional<Specialization> recorded_shapes() const override { return model_.recorded_shapes(); }
+  std::vector<TensorType> resolve_shapes(const Specialization& spec, Device device) const override {
+    return model_.resolve_shapes(spec, device);
+  }
+  Trace import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges,
+               bool alias_updates) const override {
+    return model_.import(input_types, sharp_edges, alias_updates);
+  }
+  std::string graph_str() const override { return model_.graph_str(); }
+
+ private:
+  TorchScriptModel model_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelFrontend> load_model(const std::string& path) {
+  if (detect_model_format(path) == ModelFormat::Pt2) return Pt2Model::load(path);
+  return std::make_unique<TorchScriptFrontend>(TorchScriptModel::load(path));
+}
+
+}  // namespace thunderc

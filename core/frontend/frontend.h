@@ -1,0 +1,52 @@
+// What every model frontend offers the pipeline (cli/pipeline.cpp): load by path, the inputs, the shapes
+// recorded with the model, --shapes resolution and import of one specialization into a Trace.
+// Implementations: TorchScript (torchscript.h, LibTorch) and torch.export archives (pt2.h, no LibTorch).
+// load_model picks one by the file's content, not its extension.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/frontend/shape_spec.h"
+#include "core/frontend/sharp_edges.h"
+#include "core/ir/trace.h"
+
+namespace thunderc {
+
+class ModelFrontend {
+ public:
+  virtual ~ModelFrontend() = default;
+
+  virtual const std::string& path() const = 0;
+  // "torchscript" or "pt2": the manifest's source format.
+  virtual std::string format() const = 0;
+  // For `thunderc examine`: "TorchScript, LibTorch 1.13.0" or "torch.export, written by torch 2.15.0".
+  virtual std::string description() const = 0;
+  // The model's tensor inputs, in call order (names as the model has them).
+  virtual const std::vector<std::string>& input_names() const = 0;
+  // Example input shapes stored with the model, if any.
+  virtual std::optional<Specialization> recorded_shapes() const = 0;
+  // Resolves a --shapes specialization against input_names(); UserError naming unknown or missing inputs.
+  virtual std::vector<TensorType> resolve_shapes(const Specialization& spec, Device device) const = 0;
+  // Imports the model for these input types. UserError listing every unsupported operator. Sharp edges are
+  // appended to `sharp_edges` when given. `alias_updates`: see TorchScriptModel::import.
+  virtual Trace import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges = nullptr,
+                       bool alias_updates = true) const = 0;
+  // A readable dump of the model's graph, for --verbose.
+  virtual std::string graph_str() const = 0;
+};
+
+enum class ModelFormat { TorchScript, Pt2 };
+
+// Looks at the file's content: a zip archive holding an `archive_format` record (torch.export.save) is Pt2;
+// anything else is TorchScript, whose loader gives its own errors for missing, unreadable or non-zip files,
+// except that a file named *.pt2 that is no such archive is Pt2 (so its error speaks of torch.export).
+// No LibTorch needed (core/frontend/pt2.cpp).
+ModelFormat detect_model_format(const std::string& path);
+
+// Loads `path` with the frontend detect_model_format picks (core/frontend/frontend.cpp, links LibTorch).
+std::unique_ptr<ModelFrontend> load_model(const std::string& path);
+
+}  // namespace thunderc

@@ -1,0 +1,757 @@
+// ExportedProgram -> Trace: one handler per ATen overload the exports produce (torch.export's training IR:
+// linear, conv2d, batch_norm, ...; and the core ATen IR of run_decompositions(): addmm, convolution,
+// _native_batch_norm_legit_no_training, ...). The mapping to catalog ops follows torchscript_ops.cpp. Arguments
+// are looked up by their schema names; the serializer leaves out those at their defaults, so each handler
+// states the defaults. Symbolic ints (sym_size) are evaluated from the specialization's concrete shapes.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/frontend/pt2.h"
+#include "core/ir/error.h"
+
+namespace thunderc {
+
+namespace {
+
+class Pt2Importer;
+using Pt2Handler = std::function<void(Pt2Importer&, const Pt2Node&)>;
+const std::map<std::string, Pt2Handler>& pt2_handlers();
+
+class Pt2Importer {
+ public:
+  Pt2Importer(const Pt2Model& model, Trace& trace, Device device) : model_(model), p_(model.program()), trace_(trace), device_(device) {}
+
+  void run(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* edges);
+
+  // --- for handlers ---
+  const Pt2Arg* find(const Pt2Node& n, const std::string& name) const {
+    for (const Pt2NamedArg& a : n.inputs)
+      if (a.name == name) return &a.arg;
+    return nullptr;
+  }
+  const Pt2Arg& need(const Pt2Node& n, const std::string& name) const {
+    const Pt2Arg* a = find(n, name);
+    if (!a) fail(n, "has no argument '" + name + "'");
+    return *a;
+  }
+  bool has(const Pt2Node& n, const std::string& name) const {
+    const Pt2Arg* a = find(n, name);
+    return a && a->kind != Pt2Arg::Kind::None;
+  }
+  ValueId tensor(const Pt2Node& n, const std::string& name) {
+    const Pt2Arg& a = need(n, name);
+    if (a.kind != Pt2Arg::Kind::Tensor) fail(n, "argument '" + name + "' must be a tensor, got " + a.tag);
+    return value(a.names[0]);
+  }
+  Operand operand(const Pt2Node& n, const std::string& name) {
+    const Pt2Arg* a = find(n, name);
+    if (!a || a->kind == Pt2Arg::Kind::None) return Operand::none();
+    switch (a->kind) {
+      case Pt2Arg::Kind::Tensor: return Operand::tensor(value(a->names[0]));
+      case Pt2Arg::Kind::Int: return Operand::number(Scalar(a->ints[0]));
+      case Pt2Arg::Kind::Float: return Operand::number(Scalar(a->floats[0]));
+      case Pt2Arg::Kind::Bool: return Operand::number(Scalar(a->ints[0] != 0));
+      case Pt2Arg::Kind::SymInt: return Operand::number(Scalar(sym(n, *a, 0)));
+      default: fail(n, "argument '" + name + "' must be a tensor or a number, got " + a->tag);
+    }
+  }
+  std::int64_t int_arg(const Pt2Node& n, const std::string& name, std::optional<std::int64_t> dflt = std::nullopt) {
+    const Pt2Arg* a = find(n, name);
+    if (!a || a->kind == Pt2Arg::Kind::None) {
+      if (!dflt) fail(n, "has no argument '" + name + "'");
+      return *dflt;
+    }
+    if (a->kind == Pt2Arg::Kind::Int || a->kind == Pt2Arg::Kind::Bool) return a->ints[0];
+    if (a->kind == Pt2Arg::Kind::SymInt) return sym(n, *a, 0);
+    fail(n, "argument '" + name + "' must be an int, got " + a->tag);
+  }
+  std::optional<std::int64_t> opt_int_arg(const Pt2Node& n, const std::string& name) {
+    if (!has(n, name)) return std::nullopt;
+    return int_arg(n, name);
+  }
+  double float_arg(const Pt2Node& n, const std::string& name, std::optional<double> dflt = std::nullopt) {
+    const Pt2Arg* a = find(n, name);
+    if (!a || a->kind == Pt2Arg::Kind::None) {
+      if (!dflt) fail(n, "has no argument '" + name + "'");
+      return *dflt;
+    }
+    if (a->kind == Pt2Arg::Kind::Float) return a->floats[0];
+    if (a->kind == Pt2Arg::Kind::Int || a->kind == Pt2Arg::Kind::Bool) return static_cast<double>(a->ints[0]);
+    fail(n, "argument '" + name + "' must be a number, got " + a->tag);
+  }
+  bool bool_arg(const Pt2Node& n, const std::string& name, std::optional<bool> dflt = std::nullopt) {
+    const Pt2Arg* a = find(n, name);
+    if (!a || a->kind == Pt2Arg::Kind::None) {
+      if (!dflt) fail(n, "has no argument '" + name + "'");
+      return *dflt;
+    }
+    if (a->kind == Pt2Arg::Kind::Bool || a->kind == Pt2Arg::Kind::Int) return a->ints[0] != 0;
+    fail(n, "argument '" + name + "' must be a bool, got " + a->tag);
+  }
+  std::string string_arg(const Pt2Node& n, const std::string& name, const std::string& dflt) {
+    const Pt2Arg* a = find(n, name);
+    if (!a || a->kind == Pt2Arg::Kind::None) return dflt;
+    if (a->kind != Pt2Arg::Kind::String) fail(n, "argument '" + name + "' must be a string, got " + a->tag);
+    return a->strings[0];
+  }
+  IntList ints_arg(const Pt2Node& n, const std::string& name, std::optional<IntList> dflt = std::nullopt) {
+    const Pt2Arg* a = find(n, name);
+    if (!a || a->kind == Pt2Arg::Kind::None) {
+      if (!dflt) fail(n, "has no argument '" + name + "'");
+      return *dflt;
+    }
+    if (a->kind == Pt2Arg::Kind::Ints || a->kind == Pt2Arg::Kind::Int) return a->ints;
+    if (a->kind == Pt2Arg::Kind::SymInts || a->kind == Pt2Arg::Kind::SymInt) {
+      IntList out;
+      for (std::size_t i = 0; i < a->ints.size(); ++i) out.push_back(sym(n, *a, i));
+      return out;
+    }
+    fail(n, "argument '" + name + "' must be a list of ints, got " + a->tag);
+  }
+  std::vector<ValueId> tensors_arg(const Pt2Node& n, const std::string& name) {
+    const Pt2Arg& a = need(n, name);
+    if (a.kind != Pt2Arg::Kind::Tensors) fail(n, "argument '" + name + "' must be a list of tensors, got " + a.tag);
+    std::vector<ValueId> out;
+    for (const std::string& t : a.names) out.push_back(value(t));
+    return out;
+  }
+  std::optional<DType> dtype_arg(const Pt2Node& n, const std::string& name) {
+    const Pt2Arg* a = find(n, name);
+    if (!a || a->kind == Pt2Arg::Kind::None) return std::nullopt;
+    if (a->kind != Pt2Arg::Kind::ScalarType) fail(n, "argument '" + name + "' must be a dtype, got " + a->tag);
+    auto dt = pt2_dtype(static_cast<int>(a->ints[0]));
+    if (!dt) fail(n, "dtype " + pt2_scalar_type_name(static_cast<int>(a->ints[0])) + " is not supported");
+    return dt;
+  }
+  const TensorType& type(ValueId v) const { return trace_.type(v); }
+
+  ValueId emit(const std::string& op_name, std::vector<Operand> inputs, Attrs attrs = {}) {
+    return trace_.emit1(op(op_name), std::move(inputs), std::move(attrs), current_ ? current_->location() : "");
+  }
+  // Binds output `i` of the node (an as_tensor output, or element i of an as_tensors output).
+  void bind(const Pt2Node& n, std::size_t i, ValueId v) {
+    const std::string* name = output_name(n, i);
+    if (!name) fail(n, "has no output " + std::to_string(i));
+    if (!name->empty()) env_[*name] = v;
+  }
+  void bind_sym(const Pt2Node& n, std::int64_t v) {
+    if (n.outputs.size() != 1 || n.outputs[0].kind != Pt2Arg::Kind::SymInt || n.outputs[0].names[0].empty())
+      fail(n, "should produce one symbolic int");
+    syms_[n.outputs[0].names[0]] = v;
+  }
+  std::int64_t sym(const Pt2Node& n, const Pt2Arg& a, std::size_t i) const {
+    if (a.names[i].empty()) return a.ints[i];
+    auto it = syms_.find(a.names[i]);
+    if (it == syms_.end()) fail(n, "uses symbolic int '" + a.names[i] + "', which thunderc could not evaluate");
+    return it->second;
+  }
+  [[noreturn]] void fail(const Pt2Node& n, const std::string& why) const {
+    std::string loc = n.location();
+    user_error(model_.path(), ": ", short_target(n.target), loc.empty() ? "" : " at " + loc, ": ", why);
+  }
+  static std::string short_target(const std::string& target) {
+    const std::string prefix = "torch.ops.";
+    return target.rfind(prefix, 0) == 0 ? target.substr(prefix.size()) : target;
+  }
+
+ private:
+  const std::string* output_name(const Pt2Node& n, std::size_t i) const {
+    if (n.outputs.size() == 1 && (n.outputs[0].kind == Pt2Arg::Kind::Tensors || n.outputs[0].kind == Pt2Arg::Kind::OptionalTensors))
+      return i < n.outputs[0].names.size() ? &n.outputs[0].names[i] : nullptr;
+    if (i >= n.outputs.size()) return nullptr;
+    if (n.outputs[i].kind == Pt2Arg::Kind::None) return &empty_;
+    if (n.outputs[i].kind != Pt2Arg::Kind::Tensor) return nullptr;
+    return &n.outputs[i].names[0];
+  }
+  ValueId value(const std::string& name);
+  std::vector<std::string> tensor_inputs(const Pt2Node& n) const {
+    std::vector<std::string> out;
+    for (const Pt2NamedArg& a : n.inputs)
+      if (a.arg.kind == Pt2Arg::Kind::Tensor || a.arg.kind == Pt2Arg::Kind::Tensors || a.arg.kind == Pt2Arg::Kind::OptionalTensors)
+        for (const std::string& t : a.arg.names)
+          if (!t.empty()) out.push_back(t);
+    return out;
+  }
+  void check_meta(const Pt2Node& n);
+
+  const Pt2Model& model_;
+  const Pt2Program& p_;
+  Trace& trace_;
+  Device device_;
+  std::unordered_map<std::string, ValueId> env_;
+  std::unordered_map<std::string, std::int64_t> syms_;
+  std::set<std::string> poisoned_;  // outputs of unsupported nodes
+  std::unordered_map<std::string, std::string> lazy_;  // graph input name -> weight/constant fqn
+  const Pt2Node* current_ = nullptr;
+  bool at_recorded_shapes_ = false;
+  const std::string empty_;
+};
+
+ValueId Pt2Importer::value(const std::string& name) {
+  auto it = env_.find(name);
+  if (it != env_.end()) return it->second;
+  auto lz = lazy_.find(name);
+  if (lz != lazy_.end()) {
+    const Pt2Tensor* t = nullptr;
+    if (auto w = p_.weights.find(lz->second); w != p_.weights.end()) t = &w->second;
+    else if (auto c = p_.constants.find(lz->second); c != p_.constants.end()) t = &c->second;
+    THUNDERC_CHECK(t, "weight ", lz->second, " checked at load but missing");
+    ValueId v = trace_.add_constant(lz->second, TensorType{t->dtype, t->meta.sizes, device_}, t->data);
+    env_[name] = v;
+    return v;
+  }
+  internal_error("pt2 value '", name, "' used before definition");
+}
+
+// After a node: at the example's shapes, the trace must agree with the shapes and dtypes the export recorded.
+void Pt2Importer::check_meta(const Pt2Node& n) {
+  if (!at_recorded_shapes_) return;
+  for (std::size_t i = 0;; ++i) {
+    const std::string* name = output_name(n, i);
+    if (!name) break;
+    if (name->empty() || !env_.count(*name)) continue;
+    auto it = p_.tensor_values.find(*name);
+    if (it == p_.tensor_values.end() || !it->second.is_static()) continue;
+    const TensorType& t = trace_.type(env_.at(*name));
+    auto dt = pt2_dtype(it->second.scalar_type);
+    if (t.shape != it->second.sizes || (dt && *dt != t.dtype))
+      internal_error("pt2 import of ", n.target, " (", n.name, ") gives ", t.str(), " but the export recorded ",
+                     dt ? dtype_name(*dt) : "?", shape_str(it->second.sizes));
+  }
+}
+
+void Pt2Importer::run(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* edges) {
+  const auto& names = model_.input_names();
+  THUNDERC_CHECK(input_types.size() == names.size(), "import with ", input_types.size(), " types for ", names.size(), " inputs");
+  at_recorded_shapes_ = true;
+  std::size_t k = 0;
+  for (const Pt2InputSpec& s : p_.input_specs) {
+    if (s.kind != "user_input") {
+      lazy_[s.name] = s.target;
+      continue;
+    }
+    const TensorType& t = input_types[k++];
+    const Pt2TensorMeta& meta = p_.tensor_values.at(s.name);
+    env_[s.name] = trace_.add_input(s.name, t);
+    at_recorded_shapes_ = at_recorded_shapes_ && t.shape == meta.sizes && pt2_dtype(meta.scalar_type) == t.dtype;
+    for (std::size_t d = 0; d < meta.sizes.size() && d < t.shape.size(); ++d) {
+      if (meta.size_exprs[d].empty()) continue;
+      // A plain symbol ("Symbol('s77', positive=True, integer=True)" or "s77") is bound to the given size.
+      std::string e = meta.size_exprs[d], sym_name;
+      if (e.rfind("Symbol('", 0) == 0) sym_name = e.substr(8, e.find('\'', 8) - 8);
+      else if (std::all_of(e.begin(), e.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; })) sym_name = e;
+      if (!sym_name.empty()) syms_[sym_name] = t.shape[d];
+      if (edges) {
+        std::string range;
+        for (const auto& [name, r] : p_.range_constraints)
+          if (name == sym_name)
+            range = " in " + (r.min ? std::to_string(*r.min) : "-inf") + ".." + (r.max ? std::to_string(*r.max) : "inf");
+        edges->push_back({"specialized-dynamic-dim",
+                          "input " + s.name + " dimension " + std::to_string(d) + " is dynamic in the export (" +
+                              (sym_name.empty() ? std::string("an expression") : sym_name) + range +
+                              "); this variant is specialized to " + std::to_string(t.shape[d]) +
+                              " (compile one variant per size with --shapes)",
+                          ""});
+      }
+    }
+  }
+
+  struct Unsupported {
+    int count = 0;
+    std::vector<std::string> where;
+  };
+  std::map<std::string, Unsupported> unsupported;
+  for (const Pt2Node& n : p_.nodes) {
+    current_ = &n;
+    bool poisoned = false;
+    for (const std::string& t : tensor_inputs(n)) poisoned = poisoned || poisoned_.count(t);
+    for (const Pt2NamedArg& a : n.inputs)
+      if (a.arg.kind == Pt2Arg::Kind::SymInt || a.arg.kind == Pt2Arg::Kind::SymInts)
+        for (const std::string& s : a.arg.names) poisoned = poisoned || (!s.empty() && poisoned_.count(s));
+    auto it = pt2_handlers().find(n.target);
+    if (it == pt2_handlers().end() || poisoned) {
+      if (it == pt2_handlers().end()) {
+        Unsupported& u = unsupported[short_target(n.target)];
+        ++u.count;
+        std::string loc = n.location();
+        if (!loc.empty() && u.where.size() < 3) u.where.push_back(loc);
+      }
+      for (const Pt2Arg& o : n.outputs) for (const std::string& name : o.names) if (!name.empty()) poisoned_.insert(name);
+      continue;
+    }
+    try {
+      it->second(*this, n);
+    } catch (const UserError& e) {
+      std::string msg = e.what();
+      if (msg.rfind(model_.path() + ": ", 0) == 0) throw;
+      fail(n, msg);
+    }
+    check_meta(n);
+  }
+  current_ = nullptr;
+  if (!unsupported.empty()) {
+    std::ostringstream os;
+    int total = 0;
+    for (const auto& [kind, u] : unsupported) total += u.count;
+    os << model_.path() << ": " << unsupported.size() << " operator" << (unsupported.size() == 1 ? " is" : "s are")
+       << " not supported by thunderc (" << total << " use" << (total == 1 ? "" : "s") << "):";
+    for (const auto& [kind, u] : unsupported) {
+      os << "\n  " << kind << " x" << u.count;
+      if (!u.where.empty()) {
+        os << "  at ";
+        for (std::size_t i = 0; i < u.where.size(); ++i) os << (i ? ", " : "") << u.where[i];
+        if (static_cast<int>(u.where.size()) < u.count) os << ", ...";
+      }
+    }
+    throw UserError(os.str());
+  }
+  std::vector<ValueId> outs;
+  for (std::size_t i = 0; i < p_.graph_outputs.size(); ++i) {
+    const std::string kind = i < p_.output_kinds.size() ? p_.output_kinds[i] : "user_output";
+    if (kind != "user_output")
+      user_error(model_.path(), ": the program has a ", kind, " output (", i, "); thunderc compiles inference programs whose "
+                 "outputs are all user outputs (export the model in eval mode, without buffer mutations)");
+    const Pt2Arg& o = p_.graph_outputs[i];
+    if (o.kind != Pt2Arg::Kind::Tensor && o.kind != Pt2Arg::Kind::Tensors)
+      user_error(model_.path(), ": output ", i, " is a ", o.tag, "; thunderc compiles tensor outputs only");
+    for (const std::string& name : o.names) {
+      ValueId v = value(name);
+      // An output that is an input or a weight is returned as a copy.
+      if (trace_.value(v).origin != ValueOrigin::Intermediate) v = emit("to_dtype", {Operand::tensor(v)}, {{"dtype", trace_.type(v).dtype}});
+      outs.push_back(v);
+    }
+  }
+  trace_.set_outputs(std::move(outs));
+}
+
+// --- handlers ----------------------------------------------------------------------------------------
+
+std::int64_t wrap(Pt2Importer& m, const Pt2Node& n, std::int64_t dim, std::size_t rank) {
+  auto r = static_cast<std::int64_t>(std::max<std::size_t>(rank, 1));
+  if (dim < -r || dim >= r) m.fail(n, "dimension " + std::to_string(dim) + " is out of range for rank " + std::to_string(rank));
+  return dim < 0 ? dim + r : dim;
+}
+
+ValueId reshape(Pt2Importer& m, ValueId v, Shape shape) {
+  if (m.type(v).shape == shape) return v;
+  return m.emit("reshape", {Operand::tensor(v)}, {{"shape", shape}});
+}
+
+ValueId permute(Pt2Importer& m, ValueId v, IntList dims) {
+  bool identity = true;
+  for (std::size_t i = 0; i < dims.size(); ++i) identity = identity && dims[i] == static_cast<std::int64_t>(i);
+  if (identity) return v;
+  return m.emit("permute", {Operand::tensor(v)}, {{"dims", dims}});
+}
+
+ValueId slice(Pt2Importer& m, ValueId v, std::int64_t dim, std::optional<std::int64_t> start, std::optional<std::int64_t> end,
+              std::int64_t step) {
+  std::int64_t size = m.type(v).shape[dim];
+  auto norm = [&](std::optional<std::int64_t> x, std::int64_t dflt) {
+    std::int64_t b = x.value_or(dflt);
+    if (b < 0) b += size;
+    return std::clamp<std::int64_t>(b, 0, size);
+  };
+  std::int64_t s = norm(start, 0), e = std::max(norm(end, size), s);
+  if (s == 0 && e == size && step == 1) return v;
+  return m.emit("slice", {Operand::tensor(v)}, {{"dim", dim}, {"start", s}, {"end", e}, {"step", step}});
+}
+
+void bind_pieces(Pt2Importer& m, const Pt2Node& n, ValueId v, std::int64_t dim, const IntList& sizes) {
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    m.bind(n, i, slice(m, v, dim, offset, offset + sizes[i], 1));
+    offset += sizes[i];
+  }
+  if (offset != m.type(v).shape[dim]) m.fail(n, "split sizes " + shape_str(sizes) + " do not add up to the dimension");
+}
+
+ValueId conv2d(Pt2Importer& m, const Pt2Node& n, const std::string& input, bool has_defaults) {
+  ValueId x = m.tensor(n, input), w = m.tensor(n, "weight");
+  if (m.type(w).rank() != 4) m.fail(n, "only 2-D convolutions are supported yet, the weight has shape " + shape_str(m.type(w).shape));
+  auto pair = [](IntList v) { return v.size() == 1 ? IntList{v[0], v[0]} : v; };
+  std::optional<IntList> one = has_defaults ? std::optional<IntList>(IntList{1, 1}) : std::nullopt;
+  std::optional<IntList> zero = has_defaults ? std::optional<IntList>(IntList{0, 0}) : std::nullopt;
+  return m.emit("conv2d", {Operand::tensor(x), Operand::tensor(w), m.operand(n, "bias")},
+                {{"stride", pair(m.ints_arg(n, "stride", one))}, {"padding", pair(m.ints_arg(n, "padding", zero))},
+                 {"dilation", pair(m.ints_arg(n, "dilation", one))}, {"groups", m.int_arg(n, "groups", 1)}});
+}
+
+using Fn = std::function<ValueId(Pt2Importer&, const Pt2Node&)>;
+
+struct Table {
+  std::map<std::string, Pt2Handler> handlers;
+  // torch.ops.aten.<name> for each overload: output 0 is fn's result.
+  void def(const std::string& name, std::initializer_list<const char*> overloads, Fn fn) {
+    for (const char* o : overloads)
+      handlers["torch.ops.aten." + name + "." + o] = [fn](Pt2Importer& m, const Pt2Node& n) { m.bind(n, 0, fn(m, n)); };
+  }
+  void raw(const std::string& target, Pt2Handler h) { handlers[target] = std::move(h); }
+};
+
+void elementwise(Table& t) {
+  for (const char* name : {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "neg", "abs", "erf", "reciprocal", "sin",
+                           "cos", "silu", "hardswish", "hardsigmoid", "logical_not"}) {
+    std::string op_name = name;
+    t.def(name, {"default"}, [op_name](Pt2Importer& m, const Pt2Node& n) { return m.emit(op_name, {m.operand(n, "self")}); });
+  }
+  t.def("gelu", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    std::string approx = m.string_arg(n, "approximate", "none");
+    if (approx != "none" && approx != "tanh") m.fail(n, "approximate must be 'none' or 'tanh', got '" + approx + "'");
+    return m.emit("gelu", {m.operand(n, "self")}, {{"approximate", approx}});
+  });
+  t.def("hardtanh", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("hardtanh", {m.operand(n, "self")}, {{"min_val", m.float_arg(n, "min_val", -1.0)}, {"max_val", m.float_arg(n, "max_val", 1.0)}});
+  });
+  t.def("leaky_relu", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("leaky_relu", {m.operand(n, "self")}, {{"negative_slope", m.float_arg(n, "negative_slope", 0.01)}});
+  });
+  for (const char* name : {"add", "sub"}) {
+    std::string op_name = name;
+    t.def(name, {"Tensor", "Scalar"}, [op_name](Pt2Importer& m, const Pt2Node& n) {
+      Operand b = m.operand(n, "other");
+      double alpha = m.float_arg(n, "alpha", 1.0);
+      if (alpha != 1.0)
+        b = b.is_tensor() ? Operand::tensor(m.emit("mul", {b, Operand::number(Scalar(alpha))}))
+                          : Operand::number(Scalar(b.scalar.to_double() * alpha));
+      return m.emit(op_name, {m.operand(n, "self"), b});
+    });
+  }
+  t.def("rsub", {"Scalar", "Tensor"}, [](Pt2Importer& m, const Pt2Node& n) {
+    Operand self = m.operand(n, "self");
+    double alpha = m.float_arg(n, "alpha", 1.0);
+    if (alpha != 1.0) self = Operand::tensor(m.emit("mul", {self, Operand::number(Scalar(alpha))}));
+    return m.emit("sub", {m.operand(n, "other"), self});
+  });
+  for (const char* name : {"mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"}) {
+    std::string op_name = name;
+    t.def(name, {"Tensor", "Scalar", "default"}, [op_name](Pt2Importer& m, const Pt2Node& n) {
+      return m.emit(op_name, {m.operand(n, "self"), m.operand(n, "other")});
+    });
+  }
+  t.def("pow", {"Tensor_Scalar", "Tensor_Tensor"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("pow", {m.operand(n, "self"), m.operand(n, "exponent")});
+  });
+  t.def("div", {"Tensor", "Scalar", "Tensor_mode", "Scalar_mode"}, [](Pt2Importer& m, const Pt2Node& n) {
+    AttrValue mode = None{};
+    if (m.has(n, "rounding_mode")) mode = m.string_arg(n, "rounding_mode", "");
+    return m.emit("div", {m.operand(n, "self"), m.operand(n, "other")}, {{"rounding_mode", mode}});
+  });
+  t.def("where", {"self"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("where", {Operand::tensor(m.tensor(n, "condition")), m.operand(n, "self"), m.operand(n, "other")});
+  });
+  t.def("masked_fill", {"Scalar", "Tensor"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("masked_fill", {Operand::tensor(m.tensor(n, "self")), Operand::tensor(m.tensor(n, "mask")), m.operand(n, "value")});
+  });
+  // Identities at inference.
+  for (const char* name : {"contiguous", "clone", "detach", "alias", "lift_fresh_copy"})
+    t.def(name, {"default"}, [](Pt2Importer& m, const Pt2Node& n) { return m.tensor(n, "self"); });
+  t.def("dropout", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    if (m.bool_arg(n, "train", false) && m.float_arg(n, "p", 0.0) > 0) m.fail(n, "is dropout in training mode; export the model in eval mode");
+    return m.tensor(n, "input");
+  });
+  auto to_dtype = [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    std::optional<DType> dt = m.dtype_arg(n, "dtype");
+    if (!dt || *dt == m.type(x).dtype) return x;
+    return m.emit("to_dtype", {Operand::tensor(x)}, {{"dtype", *dt}});
+  };
+  t.def("to", {"dtype", "dtype_layout"}, to_dtype);
+  t.def("_to_copy", {"default"}, to_dtype);
+}
+
+void reductions(Table& t) {
+  auto sum_like = [](const std::string& op_name, bool with_dtype) {
+    return [op_name, with_dtype](Pt2Importer& m, const Pt2Node& n) {
+      Attrs a;
+      a.set("dims", m.ints_arg(n, "dim", IntList{}));
+      a.set("keepdim", m.bool_arg(n, "keepdim", false));
+      if (with_dtype) {
+        auto dt = m.dtype_arg(n, "dtype");
+        a.set("dtype", dt ? AttrValue(*dt) : AttrValue(None{}));
+      }
+      return m.emit(op_name, {m.operand(n, "self")}, a);
+    };
+  };
+  t.def("sum", {"dim_IntList", "default"}, sum_like("sum", true));
+  t.def("mean", {"dim", "default"}, sum_like("mean", true));
+  t.def("amax", {"default"}, sum_like("amax", false));
+  for (const char* name : {"softmax", "log_softmax"}) {
+    std::string op_name = name;
+    t.def(name, {"int"}, [op_name](Pt2Importer& m, const Pt2Node& n) {
+      auto dt = m.dtype_arg(n, "dtype");
+      return m.emit(op_name, {m.operand(n, "self")}, {{"dim", m.int_arg(n, "dim")}, {"dtype", dt ? AttrValue(*dt) : AttrValue(None{})}});
+    });
+    t.def(std::string("_") + name, {"default"}, [op_name](Pt2Importer& m, const Pt2Node& n) {
+      ValueId x = m.tensor(n, "self");
+      AttrValue dt = None{};
+      if (m.bool_arg(n, "half_to_float", false) && m.type(x).dtype == DType::Float16) dt = DType::Float32;
+      return m.emit(op_name, {Operand::tensor(x)}, {{"dim", m.int_arg(n, "dim")}, {"dtype", dt}});
+    });
+  }
+  t.def("layer_norm", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("layer_norm", {m.operand(n, "input"), m.operand(n, "weight"), m.operand(n, "bias")},
+                  {{"normalized_shape", m.ints_arg(n, "normalized_shape")}, {"eps", m.float_arg(n, "eps", 1e-5)}});
+  });
+  // native_layer_norm returns (out, mean, rstd); only `out` is supported downstream.
+  t.raw("torch.ops.aten.native_layer_norm.default", [](Pt2Importer& m, const Pt2Node& n) {
+    m.bind(n, 0, m.emit("layer_norm", {m.operand(n, "input"), m.operand(n, "weight"), m.operand(n, "bias")},
+                        {{"normalized_shape", m.ints_arg(n, "normalized_shape")}, {"eps", m.float_arg(n, "eps")}}));
+  });
+  auto batch_norm = [](Pt2Importer& m, const Pt2Node& n) {
+    if (!m.has(n, "running_mean") || !m.has(n, "running_var"))
+      m.fail(n, "is batch_norm without running statistics, which normalizes with batch statistics; not supported");
+    return m.emit("batch_norm", {m.operand(n, "input"), m.operand(n, "weight"), m.operand(n, "bias"), m.operand(n, "running_mean"),
+                                 m.operand(n, "running_var")},
+                  {{"eps", m.float_arg(n, "eps")}});
+  };
+  t.def("batch_norm", {"default"}, [batch_norm](Pt2Importer& m, const Pt2Node& n) {
+    if (m.bool_arg(n, "training", false)) m.fail(n, "is batch_norm in training mode; export the model in eval mode");
+    return batch_norm(m, n);
+  });
+  // (out, save_mean, save_rstd): element 0 is the result; the others are empty at inference.
+  t.raw("torch.ops.aten._native_batch_norm_legit_no_training.default",
+        [batch_norm](Pt2Importer& m, const Pt2Node& n) { m.bind(n, 0, batch_norm(m, n)); });
+}
+
+void shapes(Table& t) {
+  auto view = [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    IntList shape = m.ints_arg(n, m.has(n, "size") ? "size" : "shape");
+    return m.emit("reshape", {Operand::tensor(x)}, {{"shape", shape}});
+  };
+  t.def("view", {"default"}, view);
+  t.def("reshape", {"default"}, view);
+  t.def("_unsafe_view", {"default"}, view);
+  t.def("flatten", {"using_ints"}, [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    Shape s = m.type(x).shape;
+    if (s.empty()) return reshape(m, x, {1});
+    std::int64_t a = wrap(m, n, m.int_arg(n, "start_dim", 0), s.size()), b = wrap(m, n, m.int_arg(n, "end_dim", -1), s.size());
+    if (a > b) m.fail(n, "start_dim must not come after end_dim");
+    Shape out(s.begin(), s.begin() + a);
+    std::int64_t prod = 1;
+    for (std::int64_t i = a; i <= b; ++i) prod *= s[i];
+    out.push_back(prod);
+    out.insert(out.end(), s.begin() + b + 1, s.end());
+    return reshape(m, x, out);
+  });
+  t.def("unsqueeze", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    Shape s = m.type(x).shape;
+    s.insert(s.begin() + wrap(m, n, m.int_arg(n, "dim"), s.size() + 1), 1);
+    return reshape(m, x, s);
+  });
+  t.def("squeeze", {"default", "dim", "dims"}, [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    Shape s = m.type(x).shape;
+    std::vector<bool> drop(s.size(), !m.has(n, "dim"));
+    if (m.has(n, "dim"))
+      for (std::int64_t d : m.ints_arg(n, "dim")) drop[wrap(m, n, d, s.size())] = true;
+    Shape out;
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (!(drop[i] && s[i] == 1)) out.push_back(s[i]);
+    return reshape(m, x, out);
+  });
+  t.def("permute", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    IntList dims = m.ints_arg(n, "dims");
+    for (auto& d : dims) d = wrap(m, n, d, m.type(x).rank());
+    return m.emit("permute", {Operand::tensor(x)}, {{"dims", dims}});
+  });
+  t.def("transpose", {"int"}, [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    std::size_t r = m.type(x).rank();
+    if (r == 0) return x;
+    IntList dims(r);
+    for (std::size_t i = 0; i < r; ++i) dims[i] = static_cast<std::int64_t>(i);
+    std::swap(dims[wrap(m, n, m.int_arg(n, "dim0"), r)], dims[wrap(m, n, m.int_arg(n, "dim1"), r)]);
+    return permute(m, x, dims);
+  });
+  t.def("t", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    if (m.type(x).rank() > 2) m.fail(n, "t() expects a tensor of rank <= 2");
+    return m.type(x).rank() == 2 ? permute(m, x, {1, 0}) : x;
+  });
+  t.def("expand", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("expand", {Operand::tensor(m.tensor(n, "self"))}, {{"shape", m.ints_arg(n, "size")}});
+  });
+  t.def("slice", {"Tensor"}, [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    std::int64_t dim = wrap(m, n, m.int_arg(n, "dim", 0), m.type(x).rank());
+    std::int64_t step = m.int_arg(n, "step", 1);
+    if (step < 1) m.fail(n, "slice step must be positive, got " + std::to_string(step));
+    return slice(m, x, dim, m.opt_int_arg(n, "start"), m.opt_int_arg(n, "end"), step);
+  });
+  t.def("select", {"int"}, [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    std::int64_t dim = wrap(m, n, m.int_arg(n, "dim"), m.type(x).rank());
+    std::int64_t size = m.type(x).shape[dim], index = m.int_arg(n, "index");
+    if (index < -size || index >= size) m.fail(n, "index " + std::to_string(index) + " is out of range");
+    return m.emit("select", {Operand::tensor(x)}, {{"dim", dim}, {"index", index < 0 ? index + size : index}});
+  });
+  t.raw("torch.ops.aten.split.Tensor", [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    std::int64_t dim = wrap(m, n, m.int_arg(n, "dim", 0), m.type(x).rank());
+    std::int64_t size = m.type(x).shape[dim], piece = m.int_arg(n, "split_size");
+    if (piece <= 0) m.fail(n, "split size must be positive");
+    IntList sizes;
+    for (std::int64_t off = 0; off < size; off += piece) sizes.push_back(std::min(piece, size - off));
+    bind_pieces(m, n, x, dim, sizes);
+  });
+  t.raw("torch.ops.aten.split_with_sizes.default", [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    bind_pieces(m, n, x, wrap(m, n, m.int_arg(n, "dim", 0), m.type(x).rank()), m.ints_arg(n, "split_sizes"));
+  });
+  t.raw("torch.ops.aten.chunk.default", [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    std::int64_t chunks = m.int_arg(n, "chunks");
+    std::int64_t dim = wrap(m, n, m.int_arg(n, "dim", 0), m.type(x).rank());
+    std::int64_t size = m.type(x).shape[dim];
+    if (chunks <= 0) m.fail(n, "chunks must be positive");
+    std::int64_t piece = std::max<std::int64_t>((size + chunks - 1) / chunks, 1);
+    IntList sizes;
+    for (std::int64_t off = 0; off < size; off += piece) sizes.push_back(std::min(piece, size - off));
+    bind_pieces(m, n, x, dim, sizes);
+  });
+  t.raw("torch.ops.aten.unbind.int", [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    std::int64_t dim = wrap(m, n, m.int_arg(n, "dim", 0), m.type(x).rank());
+    for (std::int64_t i = 0; i < m.type(x).shape[dim]; ++i)
+      m.bind(n, static_cast<std::size_t>(i), m.emit("select", {Operand::tensor(x)}, {{"dim", dim}, {"index", i}}));
+  });
+  t.def("cat", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    std::vector<ValueId> xs = m.tensors_arg(n, "tensors");
+    if (xs.empty()) m.fail(n, "needs at least one tensor");
+    if (xs.size() == 1) return xs[0];
+    std::vector<Operand> ins;
+    for (ValueId x : xs) ins.push_back(Operand::tensor(x));
+    return m.emit("cat", ins, {{"dim", wrap(m, n, m.int_arg(n, "dim", 0), m.type(xs[0]).rank())}});
+  });
+  // Symbolic ints: sizes of the (concrete) tensors, and Python arithmetic on them.
+  t.raw("torch.ops.aten.sym_size.int", [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    m.bind_sym(n, m.type(x).shape[wrap(m, n, m.int_arg(n, "dim"), m.type(x).rank())]);
+  });
+  for (const char* op : {"add", "sub", "mul", "floordiv"}) {
+    std::string o = op;
+    t.raw(std::string("_operator.") + op, [o](Pt2Importer& m, const Pt2Node& n) {
+      if (n.inputs.size() != 2) m.fail(n, "expects two arguments");
+      auto val = [&](const Pt2Arg& a) {
+        if (a.kind == Pt2Arg::Kind::SymInt) return m.sym(n, a, 0);
+        if (a.kind == Pt2Arg::Kind::Int) return a.ints[0];
+        m.fail(n, "supports symbolic ints only, got " + a.tag);
+      };
+      std::int64_t a = val(n.inputs[0].arg), b = val(n.inputs[1].arg);
+      if (o == "floordiv" && b == 0) m.fail(n, "divides by zero");
+      std::int64_t r = o == "add" ? a + b : o == "sub" ? a - b : o == "mul" ? a * b
+                                                        : (a / b - ((a % b != 0) && ((a < 0) != (b < 0))));
+      m.bind_sym(n, r);
+    });
+  }
+  // getitem on a multi-output node (older serializations keep these nodes).
+  t.raw("_operator.getitem", [](Pt2Importer& m, const Pt2Node& n) {
+    if (n.inputs.size() != 2 || n.inputs[0].arg.kind != Pt2Arg::Kind::Tensors || n.inputs[1].arg.kind != Pt2Arg::Kind::Int)
+      m.fail(n, "supports getitem(list of tensors, int) only");
+    const auto& names = n.inputs[0].arg.names;
+    std::int64_t i = n.inputs[1].arg.ints[0];
+    if (i < 0) i += static_cast<std::int64_t>(names.size());
+    if (i < 0 || i >= static_cast<std::int64_t>(names.size())) m.fail(n, "index out of range");
+    Pt2Node one = n;
+    one.inputs = {{"self", Pt2Arg{Pt2Arg::Kind::Tensor, "as_tensor", {names[i]}, {}, {}, {}}}};
+    m.bind(n, 0, m.tensor(one, "self"));
+  });
+}
+
+void nn(Table& t) {
+  t.def("linear", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("linear", {Operand::tensor(m.tensor(n, "input")), Operand::tensor(m.tensor(n, "weight")), m.operand(n, "bias")});
+  });
+  t.def("matmul", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("matmul", {Operand::tensor(m.tensor(n, "self")), Operand::tensor(m.tensor(n, "other"))});
+  });
+  t.def("mm", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("matmul", {Operand::tensor(m.tensor(n, "self")), Operand::tensor(m.tensor(n, "mat2"))});
+  });
+  t.def("bmm", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("bmm", {Operand::tensor(m.tensor(n, "self")), Operand::tensor(m.tensor(n, "mat2"))});
+  });
+  t.def("addmm", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("addmm", {Operand::tensor(m.tensor(n, "self")), Operand::tensor(m.tensor(n, "mat1")), Operand::tensor(m.tensor(n, "mat2"))},
+                  {{"beta", m.float_arg(n, "beta", 1.0)}, {"alpha", m.float_arg(n, "alpha", 1.0)}});
+  });
+  t.def("conv2d", {"default"}, [](Pt2Importer& m, const Pt2Node& n) { return conv2d(m, n, "input", true); });
+  t.def("convolution", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    if (m.bool_arg(n, "transposed")) m.fail(n, "transposed convolution is not supported yet");
+    return conv2d(m, n, "input", false);
+  });
+  auto max_pool = [](Pt2Importer& m, const Pt2Node& n) {
+    IntList kernel = m.ints_arg(n, "kernel_size");
+    IntList stride = m.ints_arg(n, "stride", IntList{});
+    if (stride.empty()) stride = kernel;
+    return m.emit("max_pool2d", {Operand::tensor(m.tensor(n, "self"))},
+                  {{"kernel_size", kernel}, {"stride", stride}, {"padding", m.ints_arg(n, "padding", IntList{0})},
+                   {"dilation", m.ints_arg(n, "dilation", IntList{1})}, {"ceil_mode", m.bool_arg(n, "ceil_mode", false)}});
+  };
+  t.def("max_pool2d", {"default"}, max_pool);
+  // (values, indices): the indices are not supported downstream.
+  t.raw("torch.ops.aten.max_pool2d_with_indices.default", [max_pool](Pt2Importer& m, const Pt2Node& n) { m.bind(n, 0, max_pool(m, n)); });
+  t.def("avg_pool2d", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    IntList kernel = m.ints_arg(n, "kernel_size");
+    IntList stride = m.ints_arg(n, "stride", IntList{});
+    if (stride.empty()) stride = kernel;
+    auto div = m.opt_int_arg(n, "divisor_override");
+    return m.emit("avg_pool2d", {Operand::tensor(m.tensor(n, "self"))},
+                  {{"kernel_size", kernel}, {"stride", stride}, {"padding", m.ints_arg(n, "padding", IntList{0})},
+                   {"ceil_mode", m.bool_arg(n, "ceil_mode", false)}, {"count_include_pad", m.bool_arg(n, "count_include_pad", true)},
+                   {"divisor_override", div ? AttrValue(*div) : AttrValue(None{})}});
+  });
+  auto adaptive = [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("adaptive_avg_pool2d", {Operand::tensor(m.tensor(n, "self"))}, {{"output_size", m.ints_arg(n, "output_size")}});
+  };
+  t.def("adaptive_avg_pool2d", {"default"}, adaptive);
+  t.def("_adaptive_avg_pool2d", {"default"}, adaptive);
+  t.def("embedding", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("embedding", {Operand::tensor(m.tensor(n, "weight")), Operand::tensor(m.tensor(n, "indices"))});
+  });
+  t.def("scaled_dot_product_attention", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    if (m.float_arg(n, "dropout_p", 0.0) != 0.0) m.fail(n, "has dropout_p > 0 (random); pass dropout_p=0.0 at inference");
+    if (m.bool_arg(n, "enable_gqa", false)) m.fail(n, "enable_gqa=True is not supported yet");
+    AttrValue scale = None{};
+    if (m.has(n, "scale")) scale = m.float_arg(n, "scale");
+    return m.emit("scaled_dot_product_attention",
+                  {Operand::tensor(m.tensor(n, "query")), Operand::tensor(m.tensor(n, "key")), Operand::tensor(m.tensor(n, "value")),
+                   m.has(n, "attn_mask") ? Operand::tensor(m.tensor(n, "attn_mask")) : Operand::none()},
+                  {{"is_causal", m.bool_arg(n, "is_causal", false)}, {"scale", scale}});
+  });
+}
+
+const std::map<std::string, Pt2Handler>& pt2_handlers() {
+  static const std::map<std::string, Pt2Handler> handlers = [] {
+    Table t;
+    elementwise(t);
+    reductions(t);
+    shapes(t);
+    nn(t);
+    return t.handlers;
+  }();
+  return handlers;
+}
+
+}  // namespace
+
+Trace Pt2Model::import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges, bool) const {
+  Trace trace;
+  trace.constructed_by = "pt2-import";
+  Device device = input_types.empty() ? Device::cpu() : input_types[0].device;
+  Pt2Importer importer(*this, trace, device);
+  importer.run(input_types, sharp_edges);
+  return trace;
+}
+
+}  // namespace thunderc

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+# Writes the torch.export (.pt2) samples of the .pt2 frontend (core/frontend/pt2.h) into samples/pt2/:
+# <name>.pt2 (torch.export.export + torch.export.save), <name>.input.npy and <name>.expected.npy (PyTorch's
+# output on that input). thunderc reads these without LibTorch or Python; only this script needs PyTorch 2.x.
+#
+# Run with a Python that has PyPI torch (CPU is enough) and numpy, from the repository root:
+#   python3 -m venv /tmp/pt2-venv
+#   /tmp/pt2-venv/bin/pip install --no-deps torch
+#   /tmp/pt2-venv/bin/pip install numpy sympy mpmath filelock typing-extensions networkx jinja2 MarkupSafe fsspec
+#   /tmp/pt2-venv/bin/python samples/export_samples.py
+#
+# Every model is small (a few KB of weights), seeded and deterministic. samples/pt2/VERSION records the
+# torch version that wrote the files.
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.export import Dim
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pt2")
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.norm = nn.LayerNorm(32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.norm(self.fc1(x))))
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, stride=1, padding=1)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.relu(self.conv2(x))
+        x = torch.flatten(self.pool(x), 1)
+        return self.fc(x)
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, embed=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(embed)
+        self.qkv = nn.Linear(embed, 3 * embed)
+        self.proj = nn.Linear(embed, embed)
+        self.ln2 = nn.LayerNorm(embed)
+        self.fc = nn.Linear(embed, 4 * embed)
+        self.out = nn.Linear(4 * embed, embed)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(b, t, c)
+        x = x + self.proj(y)
+        return x + self.out(F.silu(self.fc(self.ln2(x))))
+
+
+class DynamicBatch(nn.Module):
+    """A small MLP whose batch dimension is exported as Dim("B", min=1, max=16)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(12, 24)
+        self.fc2 = nn.Linear(24, 6)
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        return torch.softmax(self.fc2(h) * 0.5 - 1.0, dim=-1)
+
+
+class Unsupported(nn.Module):
+    """Uses operators thunderc has no catalog entry for (cumsum twice, flip): the import lists them together."""
+
+    def forward(self, x):
+        return torch.flip(torch.cumsum(torch.cumsum(x, 0), 1), [0]) + 1.0
+
+
+def export_one(name, model, x, dynamic_shapes=None, decompose=False):
+    model.eval()
+    with torch.no_grad():
+        expected = model(x)
+        ep = torch.export.export(model, (x,), dynamic_shapes=dynamic_shapes)
+        if decompose:  # the core ATen opset: convolution, addmm, permute, _native_batch_norm_legit_no_training, ...
+            ep = ep.run_decompositions()
+    torch.export.save(ep, os.path.join(OUT, name + ".pt2"))
+    np.save(os.path.join(OUT, name + ".input.npy"), x.numpy())
+    np.save(os.path.join(OUT, name + ".expected.npy"), expected.numpy())
+    print(name, tuple(x.shape), "->", tuple(expected.shape))
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    torch.manual_seed(0)
+    export_one("mlp", MLP(), torch.randn(4, 16))
+
+    torch.manual_seed(1)
+    cnn = CNN()
+    with torch.no_grad():  # non-trivial running statistics, so batch_norm is not an identity
+        cnn.bn1.running_mean.copy_(torch.randn(8) * 0.1)
+        cnn.bn1.running_var.copy_(torch.rand(8) + 0.5)
+        cnn.bn1.weight.copy_(torch.rand(8) + 0.5)
+        cnn.bn1.bias.copy_(torch.randn(8) * 0.1)
+    export_one("cnn", cnn, torch.randn(2, 3, 16, 16))
+    export_one("cnn_decomposed", cnn, torch.randn(2, 3, 16, 16), decompose=True)
+
+    torch.manual_seed(2)
+    export_one("gpt_block", GPTBlock(), torch.randn(2, 8, 32))
+
+    torch.manual_seed(3)
+    export_one("dynamic_batch", DynamicBatch(), torch.randn(4, 12), dynamic_shapes={"x": {0: Dim("B", min=1, max=16)}})
+
+    torch.manual_seed(4)
+    export_one("unsupported", Unsupported(), torch.randn(3, 4))
+
+    with open(os.path.join(OUT, "VERSION"), "w") as f:
+        f.write("torch %s\n" % torch.__version__)
+    print("torch", torch.__version__, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,344 @@
+// The torch.export (.pt2) frontend, without LibTorch or Python: the zip reader on the fixtures of
+// samples/pt2/ (written by samples/export_samples.py) and on truncated, corrupt and hand-made archives; the
+// ExportedProgram parser (inputs, weights); the import of every fixture; and, through the thunderc binary,
+// compile + run of every fixture against PyTorch's output (rtol 1e-4, atol 1e-5).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/run_process.h"
+#include "core/frontend/pt2.h"
+#include "core/ir/error.h"
+#include "core/ir/verifier.h"
+
+using namespace thunderc;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string sample(const std::string& name) { return std::string(THUNDERC_SAMPLES) + "/pt2/" + name; }
+
+fs::path tmp_dir(const std::string& name) {
+  fs::path d = fs::path(THUNDERC_TEST_TMP) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_bytes(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out << bytes;
+}
+
+std::map<std::string, int> op_counts(const Trace& t) {
+  std::map<std::string, int> counts;
+  for (const BoundSymbol& s : t.symbols()) ++counts[s.op->name];
+  return counts;
+}
+
+std::string user_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no UserError)";
+}
+
+// A minimal zip writer (stored entries) for hand-made archives.
+std::uint32_t crc32(const std::string& s) {
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (unsigned char b : s) {
+    c ^= b;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+  }
+  return c ^ 0xFFFFFFFFu;
+}
+
+std::string make_zip(const std::vector<std::pair<std::string, std::string>>& files) {
+  auto put = [](std::string& o, std::uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) o += static_cast<char>((v >> (8 * i)) & 0xFF);
+  };
+  std::string out, cd;
+  for (const auto& [name, data] : files) {
+    std::uint64_t offset = out.size();
+    put(out, 0x04034b50, 4), put(out, 20, 2), put(out, 0, 2), put(out, 0, 2), put(out, 0, 4), put(out, crc32(data), 4);
+    put(out, data.size(), 4), put(out, data.size(), 4), put(out, name.size(), 2), put(out, 0, 2);
+    out += name + data;
+    put(cd, 0x02014b50, 4), put(cd, 20, 2), put(cd, 20, 2), put(cd, 0, 2), put(cd, 0, 2), put(cd, 0, 4), put(cd, crc32(data), 4);
+    put(cd, data.size(), 4), put(cd, data.size(), 4), put(cd, name.size(), 2), put(cd, 0, 2), put(cd, 0, 2), put(cd, 0, 2);
+    put(cd, 0, 2), put(cd, 0, 4), put(cd, offset, 4);
+    cd += name;
+  }
+  std::uint64_t cd_offset = out.size();
+  out += cd;
+  put(out, 0x06054b50, 4), put(out, 0, 2), put(out, 0, 2), put(out, files.size(), 2), put(out, files.size(), 2);
+  put(out, cd.size(), 4), put(out, cd_offset, 4), put(out, 0, 2);
+  return out;
+}
+
+// The fixture's archive with some records replaced (by name relative to its root folder).
+std::string patched_fixture(const std::string& name, const std::map<std::string, std::string>& replace) {
+  ZipReader zip = ZipReader::open(sample(name + ".pt2"));
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const ZipEntry& e : zip.entries()) {
+    std::string rel = e.name.substr(e.name.find('/') + 1);
+    auto it = replace.find(rel);
+    files.emplace_back(e.name, it != replace.end() ? it->second : zip.read(e));
+  }
+  return make_zip(files);
+}
+
+const std::vector<std::string> kFixtures = {"mlp", "cnn", "cnn_decomposed", "gpt_block", "dynamic_batch"};
+
+}  // namespace
+
+TEST_CASE("zip reader: the fixtures' entries are stored and CRC-clean") {
+  for (const std::string& name : kFixtures) {
+    CAPTURE(name);
+    ZipReader zip = ZipReader::open(sample(name + ".pt2"));
+    REQUIRE(zip.find(name + "/archive_format"));
+    CHECK(zip.read(name + "/archive_format") == "pt2");
+    CHECK(zip.read(name + "/archive_version") == "0");
+    CHECK(zip.find(name + "/models/model.json"));
+    for (const ZipEntry& e : zip.entries()) {
+      CHECK(e.method == 0);
+      CHECK(zip.read(e).size() == e.size);
+    }
+  }
+}
+
+TEST_CASE("zip reader: truncated, corrupt and non-zip files give a UserError, never a crash") {
+  fs::path dir = tmp_dir("pt2_corrupt");
+  const std::string good = read_bytes(sample("gpt_block.pt2"));
+
+  SUBCASE("truncated at many lengths") {
+    for (std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{21}, std::size_t{100}, good.size() / 3,
+                            good.size() / 2, good.size() - 100, good.size() - 23, good.size() - 1}) {
+      CAPTURE(len);
+      fs::path p = dir / "truncated.pt2";
+      write_bytes(p, good.substr(0, len));
+      std::string msg = user_error_of([&] { Pt2Model::load(p.string()); });
+      CHECK(msg.find(p.string()) == 0);
+    }
+    fs::path p = dir / "half.pt2";
+    write_bytes(p, good.substr(0, good.size() / 2));
+    CHECK(user_error_of([&] { Pt2Model::load(p.string()); }).find("truncated or corrupt") != std::string::npos);
+  }
+  SUBCASE("a flipped byte in a weight is a CRC mismatch") {
+    ZipReader zip = ZipReader::open(sample("gpt_block.pt2"));
+    const ZipEntry* w = zip.find("gpt_block/data/weights/weight_0");
+    REQUIRE(w);
+    std::string bad = good;
+    // The data follows the local header, its name and its extra field (torch pads there for alignment).
+    auto u16 = [&](std::size_t o) { return static_cast<unsigned char>(good[o]) | (static_cast<unsigned char>(good[o + 1]) << 8); };
+    std::size_t at = w->local_header_offset + 30 + u16(w->local_header_offset + 26) + u16(w->local_header_offset + 28) + 10;
+    bad[at] = static_cast<char>(bad[at] ^ 0x55);
+    fs::path p = dir / "flipped.pt2";
+    write_bytes(p, bad);
+    CHECK(user_error_of([&] { Pt2Model::load(p.string()); }).find("CRC mismatch in 'gpt_block/data/weights/weight_0'") !=
+          std::string::npos);
+  }
+  SUBCASE("every single-byte corruption of the central directory is caught or harmless") {
+    ZipReader zip = ZipReader::open(sample("mlp.pt2"));
+    std::string mlp = read_bytes(sample("mlp.pt2"));
+    fs::path p = dir / "cd.pt2";
+    for (std::size_t i = mlp.size() - 600; i < mlp.size(); i += 7) {
+      std::string bad = mlp;
+      bad[i] = static_cast<char>(0xFF);
+      write_bytes(p, bad);
+      try {
+        Pt2Model::load(p.string());
+      } catch (const UserError&) {
+      }
+    }
+  }
+  SUBCASE("not a zip") {
+    fs::path p = dir / "text.pt2";
+    write_bytes(p, std::string(200, 'x'));
+    CHECK(user_error_of([&] { Pt2Model::load(p.string()); }).find("not a zip archive") != std::string::npos);
+    CHECK(user_error_of([&] { Pt2Model::load((dir / "missing.pt2").string()); }).find("cannot open") != std::string::npos);
+  }
+}
+
+TEST_CASE("archive checks: format, version, schema and layout are refused with a message naming them") {
+  fs::path dir = tmp_dir("pt2_archive");
+  auto load_patched = [&](const std::map<std::string, std::string>& replace) {
+    fs::path p = dir / "patched.pt2";
+    write_bytes(p, patched_fixture("mlp", replace));
+    return user_error_of([&] { Pt2Model::load(p.string()); });
+  };
+  CHECK(load_patched({}) == "(no UserError)");  // the rewriter itself keeps the archive valid
+  CHECK(load_patched({{"archive_version", "7"}}).find("archive_version 7 is not supported") != std::string::npos);
+  CHECK(load_patched({{"archive_format", "zip"}}).find("archive_format is 'zip'") != std::string::npos);
+  std::string json = ZipReader::open(sample("mlp.pt2")).read("mlp/models/model.json");
+  std::string v9 = json;
+  std::size_t at = v9.find("\"major\": 8");
+  REQUIRE(at != std::string::npos);
+  v9.replace(at, 10, "\"major\": 9");
+  CHECK(load_patched({{"models/model.json", v9}}).find("schema version 9.") != std::string::npos);
+  CHECK(load_patched({{"models/model.json", "{\"schema_version\": "}}).find("malformed") != std::string::npos);
+
+  fs::path old = dir / "old.pt2";
+  write_bytes(old, make_zip({{"m/serialized_exported_program.json", "{}"}, {"m/version", "1"}}));
+  CHECK(detect_model_format(old.string()) == ModelFormat::Pt2);
+  CHECK(user_error_of([&] { Pt2Model::load(old.string()); }).find("older layout") != std::string::npos);
+  fs::path ts = dir / "torchscript.pt";
+  write_bytes(ts, make_zip({{"m/data.pkl", "x"}, {"m/code/__torch__.py", "x"}}));
+  CHECK(detect_model_format(ts.string()) == ModelFormat::TorchScript);
+  CHECK(detect_model_format(std::string(THUNDERC_SAMPLES) + "/mlp.pt") == ModelFormat::TorchScript);
+  CHECK(detect_model_format(sample("mlp.pt2")) == ModelFormat::Pt2);
+}
+
+TEST_CASE("parser: inputs, weights and their dtypes and shapes") {
+  auto mlp = Pt2Model::load(sample("mlp.pt2"));
+  CHECK(mlp->input_names() == std::vector<std::string>{"x"});
+  CHECK(mlp->format() == "pt2");
+  CHECK(mlp->description().find("torch 2.") != std::string::npos);
+  const Pt2Program& p = mlp->program();
+  CHECK(p.schema_major == 8);
+  REQUIRE(p.weights.size() == 6);
+  CHECK(p.weights.at("fc1.weight").dtype == DType::Float32);
+  CHECK(p.weights.at("fc1.weight").meta.sizes == Shape{32, 16});
+  CHECK(p.weights.at("fc1.weight").data->bytes.size() == 32 * 16 * 4);
+  CHECK(p.weights.at("fc2.bias").meta.sizes == Shape{8});
+  CHECK(p.weights.at("fc1.weight").is_param);
+  REQUIRE(mlp->recorded_shapes());
+  CHECK(mlp->recorded_shapes()->at(0).shape == Shape{4, 16});
+
+  auto cnn = Pt2Model::load(sample("cnn.pt2"));
+  const Pt2Program& c = cnn->program();
+  CHECK(c.weights.size() == 11);  // 8 parameters, 3 buffers
+  CHECK(c.weights.at("bn1.num_batches_tracked").dtype == DType::Int64);
+  CHECK(c.weights.at("bn1.num_batches_tracked").meta.sizes.empty());
+  CHECK_FALSE(c.weights.at("bn1.running_mean").is_param);
+  int buffers = 0;
+  for (const Pt2InputSpec& s : c.input_specs) buffers += s.kind == "buffer";
+  CHECK(buffers == 3);
+  CHECK(cnn->recorded_shapes()->at(0).shape == Shape{2, 3, 16, 16});
+
+  auto dyn = Pt2Model::load(sample("dynamic_batch.pt2"));
+  const Pt2TensorMeta& x = dyn->program().tensor_values.at("x");
+  CHECK_FALSE(x.is_static());
+  CHECK(x.sizes == Shape{4, 12});
+  REQUIRE(dyn->program().range_constraints.size() == 1);
+  const auto& range = dyn->program().range_constraints.begin()->second;
+  CHECK(range.min == 1);
+  CHECK(range.max == 16);
+
+  SUBCASE("--shapes: static dimensions are fixed, dynamic ones stay in range") {
+    CHECK(dyn->resolve_shapes(parse_shapes_flag("x=9x12"), Device::cpu()).at(0).shape == Shape{9, 12});
+    CHECK(user_error_of([&] { dyn->resolve_shapes(parse_shapes_flag("x=17x12"), Device::cpu()); }).find("(1..16)") !=
+          std::string::npos);
+    CHECK(user_error_of([&] { mlp->resolve_shapes(parse_shapes_flag("x=4x17"), Device::cpu()); }).find("static in the export") !=
+          std::string::npos);
+    CHECK(user_error_of([&] { mlp->resolve_shapes(parse_shapes_flag("y=4x16"), Device::cpu()); }).find("names input 'y'") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("import: every fixture at its example shapes") {
+  struct Expect {
+    std::string name;
+    Shape out;
+    std::vector<std::string> ops;
+  };
+  for (const Expect& e : std::vector<Expect>{
+           {"mlp", {4, 8}, {"linear", "layer_norm", "gelu"}},
+           {"cnn", {2, 10}, {"conv2d", "batch_norm", "relu", "max_pool2d", "adaptive_avg_pool2d", "linear"}},
+           {"cnn_decomposed", {2, 10}, {"conv2d", "batch_norm", "max_pool2d", "mean", "permute", "addmm"}},
+           {"gpt_block", {2, 8, 32}, {"layer_norm", "linear", "slice", "scaled_dot_product_attention", "silu", "add"}},
+           {"dynamic_batch", {4, 6}, {"linear", "relu", "mul", "sub", "softmax"}}}) {
+    CAPTURE(e.name);
+    auto m = Pt2Model::load(sample(e.name + ".pt2"));
+    std::vector<SharpEdge> edges;
+    Trace t = m->import(m->resolve_shapes(*m->recorded_shapes(), Device::cpu()), &edges);
+    verify_trace(t, "pt2-import");
+    CHECK(t.constructed_by == "pt2-import");
+    REQUIRE(t.outputs().size() == 1);
+    CHECK(t.type(t.outputs()[0]).shape == e.out);
+    auto counts = op_counts(t);
+    for (const std::string& op : e.ops) CHECK_MESSAGE(counts.count(op), op);
+    CHECK(edges.size() == (e.name == "dynamic_batch" ? 1u : 0u));
+    // Weights keep their names as source names; printed names are identifiers.
+    for (ValueId c : t.constants()) {
+      CHECK(t.value(c).source_name.find('.') != std::string::npos);
+      CHECK(t.value(c).name.find('.') == std::string::npos);
+    }
+  }
+  SUBCASE("the dynamic batch at another size") {
+    auto m = Pt2Model::load(sample("dynamic_batch.pt2"));
+    Trace t = m->import(m->resolve_shapes(parse_shapes_flag("x=11x12"), Device::cpu()));
+    CHECK(t.type(t.outputs()[0]).shape == Shape{11, 6});
+  }
+}
+
+TEST_CASE("import: unsupported operators are listed together with counts and locations") {
+  auto m = Pt2Model::load(sample("unsupported.pt2"));
+  std::string msg = user_error_of([&] { m->import(m->resolve_shapes(*m->recorded_shapes(), Device::cpu())); });
+  CHECK(msg.find("2 operators are not supported by thunderc (3 uses)") != std::string::npos);
+  CHECK(msg.find("aten.cumsum.default x2  at export_samples.py:") != std::string::npos);
+  CHECK(msg.find("aten.flip.default x1  at export_samples.py:") != std::string::npos);
+  CHECK(msg.find("(node cumsum_1)") != std::string::npos);
+}
+
+#ifdef THUNDERC_BIN
+namespace {
+thunderc_test::ProcessResult run_thunderc(const std::vector<std::string>& args, const std::string& cwd = "") {
+  return thunderc_test::run_program(THUNDERC_BIN, args, cwd);
+}
+}  // namespace
+
+TEST_CASE("thunderc binary: every .pt2 fixture compiles without --shapes and matches PyTorch (rtol 1e-4, atol 1e-5)") {
+  fs::path dir = tmp_dir("pt2_e2e");
+  for (const std::string& name : kFixtures) {
+    CAPTURE(name);
+    std::string so = (dir / (name + ".so")).string();
+    auto r = run_thunderc({sample(name + ".pt2"), "-o", so});
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    auto run = run_thunderc({"run", so, sample(name + ".input.npy"), "--expect", sample(name + ".expected.npy"), "--rtol", "1e-4",
+                         "--atol", "1e-5", "--output-dir", dir.string()});
+    INFO(run.out);
+    CHECK(run.code == 0);
+    CHECK(run.out.find("output0: matches") != std::string::npos);
+    std::string manifest = read_bytes(dir / (name + ".json"));
+    CHECK(manifest.find("\"frontend\": \"pt2\"") != std::string::npos);
+  }
+  SUBCASE("--shapes within the dynamic range makes variants") {
+    auto r = run_thunderc({sample("dynamic_batch.pt2"), "-o", (dir / "db.so").string(), "--shapes", "x=1x12", "--shapes", "x=16x12"});
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("2 variants") != std::string::npos);
+  }
+  SUBCASE("examine names the frontend") {
+    auto r = run_thunderc({"examine", sample("gpt_block.pt2")});
+    CHECK(r.code == 0);
+    CHECK(r.out.find("(torch.export, written by torch 2.") != std::string::npos);
+    CHECK(r.out.find("scaled_dot_product_attention") != std::string::npos);
+  }
+}
+
+TEST_CASE("thunderc binary: a .pt2 with unsupported operators lists them and exits 1") {
+  fs::path dir = tmp_dir("pt2_unsupported");
+  auto r = run_thunderc({sample("unsupported.pt2"), "-o", (dir / "u.so").string()});
+  CHECK(r.code == 1);
+  CHECK(r.out.find("2 operators are not supported by thunderc (3 uses)") != std::string::npos);
+  CHECK(r.out.find("aten.cumsum.default x2") != std::string::npos);
+  CHECK(r.out.find("aten.flip.default x1") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "u.so"));
+}
+#endif
