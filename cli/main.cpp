@@ -268,7 +268,9 @@ int examine(const ModelFlags& flags, bool verbose) {
   const ModelFrontend& model = *r.model;
 
   std::string inputs;
-  for (const std::string& n : model.input_names()) inputs += (inputs.empty() ? "" : ", ") + n;
+  // Names come from the model file: a plain identifier prints as is, anything else quoted and escaped.
+  for (const std::string& n : model.input_names())
+    inputs += (inputs.empty() ? "" : ", ") + (sanitize_identifier(n) == n ? n : quote_text(n));
   std::cout << "Model: " << options.model_path << " (" << model.description() << ")\n";
   std::cout << "Inputs: " << (inputs.empty() ? "(none)" : inputs) << "\n";
   std::cout << "Device: " << options.device.str() << "\n";

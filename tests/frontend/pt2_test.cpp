@@ -332,6 +332,31 @@ TEST_CASE("thunderc binary: every .pt2 fixture compiles without --shapes and mat
   }
 }
 
+TEST_CASE("thunderc binary: an input name with a newline and quotes from the file is printed escaped") {
+  // The input "x" renamed everywhere in the program to x"<newline>evil: examine quotes and escapes it, the
+  // compile still works (generated code uses sanitized identifiers only).
+  ZipReader zip = ZipReader::open(sample("mlp.pt2"));
+  std::string program;
+  for (const ZipEntry& e : zip.entries())
+    if (e.name.size() > 17 && e.name.substr(e.name.size() - 17) == "models/model.json") program = zip.read(e);
+  REQUIRE_FALSE(program.empty());
+  const std::string from = "\"x\"", to = "\"x\\\"\\nevil\"";
+  std::size_t n = 0;
+  for (std::size_t at = program.find(from); at != std::string::npos; at = program.find(from, at + to.size()), ++n)
+    program.replace(at, from.size(), to);
+  REQUIRE(n > 0);
+  fs::path dir = tmp_dir("pt2_names");
+  write_bytes(dir / "odd.pt2", patched_fixture("mlp", {{"models/model.json", program}}));
+  auto r = run_thunderc({"examine", (dir / "odd.pt2").string()});
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("Inputs: 'x\"\\nevil'") != std::string::npos);
+  CHECK(r.out.find("evil\n") == std::string::npos);  // never a raw newline from the file
+  auto c = run_thunderc({(dir / "odd.pt2").string(), "-o", (dir / "odd.so").string()});
+  INFO(c.out);
+  CHECK(c.code == 0);
+}
+
 TEST_CASE("thunderc binary: a .pt2 with unsupported operators lists them and exits 1") {
   fs::path dir = tmp_dir("pt2_unsupported");
   auto r = run_thunderc({sample("unsupported.pt2"), "-o", (dir / "u.so").string()});
