@@ -7,6 +7,9 @@
 #   python3 -m venv /tmp/pt2-venv
 #   /tmp/pt2-venv/bin/pip install --no-deps torch
 #   /tmp/pt2-venv/bin/pip install numpy sympy mpmath filelock typing-extensions networkx jinja2 MarkupSafe fsspec
+#   # PyPI's wheel is the CUDA build: importing it also needs these (the system NCCL is too old)
+#   /tmp/pt2-venv/bin/pip install --no-deps nvidia-cusparselt-cu13 nvidia-nvshmem-cu13 nvidia-nccl-cu13
+#   /tmp/pt2-venv/bin/pip install "cuda-toolkit[cufile]"
 #   /tmp/pt2-venv/bin/python samples/export_samples.py
 #
 # Every model is small (a few KB of weights), seeded and deterministic. samples/pt2/VERSION records the
