@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -83,7 +84,8 @@ void check_close(const std::vector<at::Tensor>& got, const std::vector<at::Tenso
 // Parity of one compiled sample against LibTorch on seeded random inputs of the given shapes.
 void check_parity(const std::string& model, const std::vector<std::vector<int64_t>>& shapes, const std::string& flags = "",
                   double rtol = 1e-5, double atol = 1e-6) {
-  fs::path dir = tmp_dir(fs::path(model).stem().string() + "_parity");
+  // One folder per (model, flags): ctest -j runs test cases that compile the same model in parallel.
+  fs::path dir = tmp_dir(fs::path(model).stem().string() + "_parity_" + std::to_string(std::hash<std::string>{}(flags)));
   fs::path so = compile(model, dir, flags);
   thunderc::Model compiled(so.string());
   at::manual_seed(7);
