@@ -28,7 +28,9 @@
 #include "core/util/sha256.h"
 #include "cli/torch_support.h"
 #include "core/executors/executor.h"
+#if THUNDERC_WITH_LIBTORCH
 #include "core/frontend/torchscript.h"
+#endif
 #include "core/ir/error.h"
 #include "codegen/nvfuser/nvrtc.h"
 #include "core/ir/printer.h"
@@ -170,7 +172,12 @@ std::string plural(std::size_t n, const std::string& word) {
 // ---- --version, --list-executors ---------------------------------------------------------------------
 
 void print_version() {
+#if THUNDERC_WITH_LIBTORCH
   std::cout << "thunderc " << THUNDERC_VERSION << "\n" << "LibTorch " << libtorch_version() << "\n";
+#else
+  std::cout << "thunderc " << THUNDERC_VERSION << "\n"
+            << "LibTorch: none (built with -DTHUNDERC_WITH_LIBTORCH=OFF: torch.export .pt2 programs only)\n";
+#endif
 }
 
 std::string status_str(const Executor& e) {
@@ -182,6 +189,13 @@ std::string status_str(const Executor& e) {
   }
   std::string s;
   for (const std::string& p : parts) s += (s.empty() ? "" : "; ") + p;
+  // Unavailable everywhere for one reason (torch in a build without LibTorch): say it once.
+  if (e.devices().size() > 1) {
+    std::vector<Availability> all;
+    for (DeviceKind k : e.devices()) all.push_back(e.availability(k));
+    if (std::all_of(all.begin(), all.end(), [&](const Availability& a) { return !a.available && a.reason == all[0].reason; }))
+      s = "unavailable: " + all[0].reason;
+  }
   if (!e.implemented()) s = "not implemented yet; " + s;
   return s;
 }
@@ -223,7 +237,9 @@ int list_executors() {
   }
   std::string always;
   for (const Executor* e : always_executors()) always += (always.empty() ? "" : ", ") + e->name();
-  std::cout << "\nAlways-executors (appended to every list unless --standalone): " << always << "\n";
+  std::cout << "\nAlways-executors (appended to every list unless --standalone): "
+            << (always.empty() ? std::string(THUNDERC_WITH_LIBTORCH ? "none" : "none (built without LibTorch)") : always)
+            << "\n";
   return 0;
 }
 

@@ -1,9 +1,17 @@
 // The one file of the CLI that talks to LibTorch directly (through its small CUDA header only): it tells
 // the executor registry, which stays LibTorch-free, whether this LibTorch can run on CUDA.
+#include "cli/torch_support.h"
+
+#if !THUNDERC_WITH_LIBTORCH
+namespace thunderc {
+// No LibTorch: the registry reports torch unavailable on every device by itself (core/executors/registry.cpp).
+void report_torch_cuda_support() {}
+}  // namespace thunderc
+#else
+
 #include <dlfcn.h>
 #include <torch/cuda.h>
 
-#include "cli/torch_support.h"
 #include "core/executors/executor.h"
 #include "core/executors/probe.h"
 
@@ -33,3 +41,5 @@ void report_torch_cuda_support() {
 }
 
 }  // namespace thunderc
+
+#endif  // THUNDERC_WITH_LIBTORCH

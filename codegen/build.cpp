@@ -32,15 +32,19 @@ Toolchain Toolchain::from_build() {
   if (!cxx || !*cxx) cxx = std::getenv("CXX");
   t.cxx = cxx && *cxx ? cxx : "c++";
   t.include_dirs = {THUNDERC_RUNTIME_INCLUDE_DIR, THUNDERC_CODEGEN_INCLUDE_DIR, THUNDERC_DLPACK_INCLUDE_DIR};
+#if THUNDERC_WITH_LIBTORCH
   t.aten_shim.include_dir = THUNDERC_ATEN_SHIM_INCLUDE_DIR;
   t.aten_shim.library = THUNDERC_ATEN_SHIM_LIBRARY;
   t.aten_shim.library_dir = fs::path(THUNDERC_ATEN_SHIM_LIBRARY).parent_path().string();
+#endif
   return t;
 }
 
 BackendSet make_backends(const Toolchain& toolchain, const std::string& precision) {
   BackendSet set;
+#if THUNDERC_WITH_LIBTORCH
   set["torch"] = std::make_unique<TorchBackend>(toolchain.aten_shim);
+#endif  // without LibTorch the torch executor is unavailable (core/executors/registry.cpp): nothing claims for it
   set["cpp"] = std::make_unique<CppBackend>();
   set["blas"] = std::make_unique<BlasBackend>();
   set["nvfuser"] = std::make_unique<NvfuserBackend>();

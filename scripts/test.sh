@@ -4,6 +4,11 @@
 #   bash scripts/test.sh [extra ctest args, e.g. -R runtime -V]
 #   bash scripts/test.sh --sanitize address,undefined [ctest args]   # build-asan/, the whole suite
 #   bash scripts/test.sh --sanitize thread [ctest args]              # build-tsan/, the concurrency tests
+#   bash scripts/test.sh --no-libtorch [ctest args]                  # build-nolt/, without LibTorch
+#
+# --no-libtorch configures build-nolt/ ($THUNDERC_NOLT_BUILD_DIR overrides it) with
+# -DTHUNDERC_WITH_LIBTORCH=OFF (no TorchScript frontend, no torch executor, no bench --compare: .pt2 only) and
+# runs the tests such a build has (tests/CMakeLists.txt says which). LibTorch may be installed; it is not used.
 #
 # --sanitize builds with -fsanitize=LIST (cmake -DTHUNDERC_SANITIZE=LIST, GCC's libasan/libubsan/libtsan)
 # into its own folder ($THUNDERC_SANITIZE_BUILD_DIR overrides it) and runs ctest with the sanitizer
@@ -17,7 +22,18 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 sanitize=""
-if [[ "${1:-}" == --sanitize ]]; then
+if [[ "${1:-}" == --no-libtorch ]]; then
+  shift
+  bash scripts/install-deps.sh
+  build_dir=${THUNDERC_NOLT_BUILD_DIR:-build-nolt}
+  generator=()
+  if [[ ! -f "$build_dir/CMakeCache.txt" ]] && command -v ninja >/dev/null 2>&1; then
+    generator=(-G Ninja)
+  fi
+  cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DTHUNDERC_WITH_LIBTORCH=OFF
+  cmake --build "$build_dir" -j"$(nproc)"
+  exec ctest --test-dir "$build_dir" --output-on-failure -j2 "$@"
+elif [[ "${1:-}" == --sanitize ]]; then
   [[ $# -ge 2 ]] || { echo "test.sh: --sanitize needs a value (address,undefined | thread)" >&2; exit 2; }
   sanitize=$2
   shift 2

@@ -190,6 +190,11 @@ std::string diff_text(double d) {
 }
 
 void bench_command(const BenchFlags& f) {
+#if !THUNDERC_WITH_LIBTORCH
+  if (!f.compare.empty())
+    user_error("--compare runs the TorchScript model with LibTorch, and this thunderc was built without LibTorch "
+               "(-DTHUNDERC_WITH_LIBTORCH=OFF); run bench without --compare, or use a thunderc built with LibTorch");
+#endif
   if (f.warmup < 0) user_error("--warmup must be >= 0, got ", f.warmup);
   if (f.iterations < 1) user_error("--iterations must be >= 1, got ", f.iterations);
   Model model = commands::open_model(f.model, f.threads);
@@ -381,7 +386,9 @@ void add_bench_command(CLI::App& app) {
                 "torchscript_median_ms, speedup, max_abs_diff; null with max_abs_diff_nonfinite \"inf\" or \"nan\" when the "
                 "difference is not a finite number)");
   cmd->add_option("--compare", flags->compare,
-                  "also time this TorchScript model with LibTorch on the same inputs and compare the outputs")
+                  THUNDERC_WITH_LIBTORCH
+                      ? "also time this TorchScript model with LibTorch on the same inputs and compare the outputs"
+                      : "also time this TorchScript model with LibTorch (not in this thunderc, built without LibTorch)")
       ->type_name("MODEL.pt");
   cmd->callback([flags]() { bench_command(*flags); });
 }

@@ -1,6 +1,26 @@
 // bench --compare: the TorchScript reference (see bench_torchscript.h). The only file of cli/commands that
-// includes LibTorch.
+// includes LibTorch. Built without LibTorch (THUNDERC_WITH_LIBTORCH=0), both functions refuse (bench.cpp refuses
+// --compare before it gets here).
 #include "cli/commands/bench_torchscript.h"
+
+#if !THUNDERC_WITH_LIBTORCH
+#include "core/ir/error.h"
+
+namespace thunderc::commands {
+
+TorchScriptTiming bench_torchscript(const std::string&, const std::vector<HostTensor>&, const std::vector<HostTensor>&,
+                                    int, int, int, bool) {
+  user_error("bench --compare needs a thunderc built with LibTorch (this one: -DTHUNDERC_WITH_LIBTORCH=OFF)");
+}
+
+bool torchscript_cuda_available(std::string* why) {
+  if (why) *why = "this thunderc was built without LibTorch (-DTHUNDERC_WITH_LIBTORCH=OFF)";
+  return false;
+}
+
+}  // namespace thunderc::commands
+
+#else  // THUNDERC_WITH_LIBTORCH
 
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
@@ -129,3 +149,5 @@ TorchScriptTiming bench_torchscript(const std::string& pt_path, const std::vecto
 }
 
 }  // namespace thunderc::commands
+
+#endif  // THUNDERC_WITH_LIBTORCH

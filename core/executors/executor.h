@@ -87,6 +87,12 @@ const std::vector<const Executor*>& all_executors();
 const Executor* find_executor(const std::string& name);  // nullptr if unknown
 std::string executor_names();                            // "torch, cpp, blas, nvfuser, cublas, cudnn"
 
+// Why the torch executor is unavailable in a build without LibTorch (-DTHUNDERC_WITH_LIBTORCH=OFF), where it is
+// also no always-executor (so every executor list is standalone).
+inline constexpr const char* kNoLibTorchReason =
+    "this thunderc was built without LibTorch (-DTHUNDERC_WITH_LIBTORCH=OFF): the torch executor needs a thunderc "
+    "built with LibTorch; use the cpp and blas executors (CPU) or nvfuser, cublas and cudnn (CUDA)";
+
 // Whether the LibTorch this binary uses can run on CUDA (set by the frontend/CLI, which link LibTorch).
 // Until set, torch is reported unavailable on CUDA with `reason`.
 void set_torch_cuda_support(bool has_cuda, const std::string& reason = "LibTorch was built without CUDA");

@@ -29,6 +29,9 @@ TorchCudaSupport& torch_cuda_support() {
 }
 
 Availability torch_probe(DeviceKind kind) {
+#if !THUNDERC_WITH_LIBTORCH
+  return {false, kNoLibTorchReason};
+#endif
   if (kind == DeviceKind::CPU) return {true, ""};
   TorchCudaSupport& s = torch_cuda_support();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -102,7 +105,8 @@ std::vector<std::unique_ptr<Executor>> make_executors() {
   torch.name = "torch";
   torch.description = "ATen operators through LibTorch (runs every operator thunderc knows)";
   torch.devices = {DeviceKind::CPU, DeviceKind::CUDA};
-  torch.always = true;
+  // Without LibTorch torch is listed (unavailable, saying why) but is no always-executor: every list is standalone.
+  torch.always = THUNDERC_WITH_LIBTORCH;
   torch.implemented = true;
   torch.categories = {C::Elementwise, C::Reduction,  C::Normalization, C::Shape,    C::Matmul,
                       C::Convolution, C::Pooling,    C::Indexing,      C::Attention};

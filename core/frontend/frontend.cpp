@@ -1,10 +1,18 @@
 // load_model: picks the frontend by content (see frontend.h). TorchScriptModel is wrapped, not changed.
+// Built without LibTorch (THUNDERC_WITH_LIBTORCH=0, library thunderc_frontend_nolibtorch), it reads .pt2 only.
 #include "core/frontend/frontend.h"
 
+#include <filesystem>
+
 #include "core/frontend/pt2.h"
+#include "core/ir/error.h"
+#if THUNDERC_WITH_LIBTORCH
 #include "core/frontend/torchscript.h"
+#endif
 
 namespace thunderc {
+
+#if THUNDERC_WITH_LIBTORCH
 
 namespace {
 
@@ -35,5 +43,19 @@ std::unique_ptr<ModelFrontend> load_model(const std::string& path) {
   if (detect_model_format(path) == ModelFormat::Pt2) return Pt2Model::load(path);
   return std::make_unique<TorchScriptFrontend>(TorchScriptModel::load(path));
 }
+
+#else  // !THUNDERC_WITH_LIBTORCH
+
+std::unique_ptr<ModelFrontend> load_model(const std::string& path) {
+  if (detect_model_format(path) == ModelFormat::Pt2) return Pt2Model::load(path);
+  // A missing or unreadable file: the .pt2 reader's "cannot open the model file (...)".
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Pt2Model::load(path);
+  user_error("this thunderc was built without LibTorch (-DTHUNDERC_WITH_LIBTORCH=OFF): it reads torch.export .pt2 "
+             "programs only; ", path, " is not one (a TorchScript model?): export the model with torch.export.export "
+             "and torch.export.save (docs/pt2.md), or compile it with a thunderc built with LibTorch");
+}
+
+#endif
 
 }  // namespace thunderc
