@@ -549,28 +549,11 @@ std::string Pt2Model::description() const {
 
 std::vector<TensorType> Pt2Model::resolve_shapes(const Specialization& spec, Device device) const {
   const auto& names = input_names_;
-  std::string expected;
-  for (const auto& n : names) expected += (expected.empty() ? "" : ", ") + n;
-  std::vector<std::optional<InputShape>> given(names.size());
-  for (const InputShape& s : spec) {
-    std::size_t index = names.size();
-    if (s.name.empty()) {
-      if (names.size() != 1 || spec.size() != 1)
-        user_error(path_, ": the model has ", names.size(), " inputs (", expected, "); name each in --shapes, e.g. --shapes ",
-                   names.empty() ? "x" : names[0], "=1x3x224x224");
-      index = 0;
-    } else {
-      for (std::size_t i = 0; i < names.size(); ++i)
-        if (names[i] == s.name) index = i;
-      if (index == names.size()) user_error(path_, ": --shapes names input '", s.name, "', but the program takes: ", expected);
-    }
-    given[index] = s;
-  }
+  std::vector<InputShape> given = match_input_shapes(path_, names, spec, "the program");
   std::vector<TensorType> types;
   for (std::size_t i = 0; i < names.size(); ++i) {
-    if (!given[i]) user_error(path_, ": --shapes does not give a shape for input '", names[i], "' (inputs: ", expected, ")");
     const Pt2TensorMeta& meta = program_.tensor_values.at(names[i]);
-    const Shape& shape = given[i]->shape;
+    const Shape& shape = given[i].shape;
     // The export fixed every static dimension (views in the graph hard-code it); dynamic ones stay in range.
     if (shape.size() != meta.sizes.size())
       user_error(path_, ": --shapes gives input '", names[i], "' rank ", shape.size(), ", but the export has rank ",
@@ -591,7 +574,7 @@ std::vector<TensorType> Pt2Model::resolve_shapes(const Specialization& spec, Dev
                    ", outside the range the export allows (", r->second.min ? std::to_string(*r->second.min) : "-inf",
                    "..", r->second.max ? std::to_string(*r->second.max) : "inf", ")");
     }
-    std::optional<DType> dtype = given[i]->dtype;
+    std::optional<DType> dtype = given[i].dtype;
     if (!dtype) dtype = pt2_dtype(meta.scalar_type);
     types.push_back(TensorType{dtype.value_or(DType::Float32), shape, device});
   }

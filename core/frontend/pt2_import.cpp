@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/frontend/pt2.h"
+#include "core/frontend/unsupported_ops.h"
 #include "core/ir/error.h"
 
 namespace thunderc {
@@ -261,11 +262,7 @@ void Pt2Importer::run(const std::vector<TensorType>& input_types, std::vector<Sh
     }
   }
 
-  struct Unsupported {
-    int count = 0;
-    std::vector<std::string> where;
-  };
-  std::map<std::string, Unsupported> unsupported;
+  std::map<std::string, UnsupportedUse> unsupported;
   for (const Pt2Node& n : p_.nodes) {
     current_ = &n;
     bool poisoned = false;
@@ -276,7 +273,7 @@ void Pt2Importer::run(const std::vector<TensorType>& input_types, std::vector<Sh
     auto it = pt2_handlers().find(n.target);
     if (it == pt2_handlers().end() || poisoned) {
       if (it == pt2_handlers().end()) {
-        Unsupported& u = unsupported[short_target(n.target)];
+        UnsupportedUse& u = unsupported[short_target(n.target)];
         ++u.count;
         std::string loc = n.location();
         if (!loc.empty() && u.where.size() < 3) u.where.push_back(loc);
@@ -294,22 +291,7 @@ void Pt2Importer::run(const std::vector<TensorType>& input_types, std::vector<Sh
     check_meta(n);
   }
   current_ = nullptr;
-  if (!unsupported.empty()) {
-    std::ostringstream os;
-    int total = 0;
-    for (const auto& [kind, u] : unsupported) total += u.count;
-    os << model_.path() << ": " << unsupported.size() << " operator" << (unsupported.size() == 1 ? " is" : "s are")
-       << " not supported by thunderc (" << total << " use" << (total == 1 ? "" : "s") << "):";
-    for (const auto& [kind, u] : unsupported) {
-      os << "\n  " << kind << " x" << u.count;
-      if (!u.where.empty()) {
-        os << "  at ";
-        for (std::size_t i = 0; i < u.where.size(); ++i) os << (i ? ", " : "") << u.where[i];
-        if (static_cast<int>(u.where.size()) < u.count) os << ", ...";
-      }
-    }
-    throw UserError(os.str());
-  }
+  if (!unsupported.empty()) throw_unsupported(model_.path(), unsupported);
   std::vector<ValueId> outs;
   for (std::size_t i = 0; i < p_.graph_outputs.size(); ++i) {
     const std::string kind = i < p_.output_kinds.size() ? p_.output_kinds[i] : "user_output";

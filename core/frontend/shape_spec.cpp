@@ -205,4 +205,31 @@ Specialization bind_symbols(const Specialization& spec, const std::vector<std::s
   return out;
 }
 
+std::vector<InputShape> match_input_shapes(const std::string& path, const std::vector<std::string>& names,
+                                           const Specialization& spec, const std::string& takes) {
+  std::string expected;
+  for (const auto& n : names) expected += (expected.empty() ? "" : ", ") + n;
+  std::vector<std::optional<InputShape>> given(names.size());
+  for (const InputShape& s : spec) {
+    std::size_t index = names.size();
+    if (s.name.empty()) {
+      if (names.size() != 1 || spec.size() != 1)
+        user_error(path, ": the model has ", names.size(), " inputs (", expected,
+                   "); name each in --shapes, e.g. --shapes ", names.empty() ? "x" : names[0], "=1x3x224x224");
+      index = 0;
+    } else {
+      for (std::size_t i = 0; i < names.size(); ++i)
+        if (names[i] == s.name) index = i;
+      if (index == names.size()) user_error(path, ": --shapes names input '", s.name, "', but ", takes, " takes: ", expected);
+    }
+    given[index] = s;
+  }
+  std::vector<InputShape> out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (!given[i]) user_error(path, ": --shapes does not give a shape for input '", names[i], "' (inputs: ", expected, ")");
+    out.push_back(*given[i]);
+  }
+  return out;
+}
+
 }  // namespace thunderc

@@ -52,6 +52,12 @@ std::string specialization_str(const Specialization& spec);  // "x=1x64:float32,
 
 // Parses one --dim value ("B=1:32"); UserError on malformed input, LO < 1 or HI <= LO.
 DimRange parse_dim_flag(const std::string& text);
+
+// The shape --shapes gives each of a model's inputs (in `names` order): one unnamed shape for a one-input model,
+// else each by name. UserError (prefixed with `path`) for an unnamed shape of a multi-input model, a name no
+// input has (`takes`: who takes the inputs, e.g. "forward()"), or an input without a shape.
+std::vector<InputShape> match_input_shapes(const std::string& path, const std::vector<std::string>& names,
+                                           const Specialization& spec, const std::string& takes);
 // The symbols of a specialization, in order of first appearance.
 std::vector<std::string> spec_symbols(const Specialization& spec);
 // A copy with every symbol replaced by its value (`values` parallel to `names`) and `symbols` cleared.

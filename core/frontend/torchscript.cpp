@@ -344,7 +344,7 @@ void Importer::bind_inplace_result(const Node* n, ValueId result) {
 }
 
 void Importer::note_unsupported(const Node* n, const std::string& why) {
-  Unsupported& u = unsupported_[n->kind().toQualString()];
+  UnsupportedUse& u = unsupported_[n->kind().toQualString()];
   ++u.count;
   std::string loc = location(n);
   if (!loc.empty() && u.where.size() < 3) u.where.push_back(loc);
@@ -637,22 +637,7 @@ void Importer::import_graph(torch::jit::Graph& graph, const std::vector<TensorTy
   }
   find_mutated(graph.block());
   import_block(graph.block());
-  if (!unsupported_.empty()) {
-    std::ostringstream os;
-    int total = 0;
-    for (const auto& [kind, u] : unsupported_) total += u.count;
-    os << model_path_ << ": " << unsupported_.size() << " operator" << (unsupported_.size() == 1 ? " is" : "s are")
-       << " not supported by thunderc (" << total << " use" << (total == 1 ? "" : "s") << "):";
-    for (const auto& [kind, u] : unsupported_) {
-      os << "\n  " << kind << " x" << u.count;
-      if (!u.where.empty()) {
-        os << "  at ";
-        for (std::size_t i = 0; i < u.where.size(); ++i) os << (i ? ", " : "") << u.where[i];
-        if (static_cast<int>(u.where.size()) < u.count) os << ", ...";
-      }
-    }
-    throw UserError(os.str());
-  }
+  if (!unsupported_.empty()) throw_unsupported(model_path_, unsupported_);
   std::vector<ValueId> outs;
   for (const JitValue* v : graph.outputs()) {
     flatten_outputs(env_.at(v), outs);
@@ -763,32 +748,14 @@ TorchScriptModel TorchScriptModel::load(const std::string& path) {
 
 std::vector<TensorType> TorchScriptModel::resolve_shapes(const Specialization& spec, Device device) const {
   const auto& names = impl_->input_names;
-  std::string expected;
-  for (const auto& n : names) expected += (expected.empty() ? "" : ", ") + n;
-  std::vector<std::optional<InputShape>> given(names.size());
-  for (const InputShape& s : spec) {
-    std::size_t index = names.size();
-    if (s.name.empty()) {
-      if (names.size() != 1 || spec.size() != 1)
-        user_error(impl_->path, ": the model has ", names.size(), " inputs (", expected,
-                   "); name each in --shapes, e.g. --shapes ", names.empty() ? "x" : names[0], "=1x3x224x224");
-      index = 0;
-    } else {
-      for (std::size_t i = 0; i < names.size(); ++i)
-        if (names[i] == s.name) index = i;
-      if (index == names.size())
-        user_error(impl_->path, ": --shapes names input '", s.name, "', but forward() takes: ", expected);
-    }
-    given[index] = s;
-  }
+  std::vector<InputShape> given = match_input_shapes(impl_->path, names, spec, "forward()");
   std::vector<TensorType> types;
   for (std::size_t i = 0; i < names.size(); ++i) {
-    if (!given[i]) user_error(impl_->path, ": --shapes does not give a shape for input '", names[i], "' (inputs: ", expected, ")");
-    std::optional<DType> dtype = given[i]->dtype;
+    std::optional<DType> dtype = given[i].dtype;
     if (!dtype && impl_->recorded)
       for (const InputShape& r : *impl_->recorded)
         if (r.name == names[i]) dtype = r.dtype;
-    types.push_back(TensorType{dtype.value_or(DType::Float32), given[i]->shape, device});
+    types.push_back(TensorType{dtype.value_or(DType::Float32), given[i].shape, device});
   }
   return types;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/frontend/sharp_edges.h"
+#include "core/frontend/unsupported_ops.h"
 #include "core/ir/trace.h"
 
 namespace thunderc::ts {
@@ -112,12 +113,7 @@ class Importer {
   ValueId write_back(const ViewRecord& view, ValueId parent, ValueId new_child, const torch::jit::Node* n);
   // Known values computed from input shapes (size(), dim(), ...): branching on them specializes the model.
   std::unordered_set<const torch::jit::Value*> shape_derived_;
-  struct Unsupported {
-    int count = 0;
-    std::vector<std::string> where;
-    std::string why;
-  };
-  std::map<std::string, Unsupported> unsupported_;
+  std::map<std::string, UnsupportedUse> unsupported_;
 };
 
 DType dtype_from_torch(c10::ScalarType t, const std::string& context);
