@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../../../runtime/src/cudnn_api.hpp"
+#include "../../../core/ir/half.h"
 #include "fake_cudnn.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
@@ -743,43 +744,11 @@ Status finalize_pack(Desc& d) {
 
 // ---- execution (host, double precision) ---------------------------------------------------------------------
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  float v;
-  if (exp == 0) v = std::ldexp(static_cast<float>(mant), -24);
-  else if (exp == 31) v = mant ? NAN : INFINITY;
-  else v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
-  return sign ? -v : v;
-}
-
-uint16_t float_to_half(float f) {
-  // Round to nearest even through the magnitude's scaled integer; enough for tests.
-  const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
-  float a = std::fabs(f);
-  if (std::isnan(a)) return sign | 0x7e00;
-  if (a >= 65520.0f) return sign | 0x7c00;
-  if (a < std::ldexp(1.0f, -14)) return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
-  int e = 0;
-  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
-  const uint32_t m = static_cast<uint32_t>(std::nearbyint(std::ldexp(a, 11 - e)));  // 11 significant bits
-  uint32_t bits = (static_cast<uint32_t>(e - 1 + 15) << 10) + (m - 0x400);  // carry into the exponent is right
-  return sign | static_cast<uint16_t>(bits);
-}
-
-float bf16_to_float(uint16_t b) {
-  uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-uint16_t float_to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if (std::isnan(f)) return 0x7fc0;
-  u += 0x7fff + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
+// float16/bfloat16 as the compiler stores them (core/ir/half.h: round to nearest even).
+using thunderc::bf16_to_float;
+using thunderc::float_to_bf16;
+float half_to_float(uint16_t h) { return thunderc::f16_to_float(h); }
+uint16_t float_to_half(float f) { return thunderc::float_to_f16(f); }
 
 // TF32: float with a 10-bit mantissa (round to nearest even), as tensor cores read float inputs.
 double to_tf32(double v) {
