@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "codegen/nvfuser/gemm.h"
+#include "codegen/nvfuser/nvfuser_backend.h"
 #include "codegen/nvfuser/nvrtc.h"
 
 using thunderc::cuda::Conv2dSpec;
@@ -632,4 +633,55 @@ TEST_CASE("path: invalid specs are rejected") {
   c.OH = 7;
   CHECK_THROWS(conv2d_kernel("c", c));
   CHECK_THROWS(conv2d_kernel("c", conv(1, 4, 8, 8, 6, 3, 3, 1, 1, 1, 4)));  // K not divisible by groups
+}
+
+// The same generators with 16-bit operands (--precision bf16/fp16: GemmSpec::elem), behind the kernels' prelude
+// that defines thunderc_f16/thunderc_bf16 (PTX cvt.rn; bf16 needs sm_80): one kernel per path, both types,
+// compiled for sm_80 and sm_90. (Their numerics are checked emulated by gemm_ops_test and samples_e2e_test.)
+TEST_CASE("nvrtc: every gemm and conv2d path compiles with float16 and bfloat16 operands for sm_80 and sm_90") {
+  REQUIRE(thunderc::nvrtc_info().available);
+  std::vector<thunderc::CudaKernel> kernels;
+  std::vector<std::string> names;
+  std::set<std::string> paths;
+  for (const char* elem : {"thunderc_f16", "thunderc_bf16"}) {
+    auto add = [&](const KernelLaunch& k) {
+      if (!paths.insert(std::string(elem) + ":" + k.path).second) return;
+      thunderc::CudaKernel c;
+      c.name = k.name;
+      c.source = k.source;
+      c.what = k.path;
+      kernels.push_back(c);
+      names.push_back(c.name);
+    };
+    const std::string prefix = std::string(elem) == "thunderc_f16" ? "h_" : "bh_";
+    for (const auto& c : gemm_cases()) {
+      GemmSpec s = c.spec;
+      add_epilogue(s, c.epi);
+      s.elem = elem;
+      add(gemm_kernel(prefix + "g_" + c.id, s));
+    }
+    for (const auto& c : conv_cases()) {
+      Conv2dSpec s = c.spec;
+      add_epilogue(s, c.epi);
+      s.elem = elem;
+      add(conv2d_kernel(prefix + "c_" + c.id, s));
+    }
+  }
+  for (const char* p : {"thunderc_bf16:tiled32", "thunderc_bf16:warp_dot", "thunderc_bf16:slice",
+                        "thunderc_bf16:conv_tiled32", "thunderc_bf16:depthwise", "thunderc_f16:conv1x1_tiled32"}) {
+    CAPTURE(std::string(p));
+    CHECK(paths.count(p) == 1);
+  }
+  CHECK(paths.count("thunderc_bf16:warp_dot4") == 0);  // float4 loads are for float32 only
+  const std::string text = thunderc::cuda_module_source(kernels);
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    CAPTURE(std::string(arch));
+    thunderc::CudaCompileResult result;
+    try {
+      result = thunderc::compile_cuda(text, {arch}, names);
+    } catch (const std::exception& e) {
+      FAIL(e.what());
+    }
+    CHECK(result.resources.size() == kernels.size());
+  }
 }
