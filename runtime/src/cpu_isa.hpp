@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 namespace thunderc::rt {
 
 // Features as __builtin_cpu_supports names (GCC and clang both know these). Levels per the x86-64 psABI;
@@ -40,11 +44,39 @@ inline std::string missing_cpu_features(const std::string& level, const std::fun
   return missing;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// The BF16 features, read from CPUID leaf 7 directly: __builtin_cpu_supports does not name them on every
+// compiler this file is built with (clang 14 rejects "amx-bf16" at compile time).
+inline bool host_cpu_has_bf16_feature(const std::string& f) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
+  if (f == "avx512bf16") {
+    // AVX512_BF16 is CPUID.(7,1):EAX[5]; the avx512f builtin also checks that the OS saves ZMM state.
+    if (!__builtin_cpu_supports("avx512f")) return false;
+    __cpuid_count(7, 1, eax, ebx, ecx, edx);
+    return (eax >> 5) & 1u;
+  }
+  if (f == "amx-bf16") {
+    // AMX-BF16 is CPUID.(7,0):EDX[22]; usable only when the OS enables tile state (XCR0 bits 17 and 18).
+    __cpuid_count(7, 0, eax, ebx, ecx, edx);
+    if (!((edx >> 22) & 1u)) return false;
+    unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
+    __cpuid(1, a1, b1, c1, d1);
+    if (!((c1 >> 27) & 1u)) return false;  // no OSXSAVE: XCR0 cannot be read
+    unsigned xcr0_lo = 0, xcr0_hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    return ((xcr0_lo >> 17) & 3u) == 3u;
+  }
+  return false;
+}
+#endif
+
 // This CPU, through the compiler's cpuid builtins.
 inline bool host_cpu_supports(const char* feature) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
   const std::string f = feature;
+  if (f == "avx512bf16" || f == "amx-bf16") return host_cpu_has_bf16_feature(f);
 #define THUNDERC_CPU_FEATURE(name) \
   if (f == name) return __builtin_cpu_supports(name);
   THUNDERC_CPU_FEATURE("popcnt")
@@ -62,8 +94,6 @@ inline bool host_cpu_supports(const char* feature) {
   THUNDERC_CPU_FEATURE("avx512cd")
   THUNDERC_CPU_FEATURE("avx512dq")
   THUNDERC_CPU_FEATURE("avx512vl")
-  THUNDERC_CPU_FEATURE("avx512bf16")
-  THUNDERC_CPU_FEATURE("amx-bf16")
 #undef THUNDERC_CPU_FEATURE
   return false;
 #else

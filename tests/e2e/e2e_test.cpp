@@ -15,6 +15,7 @@
 
 #include "thunderc/aten.hpp"
 #include "thunderc/runtime.hpp"
+#include "cpu_isa.hpp"
 
 namespace fs = std::filesystem;
 
@@ -110,8 +111,7 @@ TEST_CASE("every sample compiles and matches LibTorch (torch executor)") {
 // instructions; elsewhere the runtime refuses every CPU variant with the reason. Tolerance against LibTorch's
 // float32: rtol/atol 2e-2 (bfloat16 keeps 8 bits of mantissa; measured worst 0.004 on the samples).
 TEST_CASE("--precision bf16 on the CPU: matches LibTorch's float32 within 2e-2 where the CPU has BF16 instructions, refused elsewhere") {
-  __builtin_cpu_init();
-  const bool bf16_cpu = __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+  const bool bf16_cpu = thunderc::rt::missing_bf16_features(thunderc::rt::host_cpu_supports).empty();
   INFO("this CPU has " << (bf16_cpu ? "" : "no ") << "AVX512_BF16/AMX-BF16");
   if (bf16_cpu) {
     SUBCASE("mlp") { check_parity("mlp.pt", {{1, 64}}, "--precision bf16", 2e-2, 2e-2); }
