@@ -355,7 +355,7 @@ struct CompileFlags {
   bool disable_torch_autograd = false;
   bool cuda_graphs = false;
   std::string cpu_target = "x86-64-v3";
-  std::string cache = "constant values";
+  std::string cache;  // empty: not given ("constant values", or "symbolic values" for a model's declared Dims)
 };
 
 // thunder.jit's cache values ("constant values", ...); hyphens are accepted for spaces.
@@ -414,7 +414,8 @@ void check_output_paths(const std::string& model, const std::string& out_so, con
 
 // Compiles the traces to OUT.so + OUT.json (-o defaults to the model's stem in the current directory).
 int compile(const ModelFlags& flags, const CompileFlags& out) {
-  const std::string cache = cache_mode(out.cache);  // checked before the model is loaded
+  // Checked before the model is loaded.
+  const std::string cache = out.cache.empty() ? std::string("constant values") : cache_mode(out.cache);
   const std::string out_so =
       out.output.empty() ? std::filesystem::path(flags.model).stem().string() + ".so" : out.output;
   check_model_path(flags.model);
@@ -423,8 +424,8 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   if (options.device.kind == DeviceKind::CUDA) {
     (void)parse_cuda_archs(out.cuda_arch);  // a bad --cuda-arch fails before the model is loaded
     if (cache == "symbolic values")
-      user_error("--cache \"symbolic values\" is not supported for CUDA yet (its kernels run on the torch executor, "
-                 "which has no CUDA here); compile one variant per --shapes instead");
+      user_error("--cache \"symbolic values\" is not supported for CUDA yet (the CUDA kernels and library calls are "
+                 "generated for fixed sizes); compile one variant per --shapes instead");
   } else if (out.cuda_arch_option && out.cuda_arch_option->count() > 0) {
     user_error("--cuda-arch applies to CUDA variants only; add --device cuda (or --executors nvfuser)");
   }
@@ -434,6 +435,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   if (options.device.kind != DeviceKind::CUDA && out.cuda_graphs)
     user_error("--cuda-graphs applies to CUDA variants only; add --device cuda (or --executors nvfuser)");
   options.symbolic = cache == "symbolic values";
+  options.symbolic_if_declared = out.cache.empty() && options.device.kind != DeviceKind::CUDA;
   report_torch_cuda_support();
   auto started = std::chrono::steady_clock::now();
   PipelineResult r = run_pipeline(options);
@@ -451,7 +453,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.options.disable_torch_autograd = out.disable_torch_autograd;
   request.options.cuda_graphs = out.cuda_graphs;
   request.options.cpu_target = out.cpu_target;
-  request.options.cache = cache;
+  request.options.cache = r.symbolic ? std::string("symbolic values") : cache;
   request.options.sharp_edges = sharp_edge_mode_name(options.sharp_edges);
   request.options.skip_inplace_alias_updates = !options.inplace_alias_updates;
   request.options.precision = options.precision;
@@ -475,6 +477,13 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   std::printf("  %s, %s, executors %s\n", plural(r.specializations.size(), "variant").c_str(),
               plural(ops, "operation").c_str(), r.executors.names_str().c_str());
   for (const std::string& note : r.executors.notes) std::printf("  note: %s\n", note.c_str());
+  if (r.symbolic && !r.specializations.empty() && r.specializations[0].symbolic) {
+    std::string ranges;
+    for (const SymbolRange& d : r.specializations[0].symbolic->symbols)
+      ranges += (ranges.empty() ? "" : ", ") + d.name + " in " + std::to_string(d.lo) + ".." + std::to_string(d.hi);
+    std::printf("  symbolic sizes: %s (read from the inputs at run time%s)\n", ranges.c_str(),
+                r.shapes_recorded ? "; the model's dynamic dimensions" : "");
+  }
   std::printf("  weights: %zu tensors, %s embedded; %.1f s\n", summary.weight_count,
               format_bytes(summary.weight_bytes).c_str(), seconds);
   if (options.device.kind == DeviceKind::CUDA) {
@@ -534,7 +543,7 @@ int run(int argc, char** argv) {
                  "how the runtime picks a variant: \"constant values\" (default: guards checked on every call), "
                  "\"same input\" (checked on the first call only, then reused: unsafe if shapes change), "
                  "\"no caching\" (selected afresh on every call, nothing remembered), \"symbolic values\" (one variant whose "
-                 "kernels take the sizes named in --shapes at run time, within --dim's ranges; torch executor)")
+                 "kernels take the sizes named in --shapes at run time, within --dim's ranges; cpp, blas and torch executors)")
       ->type_name("MODE");
   app.add_option("--cpu-target", out.cpu_target,
                  "instruction set of the model's host code (its CPU kernels): x86-64-v3 (default: AVX2, FMA; every "

@@ -195,7 +195,10 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
         user_error("--standalone excludes the ", always->name(), " executor (a standalone .so needs no LibTorch), but "
                    "--executors lists ", always->name(), "; leave ", always->name(),
                    " out of --executors, or drop --standalone");
-  if (options.symbolic) {
+  bool symbolic_variant = options.symbolic;
+  if (symbolic_variant && specs.empty() && dims.empty()) {
+    // The model's own dynamic dimensions (a .pt2's Dims) give the symbols; checked once it is loaded.
+  } else if (symbolic_variant) {
     if (specs.size() != 1)
       user_error("--cache \"symbolic values\" needs exactly one --shapes with symbolic dimensions, e.g. --shapes x=Bx64 "
                  "--dim B=1:32");
@@ -209,13 +212,6 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     for (const DimRange& d : dims)
       if (std::find(names.begin(), names.end(), d.name) == names.end())
         user_error("--dim ", d.name, ": no dimension in --shapes is named ", d.name);
-    if (standalone)
-      user_error("--cache \"symbolic values\" runs its kernels on the torch executor, which --standalone excludes");
-    if (!executors.empty() && std::find(executors.begin(), executors.end(), "torch") == executors.end())
-      user_error("--cache \"symbolic values\" runs its kernels on the torch executor only; --executors ",
-                 join(executors, ","), " leaves it out (use --executors torch or leave --executors out)");
-    executors = {"torch"};
-    standalone = true;  // torch is the list
   } else {
     for (const Specialization& spec : specs)
       if (!spec_symbols(spec).empty())
@@ -256,6 +252,21 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
   add_timing(result.timings, "load", ms_since(start), PassTiming::kNoSymbols);
   const ModelFrontend& model = *result.model;
 
+  if (specs.empty() && (symbolic_variant || options.symbolic_if_declared)) {
+    std::string why_not;
+    if (auto declared = model.declared_dims(&why_not)) {
+      specs.push_back(declared->spec);
+      dims = declared->dims;
+      symbolic_variant = true;
+      result.shapes_recorded = true;
+    } else if (symbolic_variant) {
+      user_error("--cache \"symbolic values\" needs exactly one --shapes with symbolic dimensions, e.g. --shapes ",
+                 example_shapes(model.input_names()), " with B for a size, and --dim B=LO:HI",
+                 why_not.empty() ? std::string(" (the model declares no dynamic dimension)")
+                                 : " (the model's dynamic dimensions cannot serve: " + why_not + ")");
+    }
+  }
+  result.symbolic = symbolic_variant;
   if (specs.empty()) {
     if (auto recorded = model.recorded_shapes()) {
       specs.push_back(*recorded);
@@ -297,6 +308,10 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
       throw UserError(prefix + e.what() + "\nexecutors asked: " + result.executors.names_str());
     }
     progress.clear();
+    if (symbolic_variant && result.shapes_recorded)  // the model's dynamic dimensions are symbols here, not specialized
+      s.sharp_edges.erase(std::remove_if(s.sharp_edges.begin(), s.sharp_edges.end(),
+                                         [](const SharpEdge& e) { return e.kind == "specialized-dynamic-dim"; }),
+                          s.sharp_edges.end());
     apply_sharp_edge_mode(s.sharp_edges, options.sharp_edges,
                           options.model_path + (several ? " (" + specialization_label(s) + ")" : ""), std::cerr);
     double import_ms = ms_since(start);
@@ -327,7 +342,7 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     return s;
   };
 
-  if (options.symbolic) {
+  if (symbolic_variant) {
     // Trace at several bindings of the symbols, then check they are one program with affine sizes.
     const Specialization& spec = specs[0];
     std::vector<std::string> names = spec_symbols(spec);
@@ -360,7 +375,7 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     }
     std::vector<std::vector<std::int64_t>> bindings = symbolic_bindings(ranges);
     std::vector<SpecializedTrace> traced;
-    for (const auto& values : bindings) {
+    auto trace_at = [&](const std::vector<std::int64_t>& values) {
       std::string label;
       for (std::size_t k = 0; k < names.size(); ++k) label += (k ? "," : "") + names[k] + "=" + std::to_string(values[k]);
       std::string dump_dir;
@@ -368,10 +383,30 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
         dump_dir = (std::filesystem::path(options.dump_traces_dir) / ("symbolic-" + label)).string();
       traced.push_back(run_one(bind_symbols(spec, names, values), "at " + label + ": ", "[" + label + "] ", dump_dir,
                                true));
+    };
+    auto generalize = [&] {
+      std::vector<BoundTrace> bound;
+      for (std::size_t k = 0; k < traced.size(); ++k) bound.push_back({bindings[k], &traced[k].trace});
+      return std::make_shared<SymbolicTrace>(generalize_traces(ranges, input_symbols, bound));
+    };
+    for (const auto& values : bindings) trace_at(values);
+    auto symbolic = generalize();
+    // Native code is generalized from bindings where no symbolic size is 1 (codegen_bindings): trace
+    // those not traced yet, and check them against the others too.
+    const std::vector<std::vector<std::int64_t>> samples = codegen_bindings(ranges, symbolic_dims(*symbolic));
+    bool added = false;
+    for (const auto& b : samples)
+      if (std::find(bindings.begin(), bindings.end(), b) == bindings.end()) {
+        bindings.push_back(b);
+        trace_at(b);
+        added = true;
+      }
+    if (added) symbolic = generalize();
+    for (const auto& b : samples) {
+      std::size_t k = static_cast<std::size_t>(std::find(bindings.begin(), bindings.end(), b) - bindings.begin());
+      symbolic->sample_values.push_back(b);
+      symbolic->sample_traces.push_back(std::make_shared<const Trace>(traced[k].trace));
     }
-    std::vector<BoundTrace> bound;
-    for (std::size_t k = 0; k < traced.size(); ++k) bound.push_back({bindings[k], &traced[k].trace});
-    auto symbolic = std::make_shared<SymbolicTrace>(generalize_traces(ranges, input_symbols, bound));
     SpecializedTrace s = std::move(traced[symbolic->max_trace]);
     s.spec = spec;
     s.symbolic = std::move(symbolic);

@@ -35,6 +35,9 @@ struct PipelineOptions {
   // ("B=1:32", one per symbol); the model is traced at several bindings and generalized (core/ir/symbolic.h).
   bool symbolic = false;
   std::vector<std::string> dims;
+  // No --shapes and no --cache: a model that declares dynamic dimensions (ModelFrontend::declared_dims,
+  // a .pt2's Dims) gets one symbolic variant over their ranges.
+  bool symbolic_if_declared = false;
 };
 
 // One specialization of the model: its input shapes and the trace after every pass.
@@ -60,6 +63,7 @@ struct PassTiming {
 struct PipelineResult {
   std::unique_ptr<ModelFrontend> model;  // TorchScript or torch.export (.pt2), by content
   bool shapes_recorded = false;  // true: the specializations came from the model, not --shapes
+  bool symbolic = false;         // one symbolic variant (--cache "symbolic values", or the model's Dims)
   ExecutorSelection executors;
   std::vector<std::string> transforms;  // the optional passes that ran, in order (for the manifest)
   std::vector<SpecializedTrace> specializations;

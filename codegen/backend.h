@@ -45,6 +45,11 @@ class EmitContext {
   // Symbolic variants: a C++ expression (int64_t) per element of the symbol's encoded integer attributes
   // (core/ir/attr_codec.h), when any depends on a symbol; null otherwise (the attributes are constants).
   virtual const std::vector<std::string>* int_attr_exprs() const { return nullptr; }
+  // Symbolic variants on a native executor: the symbol is emitted once per sample binding and the texts are
+  // merged (codegen/symbolic_code.h). A backend must then print the same code at every size, sizes aside:
+  // decisions taken from sizes (run in parallel or not, block sizes) move into the generated code or use
+  // bounds that hold for every size, and upper bounds are marked with kAtMax.
+  virtual bool symbolic_sizes() const { return false; }
   // CUDA variants: a kernel name unique in the module, made of the variant, the symbol and `base` (an
   // identifier); and the registration of a kernel, which returns its index (device_api->launch's `kernel`).
   // Null context (only sizing scratch): backends register nothing.

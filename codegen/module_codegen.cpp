@@ -4,8 +4,9 @@
 #include <cstring>
 #include <set>
 
-#include "core/ir/error.h"
 #include "codegen/nvfuser/nvfuser_backend.h"
+#include "codegen/symbolic_code.h"
+#include "core/ir/error.h"
 #include "core/ir/printer.h"
 
 namespace thunderc {
@@ -77,10 +78,12 @@ struct KernelSink {
 class VariantContext : public EmitContext {
  public:
   VariantContext(const Trace& t, std::string scratch, const std::vector<std::string>* int_exprs, KernelSink* sink,
-                 std::size_t variant, std::size_t symbol)
-      : trace_(t), scratch_(std::move(scratch)), int_exprs_(int_exprs), sink_(sink), variant_(variant), symbol_(symbol) {}
+                 std::size_t variant, std::size_t symbol, const Trace* names = nullptr, bool symbolic_sizes = false)
+      : trace_(t), names_(names ? *names : t), scratch_(std::move(scratch)), int_exprs_(int_exprs), sink_(sink),
+        variant_(variant), symbol_(symbol), symbolic_sizes_(symbolic_sizes) {}
   const Trace& trace() const override { return trace_; }
-  std::string buffer(ValueId v) const override { return var(trace_, v); }
+  std::string buffer(ValueId v) const override { return var(names_, v); }
+  bool symbolic_sizes() const override { return symbolic_sizes_; }
   std::string on_failure() const override { return "return 1;"; }
   std::string scratch() const override { return scratch_; }
   const std::vector<std::string>* int_attr_exprs() const override { return int_exprs_; }
@@ -103,10 +106,12 @@ class VariantContext : public EmitContext {
 
  private:
   const Trace& trace_;
+  const Trace& names_;  // whose value names the buffer variables take (a symbolic variant's max trace)
   std::string scratch_;
   const std::vector<std::string>* int_exprs_;
   KernelSink* sink_;
   std::size_t variant_, symbol_;
+  bool symbolic_sizes_;
 };
 
 // The C++ variable holding symbol s of a symbolic variant.
@@ -197,18 +202,50 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
     auto b = backends.find(s.executor);
     THUNDERC_CHECK(b != backends.end(), "executor '", s.executor, "' has no code generation");
     auto scratch = mem.scratch.find(i);
+    const std::string scratch_expr = scratch == mem.scratch.end() ? "nullptr" : "ws + " + std::to_string(scratch->second);
     std::vector<std::string> int_exprs;
     bool symbolic_ints = false;
+    if (sym && s.executor != "torch") {
+      // Native code: printed at each sample binding, merged into one text with sizes read at run time.
+      THUNDERC_CHECK(!cuda, "symbolic CUDA variants are refused before codegen");
+      THUNDERC_CHECK(!sym->sample_traces.empty(), "symbolic variant without code samples for ", s.executor);
+      std::vector<CodeSample> samples;
+      std::size_t max_sample = 0;
+      for (std::size_t k = 0; k < sym->sample_traces.size(); ++k) {
+        const Trace& tk = *sym->sample_traces[k];
+        THUNDERC_CHECK(tk.symbols().size() == t.symbols().size(), "a code sample is not the variant's program");
+        SourceWriter text;
+        b->second->emit_symbol(VariantContext(tk, scratch_expr, nullptr, &sink, index, i, &t, true), tk.symbols()[i], text);
+        samples.push_back({sym->sample_values[k], text.str()});
+        bool top = true;
+        for (std::size_t v = 0; v < sym->symbols.size(); ++v) top = top && sym->sample_values[k][v] == sym->symbols[v].hi;
+        if (top) max_sample = k;
+      }
+      std::string ops = s.op->name;
+      if (s.is_region()) {
+        ops += " of";
+        for (std::size_t m = 0; m < std::min<std::size_t>(s.subsymbols.size(), 4); ++m)
+          ops += (m ? ", " : " ") + s.subsymbols[m].op->name;
+        if (s.subsymbols.size() > 4) ops += ", ...";
+      }
+      std::string what = "operation " + std::to_string(i + 1) + " (" + ops + " on " + s.executor +
+                         (s.source.empty() ? std::string() : " at " + s.source) + ")";
+      std::string merged = generalize_code(sym->symbols, vars, samples, max_sample, what);
+      std::size_t start = 0;
+      while (start < merged.size()) {
+        std::size_t end = std::min(merged.find('\n', start), merged.size());
+        out.line(merged.substr(start, end - start));
+        start = end + 1;
+      }
+      continue;
+    }
     if (sym) {
-      THUNDERC_CHECK(s.executor == "torch", "symbolic variants run on the torch executor only, not ", s.executor);
       if (auto a = sym->attr_ints.find(i); a != sym->attr_ints.end()) {
         for (const Affine& f : a->second) int_exprs.push_back(f.c_expr(vars));
         symbolic_ints = true;
       }
     }
-    b->second->emit_symbol(VariantContext(t, scratch == mem.scratch.end() ? "nullptr" : "ws + " + std::to_string(scratch->second),
-                                          symbolic_ints ? &int_exprs : nullptr, &sink, index, i),
-                           s, out);
+    b->second->emit_symbol(VariantContext(t, scratch_expr, symbolic_ints ? &int_exprs : nullptr, &sink, index, i), s, out);
   }
   for (const auto& copy : mem.output_copies) {
     std::string bytes = std::to_string(t.type(copy.value).nbytes());

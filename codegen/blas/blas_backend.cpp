@@ -208,7 +208,7 @@ LinkInputs BlasBackend::link_inputs() const {
   else in.libraries = {location_.library};
   if (!location_.library_dir.empty()) in.rpaths = {location_.library_dir};
   // -O3: the im2col / depthwise / bias loops vectorize fully (GCC 12's -O2 uses the "very cheap" cost model).
-  in.compile_flags = {"-O3"};
+  in.compile_flags = {"-O3", "-Werror=vla"};
   return in;
 }
 

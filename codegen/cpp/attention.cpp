@@ -1,6 +1,7 @@
 #include "codegen/cpp/attention.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "codegen/loops/attention_plan.h"
 #include "core/ir/error.h"
@@ -38,9 +39,13 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
 
   // Tile and block sizes within the stack budget (at least 1 each).
   const std::int64_t TS = std::clamp<std::int64_t>(kLocalBytes / std::max<std::int64_t>(E * es, 1), 1, kMaxTile);
+  // A symbolic variant prints the same code at every L (codegen/symbolic_code.h): its block size does not
+  // shrink to L, and the block count is computed in the generated code.
+  const bool symbolic = ctx.symbolic_sizes();
   const std::int64_t BR = std::clamp<std::int64_t>(
-      std::min(kLocalBytes / std::max<std::int64_t>(Ev * es, 1), L), 1, kMaxBlockRows);
+      std::min(kLocalBytes / std::max<std::int64_t>(Ev * es, 1), symbolic ? kMaxBlockRows : L), 1, kMaxBlockRows);
   const std::int64_t blocks = (L + BR - 1) / BR;
+  const std::string BLOCKS = symbolic ? "((" + S(L) + " + " + S(BR - 1) + ") / " + S(BR) + ")" : S(blocks);
   const std::string exp_fn = d == DType::Float32 ? "thunderc_expf" : "std::exp";
   const std::string NEG_INF = lit(-INFINITY, d);
 
@@ -60,14 +65,19 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
   if (has_mask) ptr(3, "am", mask_dtype == DType::Bool ? "bool" : T);
   out.line(T + "* __restrict ao = static_cast<" + T + "*>(" + ctx.buffer(sym.outputs[0]) + ".data);");
   double flops = static_cast<double>(nb) * static_cast<double>(L) * static_cast<double>(Sk) * static_cast<double>(E + Ev);
-  if (flops >= kParallelFlops && nb * blocks > 1)
-    out.line(std::string("#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(") +
-             (causal ? "dynamic, 1" : "static") + ")");
-  out.line("for (int64_t w = 0; w < " + S(nb * blocks) + "; ++w) {");
+  const std::string schedule = std::string("#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(") +
+                               (causal ? "dynamic, 1" : "static") + ")";
+  if (symbolic)  // flops >= kParallelFlops, with the L- and S-dependent factors at run time
+    out.line(schedule + " if(" + S(nb) + " * " + S(L) + " * " + S(Sk) + " >= " +
+             S(static_cast<std::int64_t>(std::ceil(kParallelFlops / static_cast<double>(std::max<std::int64_t>(E + Ev, 1))))) +
+             " && " + S(nb) + " * " + BLOCKS + " > 1)");
+  else if (flops >= kParallelFlops && nb * blocks > 1)
+    out.line(schedule);
+  out.line("for (int64_t w = 0; w < " + (symbolic ? S(nb) + " * " + BLOCKS : S(nb * blocks)) + "; ++w) {");
   out.indent();
-  out.line("const int64_t i0 = (w % " + S(blocks) + ") * " + S(BR) + ";");
+  out.line("const int64_t i0 = (w % " + BLOCKS + ") * " + S(BR) + ";");
   out.line("const int64_t i1 = i0 + " + S(BR) + " < " + S(L) + " ? i0 + " + S(BR) + " : " + S(L) + ";");
-  out.line("int64_t oq = 0, ok = 0, ov = 0, om = 0, rest = w / " + S(blocks) + ";");
+  out.line("int64_t oq = 0, ok = 0, ov = 0, om = 0, rest = w / " + BLOCKS + ";");
   out.line("(void)om; (void)rest;");
   for (const std::string& l : loops::batch_offset_statements(p, "int64_t", "rest", "x", "oq", "ok", "ov", "om", S))
     out.line(l);
@@ -166,7 +176,7 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
   out.line("}");
   out.comment("normalize; l = 0 (every key masked) gives 0 / 0 = NaN, as softmax of a row of -inf");
   out.line("for (int64_t i = i0; i < i1; ++i) {");
-  out.line("  " + T + "* __restrict oi = ao + (w / " + S(blocks) + ") * " + S(L * Ev) + " + i * " + S(Ev) + ";");
+  out.line("  " + T + "* __restrict oi = ao + (w / " + BLOCKS + ") * " + S(L * Ev) + " + i * " + S(Ev) + ";");
   out.line("  const " + T + " l = l_run[i - i0];");
   out.line("  #pragma omp simd");
   out.line("  for (int64_t e = 0; e < " + S(Ev) + "; ++e) oi[e] = acc[i - i0][e] / l;");

@@ -21,6 +21,15 @@ class CppRegion : public RegionLowering {
   using RegionLowering::RegionLowering;
 
  private:
+  bool symbolic() const { return ctx_ && ctx_->symbolic_sizes(); }
+
+  // The parallel threshold as a test on a run-time element count `numel` (printed as a literal, which
+  // a symbolic variant turns into an expression): numel * cost >= kParallelWork and numel >= kParallelMinElements.
+  static std::string parallel_test(std::int64_t numel, double cost) {
+    auto need = static_cast<std::int64_t>(std::ceil(kParallelWork / cost));
+    return std::to_string(numel) + " >= " + std::to_string(std::max(need, kParallelMinElements));
+  }
+
   // ---- loop nests ----
   using Gen = std::function<void(const std::vector<std::string>& idx, const std::vector<std::int64_t>& inner_strides,
                                  Lines& pre, std::string& pragma, Lines& body, Lines& post)>;
@@ -43,7 +52,13 @@ class CppRegion : public RegionLowering {
       bool par = l == 0 && dims[0].n > 1 && static_cast<double>(numel(shape)) * cost >= kParallelWork &&
                  numel(shape) >= kParallelMinElements &&
                  (serial_if_zero < 0 || dims[0].s[serial_if_zero] != 0);
-      const std::string par_pragma = "#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(static)";
+      std::string clause = "num_threads(thunderc_cpp_nt) schedule(static)";
+      if (symbolic() && l == 0 && (serial_if_zero < 0 || dims[0].s[serial_if_zero] != 0)) {
+        // The sizes are known at run time only: the same test, in an OpenMP if() clause.
+        par = true;
+        clause += " if(" + parallel_test(numel(shape), cost) + " && " + std::to_string(dims[0].n) + " > 1)";
+      }
+      const std::string par_pragma = "#pragma omp parallel for " + clause;
       if (par && !last) L(par_pragma);
       if (last) {
         std::vector<std::string> body_idx;
@@ -53,7 +68,7 @@ class CppRegion : public RegionLowering {
         // pre/post see the indices without the innermost term (valid where that access's inner stride is 0)
         gen(body_idx, inner, pre, pragma, body, post);
         for (auto& p : pre) L(p);
-        if (par) L(pragma == "#pragma omp simd" ? "#pragma omp parallel for simd num_threads(thunderc_cpp_nt) schedule(static)" : par_pragma);
+        if (par) L(pragma == "#pragma omp simd" ? "#pragma omp parallel for simd " + clause : par_pragma);
         else if (!pragma.empty()) L(pragma);
         L("for (int64_t " + var + " = 0; " + var + " < " + std::to_string(dims[l].n) + "; ++" + var + ") {");
         for (auto& b : body) L("  " + b);
@@ -164,7 +179,10 @@ class CppRegion : public RegionLowering {
   void pool_loops(const PoolLoops& p) override {
     L("{");
     indent_ += 2;
-    if (static_cast<double>(p.x_numel) * 2 >= kParallelWork && p.x_numel >= kParallelMinElements && p.planes > 1)
+    if (symbolic())
+      L("#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(static) if(" + parallel_test(p.x_numel, 2) +
+        " && " + std::to_string(p.planes) + " > 1)");
+    else if (static_cast<double>(p.x_numel) * 2 >= kParallelWork && p.x_numel >= kParallelMinElements && p.planes > 1)
       L("#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(static)");
     L("for (int64_t p = 0; p < " + std::to_string(p.planes) + "; ++p) {");
     L("  const " + p.T + "* __restrict in = " + p.X + " + " + std::to_string(p.x_offset) + " + p * " + std::to_string(p.H * p.W) + ";");
@@ -192,7 +210,8 @@ LinkInputs CppBackend::link_inputs() const {
   // it changes no result, it only assumes no floating-point trap handler is watching.
   // The instruction set comes from --cpu-target (-march=x86-64-v3 by default, for the whole model.cpp; the
   // runtime runs no variant on a CPU without it), never from the machine that compiles.
-  in.compile_flags = {"-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math"};
+  // -Werror=vla: no size may reach an array bound (a symbolic variant would make it a run-time one).
+  in.compile_flags = {"-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-Werror=vla"};
   in.link_flags = {"-fopenmp"};
   return in;
 }

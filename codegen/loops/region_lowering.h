@@ -29,6 +29,7 @@
 
 #include "codegen/backend.h"
 #include "codegen/source_writer.h"
+#include "codegen/symbolic_code.h"
 #include "core/ir/error.h"
 #include "core/ir/types.h"
 
@@ -320,11 +321,20 @@ class RegionLowering {
     return b;
   }
 
+  // An element count as a number of d's arithmetic type (a mean's divisor). Symbolic variants print it as
+  // an integer, which codegen/symbolic_code.h can turn into an expression; the value is the same.
+  std::string count_lit(std::int64_t n, DType d) const {
+    if (ctx_ && ctx_->symbolic_sizes()) return "static_cast<" + std::string(atype(d)) + ">(" + std::to_string(n) + "LL)";
+    return lit(static_cast<double>(n), d);
+  }
+
   int scratch_buf(DType d, std::int64_t n) {
     std::size_t off = scratch_;
     scratch_ += (static_cast<std::size_t>(std::max<std::int64_t>(n, 1)) * dtype_size(d) + 63) / 64 * 64;
+    // Symbolic variants plan scratch at the maxima: the offset is an upper bound, not a size.
+    const char* bound = ctx_ && ctx_->symbolic_sizes() ? kAtMax : "";
     return add_buf(d, "reinterpret_cast<" + std::string(ctype(d)) + "*>(" + (ctx_ ? ctx_->scratch() : std::string("ws")) +
-                          " + " + std::to_string(off) + ")", true);
+                          " + " + bound + std::to_string(off) + ")", true);
   }
 
   // Where the value `v` (or an internal temporary when v is not an output) gets stored.
@@ -555,7 +565,7 @@ class RegionLowering {
           std::int64_t n = 1;
           for (std::size_t i = 0; i < x.shape.size(); ++i)
             if (red[i]) n *= x.shape[i];
-          update(dest, ot.numel(), "v / " + lit(static_cast<double>(n), ot.dtype));
+          update(dest, ot.numel(), "v / " + count_lit(n, ot.dtype));
         }
         return {ot.shape, make_load(dest, ot.dtype, 0, contiguous(ot.shape))};
       }
@@ -660,11 +670,11 @@ class RegionLowering {
       for (std::size_t i = r - m; i < r; ++i) red[i] = true, count *= x.shape[i], stat_shape[i] = 1;
       int mean = scratch_buf(d, numel(stat_shape)), rstd = scratch_buf(d, numel(stat_shape));
       reduce(x, red, mean, false);
-      update(mean, numel(stat_shape), "v / " + lit(static_cast<double>(count), d));
+      update(mean, numel(stat_shape), "v / " + count_lit(count, d));
       NodeP ml = stat_leaf(mean, d, x.shape, red);
       NodeP centered = make_op("sub", d, d, {x.e, ml});
       reduce({x.shape, make_op("square", d, d, {centered})}, red, rstd, false);
-      update(rstd, numel(stat_shape), lit(1, d) + " / std::sqrt(v / " + lit(static_cast<double>(count), d) + " + " +
+      update(rstd, numel(stat_shape), lit(1, d) + " / std::sqrt(v / " + count_lit(count, d) + " + " +
                                           lit(s.attrs.get_float("eps"), d) + ")");
       NodeP y = make_op("mul", d, d, {centered, stat_leaf(rstd, d, x.shape, red)});
       std::vector<std::size_t> dims;

@@ -28,6 +28,14 @@ class ModelFrontend {
   virtual const std::vector<std::string>& input_names() const = 0;
   // Example input shapes stored with the model, if any.
   virtual std::optional<Specialization> recorded_shapes() const = 0;
+  // Dynamic dimensions the model declares (torch.export's Dim): the recorded shapes with those sizes as
+  // symbols, and each symbol's range. Null when it declares none that one symbolic variant can serve (no
+  // upper bound, or a size that is an expression rather than a symbol); `why_not` then says why, if any.
+  struct DeclaredDims {
+    Specialization spec;
+    std::vector<DimRange> dims;
+  };
+  virtual std::optional<DeclaredDims> declared_dims(std::string* why_not = nullptr) const { return std::nullopt; }
   // Resolves a --shapes specialization against input_names(); UserError naming unknown or missing inputs.
   virtual std::vector<TensorType> resolve_shapes(const Specialization& spec, Device device) const = 0;
   // Imports the model for these input types. UserError listing every unsupported operator. Sharp edges are

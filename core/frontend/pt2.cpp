@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -540,6 +541,61 @@ std::unique_ptr<Pt2Model> Pt2Model::load(const std::string& path) {
   }
   m->recorded_ = std::move(recorded);
   return m;
+}
+
+std::string pt2_plain_symbol(const std::string& expr) {
+  auto identifier = [](const std::string& s) {
+    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  };
+  if (identifier(expr)) return expr;
+  const std::string head = "Symbol('";
+  if (expr.rfind(head, 0) != 0) return {};
+  std::size_t end = expr.find('\'', head.size());
+  if (end == std::string::npos) return {};
+  std::string name = expr.substr(head.size(), end - head.size());
+  std::string rest = expr.substr(end + 1);
+  if (!identifier(name) || rest.empty() || rest.find_first_of("+-*/()") != rest.rfind(')') || rest.back() != ')') return {};
+  return name;
+}
+
+std::optional<ModelFrontend::DeclaredDims> Pt2Model::declared_dims(std::string* why_not) const {
+  auto refuse = [&](const std::string& why) -> std::optional<DeclaredDims> {
+    if (why_not) *why_not = why;
+    return std::nullopt;
+  };
+  DeclaredDims out;
+  for (const std::string& name : input_names_) {
+    const Pt2TensorMeta& meta = program_.tensor_values.at(name);
+    InputShape in;
+    in.name = name;
+    in.shape = meta.sizes;
+    in.dtype = pt2_dtype(meta.scalar_type);
+    in.symbols.assign(meta.sizes.size(), std::string());
+    bool any = false;
+    for (std::size_t d = 0; d < meta.sizes.size(); ++d) {
+      if (meta.size_exprs[d].empty()) continue;
+      std::string sym = pt2_plain_symbol(meta.size_exprs[d]);
+      if (sym.empty())
+        return refuse("input '" + name + "' dimension " + std::to_string(d) + " is the expression " +
+                      meta.size_exprs[d] + ", not one symbol");
+      auto r = program_.range_constraints.find(sym);
+      if (r == program_.range_constraints.end() || !r->second.max)
+        return refuse("dimension " + sym + " (input '" + name + "' dimension " + std::to_string(d) +
+                      ") has no upper bound in the export (give its Dim a max=)");
+      if (std::none_of(out.dims.begin(), out.dims.end(), [&](const DimRange& x) { return x.name == sym; }))
+        out.dims.push_back({sym, std::max<std::int64_t>(r->second.min.value_or(1), 1), *r->second.max});
+      in.symbols[d] = sym;
+      in.shape[d] = 0;
+      any = true;
+    }
+    if (!any) in.symbols.clear();
+    out.spec.push_back(std::move(in));
+  }
+  if (out.dims.empty()) return refuse("");
+  for (const DimRange& d : out.dims)
+    if (d.hi <= d.lo) return refuse("dimension " + d.name + " has the range " + std::to_string(d.lo) + ".." + std::to_string(d.hi));
+  return out;
 }
 
 std::string Pt2Model::description() const {

@@ -121,6 +121,10 @@ struct Pt2Program {
   std::map<std::string, Pt2Tensor> constants;      // fqn -> lifted tensor constant
 };
 
+// The symbol a size expression names when it is one plain symbol: "s77" or "Symbol('s77', positive=True,
+// integer=True)" (what torch 2.6+ writes). Empty for an expression such as "2*s77".
+std::string pt2_plain_symbol(const std::string& expr);
+
 // Reads and checks the archive (format, version, schema major) and loads the program with its weights.
 // UserError naming the file and what is wrong.
 Pt2Program read_pt2_program(const ZipReader& zip);
@@ -136,6 +140,7 @@ class Pt2Model : public ModelFrontend {
   std::string description() const override;
   const std::vector<std::string>& input_names() const override { return input_names_; }
   std::optional<Specialization> recorded_shapes() const override { return recorded_; }
+  std::optional<DeclaredDims> declared_dims(std::string* why_not = nullptr) const override;
   std::vector<TensorType> resolve_shapes(const Specialization& spec, Device device) const override;
   Trace import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges = nullptr,
                bool alias_updates = true) const override;

@@ -243,9 +243,7 @@ void Pt2Importer::run(const std::vector<TensorType>& input_types, std::vector<Sh
     for (std::size_t d = 0; d < meta.sizes.size() && d < t.shape.size(); ++d) {
       if (meta.size_exprs[d].empty()) continue;
       // A plain symbol ("Symbol('s77', positive=True, integer=True)" or "s77") is bound to the given size.
-      std::string e = meta.size_exprs[d], sym_name;
-      if (e.rfind("Symbol('", 0) == 0) sym_name = e.substr(8, e.find('\'', 8) - 8);
-      else if (std::all_of(e.begin(), e.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; })) sym_name = e;
+      std::string sym_name = pt2_plain_symbol(meta.size_exprs[d]);
       if (!sym_name.empty()) syms_[sym_name] = t.shape[d];
       if (edges) {
         std::string range;

@@ -55,6 +55,92 @@ std::vector<std::vector<std::int64_t>> symbolic_bindings(const std::vector<Symbo
   return out;
 }
 
+std::vector<std::vector<std::int64_t>> codegen_bindings(const std::vector<SymbolRange>& symbols,
+                                                        const std::vector<Affine>& dims) {
+  std::vector<std::int64_t> lo;
+  for (const SymbolRange& r : symbols) lo.push_back(r.lo);
+  // Raising a symbol only grows the dimensions (coefficients are >= 0), so one pass per dimension, repeated
+  // until nothing changes, ends; a symbol stops one below its maximum, so two values remain to solve from.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Affine& f : dims)
+      while (f.eval(lo) < 2) {
+        std::size_t s = 0;
+        while (s < lo.size() && !(s < f.a.size() && f.a[s] > 0 && lo[s] < symbols[s].hi - 1)) ++s;
+        if (s == lo.size()) break;  // cannot raise further: the code at this size decides
+        ++lo[s];
+        changed = true;
+      }
+  }
+  const std::size_t per_symbol = symbols.size() <= 2 ? 4 : 3;
+  std::vector<std::vector<std::int64_t>> values;
+  for (std::size_t s = 0; s < symbols.size(); ++s) {
+    std::vector<std::int64_t> v;
+    const std::int64_t a = lo[s], b = symbols[s].hi;
+    for (std::size_t i = 0; i < per_symbol; ++i) {
+      std::int64_t x = a + (b - a) * static_cast<std::int64_t>(i) / static_cast<std::int64_t>(per_symbol - 1);
+      if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+    }
+    values.push_back(v);
+  }
+  std::vector<std::vector<std::int64_t>> grid = {{}};
+  for (const auto& v : values) {
+    std::vector<std::vector<std::int64_t>> next;
+    for (const auto& g : grid)
+      for (std::int64_t x : v) {
+        next.push_back(g);
+        next.back().push_back(x);
+      }
+    grid = std::move(next);
+  }
+  return grid;
+}
+
+std::vector<Affine> symbolic_dims(const SymbolicTrace& st) {
+  std::vector<Affine> out;
+  for (const auto& [v, dims] : st.shapes)
+    for (const Affine& f : dims)
+      if (!f.is_const()) out.push_back(f);
+  return out;
+}
+
+std::string affine_form(const std::vector<SymbolRange>& symbols) {
+  std::string f = "c";
+  for (std::size_t s = 0; s < symbols.size(); ++s)
+    f += " + a" + (symbols.size() > 1 ? std::to_string(s + 1) : std::string()) + "*" + symbols[s].name;
+  return f;
+}
+
+bool solve_affine(const std::vector<SymbolRange>& symbols, const std::vector<std::vector<std::int64_t>>& bindings,
+                  const std::vector<std::int64_t>& vals, Affine& out, std::string& why) {
+  THUNDERC_CHECK(!bindings.empty() && vals.size() == bindings.size(), "solve_affine: one value per binding");
+  const auto& b0 = bindings[0];
+  out.c = vals[0];
+  out.a.assign(symbols.size(), 0);
+  for (std::size_t s = 0; s < symbols.size(); ++s) {
+    for (std::size_t k = 1; k < bindings.size(); ++k) {
+      const auto& bk = bindings[k];
+      bool only_s = true;
+      for (std::size_t r = 0; r < bk.size(); ++r) only_s = only_s && (r == s ? bk[r] != b0[r] : bk[r] == b0[r]);
+      if (!only_s) continue;
+      std::int64_t dv = vals[k] - vals[0], db = bk[s] - b0[s];
+      if (dv % db != 0) {
+        why = "not an integer multiple of " + symbols[s].name;
+        return false;
+      }
+      out.a[s] = dv / db;
+      break;
+    }
+    out.c -= out.a[s] * b0[s];
+  }
+  for (std::size_t k = 0; k < bindings.size(); ++k)
+    if (out.eval(bindings[k]) != vals[k]) {
+      why = "not of the form " + affine_form(symbols);
+      return false;
+    }
+  return true;
+}
+
 namespace {
 
 class Generalizer {
@@ -105,42 +191,14 @@ class Generalizer {
                "; compile with --cache \"constant values\" and one --shapes per size instead");
   }
 
-  // Solves c + sum a_s * S from the traces, verifies it on every trace; empty message when affine.
   bool solve(const std::vector<std::int64_t>& vals, Affine& out, std::string& why) const {
-    const auto& b0 = traces_[0].values;
-    out.c = vals[0];
-    out.a.assign(symbols_.size(), 0);
-    for (std::size_t s = 0; s < symbols_.size(); ++s) {
-      for (std::size_t k = 1; k < traces_.size(); ++k) {
-        const auto& bk = traces_[k].values;
-        bool only_s = true;
-        for (std::size_t r = 0; r < bk.size(); ++r) only_s = only_s && (r == s ? bk[r] != b0[r] : bk[r] == b0[r]);
-        if (!only_s) continue;
-        std::int64_t dv = vals[k] - vals[0], db = bk[s] - b0[s];
-        if (dv % db != 0) {
-          why = "not an integer multiple of " + symbols_[s].name;
-          return false;
-        }
-        out.a[s] = dv / db;
-        break;
-      }
-      out.c -= out.a[s] * b0[s];
-    }
-    for (std::size_t k = 0; k < traces_.size(); ++k)
-      if (out.eval(traces_[k].values) != vals[k]) {
-        why = "not of the form " + form();
-        return false;
-      }
-    return true;
+    std::vector<std::vector<std::int64_t>> bindings;
+    for (const BoundTrace& t : traces_) bindings.push_back(t.values);
+    return solve_affine(symbols_, bindings, vals, out, why);
   }
 
   // "c + a*B" or "c + a1*B + a2*T".
-  std::string form() const {
-    std::string f = "c";
-    for (std::size_t s = 0; s < symbols_.size(); ++s)
-      f += " + a" + (symbols_.size() > 1 ? std::to_string(s + 1) : std::string()) + "*" + symbols_[s].name;
-    return f;
-  }
+  std::string form() const { return affine_form(symbols_); }
 
   std::string values_str(const std::vector<std::int64_t>& vals) const {
     std::string s;
@@ -179,6 +237,25 @@ bool same_operand(const Operand& a, const Operand& b) {
   if (a.kind == OperandKind::Tensor) return a.value == b.value;
   if (a.kind == OperandKind::Scalar) return a.scalar == b.scalar;
   return true;
+}
+
+// The same operation at two bindings: op, executor, operands, outputs, the attributes' structure and
+// non-integer values, and for a fused region the same members, recursively. Integer attributes may vary.
+// Empty when equal, else what differs: "the operands", "the attributes", "the executor", "the fused members".
+std::string symbol_difference(const BoundSymbol& a, const BoundSymbol& b) {
+  if (a.op != b.op || a.subsymbols.size() != b.subsymbols.size()) return "the fused members";
+  if (a.executor != b.executor) return "the executor (" + a.executor + " vs " + b.executor + ")";
+  bool same = a.outputs == b.outputs && a.inputs.size() == b.inputs.size();
+  for (std::size_t j = 0; same && j < a.inputs.size(); ++j) same = same_operand(a.inputs[j], b.inputs[j]);
+  if (!same) return "the operands";
+  EncodedAttrs ea = encode_attrs(*a.op, a.attrs), eb = encode_attrs(*b.op, b.attrs);
+  if (ea.floats != eb.floats || ea.strings != eb.strings || !same_attr_structure(ea.ints, eb.ints))
+    return "the attributes";
+  for (std::size_t j = 0; j < a.subsymbols.size(); ++j) {
+    std::string d = symbol_difference(a.subsymbols[j], b.subsymbols[j]);
+    if (!d.empty()) return a.is_region() ? "the fused members" : d;
+  }
+  return {};
 }
 
 }  // namespace
@@ -221,17 +298,12 @@ SymbolicTrace generalize_traces(const std::vector<SymbolRange>& symbols,
       const BoundSymbol& b = tk.symbols()[i];
       if (a.op != b.op)
         g.differs(k, g.op_label(i) + " is " + b.op->name + " at the other size");
-      if (a.is_region() || b.is_region())
-        user_error("--cache \"symbolic values\": ", g.op_label(i), " is a fused region; symbolic variants run on the "
-                   "torch executor only");
-      bool same = a.executor == b.executor && a.outputs == b.outputs && a.inputs.size() == b.inputs.size();
-      for (std::size_t j = 0; same && j < a.inputs.size(); ++j) same = same_operand(a.inputs[j], b.inputs[j]);
-      if (!same)
-        g.differs(k, "the operands of " + g.op_label(i) + " (e.g. a number computed from a size: " +
-                         symbol_str(t0, a) + "  vs  " + symbol_str(tk, b) + ")");
-      EncodedAttrs ea = encode_attrs(*a.op, a.attrs), eb = encode_attrs(*b.op, b.attrs);
-      if (ea.floats != eb.floats || ea.strings != eb.strings || !same_attr_structure(ea.ints, eb.ints))
-        g.differs(k, "the attributes of " + g.op_label(i) + " (" + symbol_str(t0, a) + "  vs  " + symbol_str(tk, b) + ")");
+      std::string what = symbol_difference(a, b);
+      if (what == "the operands")
+        g.differs(k, "the operands of " + g.op_label(i) + " (e.g. a number computed from a size: " + symbol_str(t0, a) +
+                         "  vs  " + symbol_str(tk, b) + ")");
+      else if (!what.empty())
+        g.differs(k, what + " of " + g.op_label(i) + " (" + symbol_str(t0, a) + "  vs  " + symbol_str(tk, b) + ")");
     }
     for (ValueId v = 0; v < t0.num_values(); ++v) {
       const Value& a = t0.value(v);

@@ -396,8 +396,6 @@ TEST_CASE("--shapes symbols and --dim: flag errors") {
       {{"--cache", "symbolic values", "--shapes", "x=Bx64", "--dim", "B=1"}, "expected NAME=LO:HI"},
       {{"--cache", "symbolic values", "--shapes", "x=Bx64", "--dim", "B=1:8", "--dim", "B=2:4"}, "given twice"},
       {{"--cache", "symbolic values", "--shapes", "x=Bx64", "--shapes", "x=Bx32", "--dim", "B=1:8"}, "exactly one --shapes"},
-      {{"--cache", "symbolic values", "--shapes", "x=Bx64", "--dim", "B=1:8", "--standalone"}, "--standalone excludes"},
-      {{"--cache", "symbolic values", "--shapes", "x=Bx64", "--dim", "B=1:8", "--executors", "cpp,blas"}, "torch executor only"},
       {{"--cache", "symbolic values", "--shapes", "x=B-1x64", "--dim", "B=1:8"}, "is not a shape"},
   };
   for (const Case& c : cases) {

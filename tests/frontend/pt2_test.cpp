@@ -16,6 +16,7 @@
 #include "core/frontend/pt2.h"
 #include "core/ir/error.h"
 #include "core/ir/verifier.h"
+#include "thunderc/npy.hpp"
 
 using namespace thunderc;
 namespace fs = std::filesystem;
@@ -239,6 +240,30 @@ TEST_CASE("parser: inputs, weights and their dtypes and shapes") {
   CHECK(range.min == 1);
   CHECK(range.max == 16);
 
+  SUBCASE("declared dimensions: the export's Dim becomes a symbol with its range") {
+    auto declared = dyn->declared_dims();
+    REQUIRE(declared.has_value());
+    REQUIRE(declared->dims.size() == 1);
+    CHECK(declared->dims[0].name == "s77");
+    CHECK(declared->dims[0].lo == 1);
+    CHECK(declared->dims[0].hi == 16);
+    REQUIRE(declared->spec.size() == 1);
+    CHECK(declared->spec[0].name == "x");
+    CHECK(declared->spec[0].symbols == std::vector<std::string>{"s77", ""});
+    CHECK(declared->spec[0].shape[1] == 12);
+    std::string why = "unchanged";
+    CHECK_FALSE(mlp->declared_dims(&why).has_value());
+    CHECK(why.empty());  // static: nothing to say
+  }
+  SUBCASE("a plain symbol, as torch writes it") {
+    CHECK(pt2_plain_symbol("s77") == "s77");
+    CHECK(pt2_plain_symbol("Symbol('s77', positive=True, integer=True)") == "s77");
+    CHECK(pt2_plain_symbol("2*s77").empty());
+    CHECK(pt2_plain_symbol("Symbol('s77')*2").empty());
+    CHECK(pt2_plain_symbol("Symbol('s77'").empty());
+    CHECK(pt2_plain_symbol("Symbol('a b')").empty());
+    CHECK(pt2_plain_symbol("").empty());
+  }
   SUBCASE("--shapes: static dimensions are fixed, dynamic ones stay in range") {
     CHECK(dyn->resolve_shapes(parse_shapes_flag("x=9x12"), Device::cpu()).at(0).shape == Shape{9, 12});
     CHECK(user_error_of([&] { dyn->resolve_shapes(parse_shapes_flag("x=17x12"), Device::cpu()); }).find("(1..16)") !=
@@ -329,6 +354,62 @@ TEST_CASE("thunderc binary: every .pt2 fixture compiles without --shapes and mat
     CHECK(r.code == 0);
     CHECK(r.out.find("(torch.export, written by torch 2.") != std::string::npos);
     CHECK(r.out.find("scaled_dot_product_attention") != std::string::npos);
+  }
+}
+
+// The export's Dim("B", min=1, max=16) (serialized as s77) becomes one symbolic variant on the native
+// executors. The model treats rows independently, so the fixture's rows, repeated to any batch size, give
+// PyTorch's outputs at that size.
+TEST_CASE("thunderc binary: a dynamic batch compiles to one symbolic variant, --standalone, matching at every size") {
+  fs::path dir = tmp_dir("pt2_symbolic");
+  std::string so = (dir / "db.so").string();
+  auto r = run_thunderc({sample("dynamic_batch.pt2"), "-o", so, "--executors", "cpp,blas", "--standalone"});
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("1 variant,") != std::string::npos);
+  CHECK(r.out.find("symbolic sizes: s77 in 1..16") != std::string::npos);
+  std::string manifest = read_bytes(dir / "db.json");
+  CHECK(manifest.find("\"cache\": \"symbolic values\"") != std::string::npos);
+  CHECK(manifest.find("\"s77\"") != std::string::npos);
+
+  thunderc::HostTensor x4 = thunderc::npy::load(sample("dynamic_batch.input.npy"));
+  thunderc::HostTensor y4 = thunderc::npy::load(sample("dynamic_batch.expected.npy"));
+  REQUIRE(x4.shape() == std::vector<int64_t>{4, 12});
+  REQUIRE(y4.shape() == std::vector<int64_t>{4, 6});
+  auto rows = [](const thunderc::HostTensor& t, int64_t n) {
+    const int64_t w = t.shape()[1];
+    std::vector<float> v(static_cast<std::size_t>(n * w));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < w; ++j) v[i * w + j] = t.data<float>()[(i % 4) * w + j];
+    return thunderc::HostTensor::from_vector<float>({n, w}, v);
+  };
+  for (int64_t b : {1, 3, 4, 7, 16}) {
+    CAPTURE(b);
+    std::string in = (dir / ("x" + std::to_string(b) + ".npy")).string();
+    std::string want = (dir / ("y" + std::to_string(b) + ".npy")).string();
+    thunderc::npy::save(in, rows(x4, b));
+    thunderc::npy::save(want, rows(y4, b));
+    auto run = run_thunderc({"run", so, in, "--expect", want, "--rtol", "1e-4", "--atol", "1e-5", "--output-dir", dir.string()});
+    INFO(run.out);
+    CHECK(run.code == 0);
+    CHECK(run.out.find("output0: matches") != std::string::npos);
+  }
+  SUBCASE("a batch outside the export's range is refused, naming the dimension and the range") {
+    std::string in = (dir / "x17.npy").string();
+    thunderc::npy::save(in, rows(x4, 17));
+    auto run = run_thunderc({"run", so, in, "--output-dir", dir.string()});
+    INFO(run.out);
+    CHECK(run.code == 1);
+    CHECK(run.out.find("s77") != std::string::npos);
+    CHECK(run.out.find("17") != std::string::npos);
+    CHECK(run.out.find("1..16") != std::string::npos);
+  }
+  SUBCASE("--cache \"constant values\" specializes at the example size instead") {
+    auto c = run_thunderc({sample("dynamic_batch.pt2"), "-o", (dir / "fixed.so").string(), "--cache", "constant values"});
+    INFO(c.out);
+    CHECK(c.code == 0);
+    CHECK(c.out.find("symbolic sizes") == std::string::npos);
+    CHECK(read_bytes(dir / "fixed.json").find("\"cache\": \"constant values\"") != std::string::npos);
   }
 }
 
