@@ -43,6 +43,12 @@ class CppRegion : public RegionLowering {
     for (const Access& a : acc) idx.push_back(std::to_string(a.offset));
     std::vector<std::int64_t> inner(acc.size(), 0);
     if (!dims.empty()) inner = dims.back().s;
+    // Symbolic variants decide at run time: the nest is printed with its parallel pragma and again without,
+    // behind the same test (an OpenMP if() clause would still start a team of one: microseconds per nest).
+    const std::size_t start = lines_.size();
+    std::size_t par_line = 0;
+    std::string serial_line;  // what replaces the parallel pragma in the serial copy (empty: nothing)
+    bool run_time_par = false;
     L("{");
     indent_ += 2;
     std::size_t opened = 0;
@@ -52,14 +58,14 @@ class CppRegion : public RegionLowering {
       bool par = l == 0 && dims[0].n > 1 && static_cast<double>(numel(shape)) * cost >= kParallelWork &&
                  numel(shape) >= kParallelMinElements &&
                  (serial_if_zero < 0 || dims[0].s[serial_if_zero] != 0);
-      std::string clause = "num_threads(thunderc_cpp_nt) schedule(static)";
-      if (symbolic() && l == 0 && (serial_if_zero < 0 || dims[0].s[serial_if_zero] != 0)) {
-        // The sizes are known at run time only: the same test, in an OpenMP if() clause.
-        par = true;
-        clause += " if(" + parallel_test(numel(shape), cost) + " && " + std::to_string(dims[0].n) + " > 1)";
-      }
+      const std::string clause = "num_threads(thunderc_cpp_nt) schedule(static)";
+      if (symbolic() && l == 0 && (serial_if_zero < 0 || dims[0].s[serial_if_zero] != 0))
+        par = run_time_par = true;
       const std::string par_pragma = "#pragma omp parallel for " + clause;
-      if (par && !last) L(par_pragma);
+      if (par && !last) {
+        par_line = lines_.size();
+        L(par_pragma);
+      }
       if (last) {
         std::vector<std::string> body_idx;
         for (std::size_t a = 0; a < acc.size(); ++a) body_idx.push_back(term(idx[a], var, dims[l].s[a]));
@@ -68,8 +74,13 @@ class CppRegion : public RegionLowering {
         // pre/post see the indices without the innermost term (valid where that access's inner stride is 0)
         gen(body_idx, inner, pre, pragma, body, post);
         for (auto& p : pre) L(p);
-        if (par) L(pragma == "#pragma omp simd" ? "#pragma omp parallel for simd " + clause : par_pragma);
-        else if (!pragma.empty()) L(pragma);
+        if (par) {
+          par_line = lines_.size();
+          serial_line = pragma;
+          L(pragma == "#pragma omp simd" ? "#pragma omp parallel for simd " + clause : par_pragma);
+        } else if (!pragma.empty()) {
+          L(pragma);
+        }
         L("for (int64_t " + var + " = 0; " + var + " < " + std::to_string(dims[l].n) + "; ++" + var + ") {");
         for (auto& b : body) L("  " + b);
         L("}");
@@ -99,6 +110,27 @@ class CppRegion : public RegionLowering {
       L("}");
     }
     indent_ -= 2;
+    L("}");
+    if (run_time_par && !dims.empty())
+      guard_parallel(start, par_line, serial_line,
+                     parallel_test(numel(shape), cost) + " && " + std::to_string(dims[0].n) + " > 1");
+  }
+
+  // Lines [start, end) hold a loop nest whose line `par_line` is its parallel pragma: they become
+  // `if (test) { nest } else { nest with serial_line instead of the pragma }`.
+  void guard_parallel(std::size_t start, std::size_t par_line, const std::string& serial_line, const std::string& test) {
+    Lines nest(lines_.begin() + static_cast<std::ptrdiff_t>(start), lines_.end());
+    lines_.resize(start);
+    L("if (" + test + ") {");
+    for (const std::string& l : nest) lines_.push_back("  " + l);
+    L("} else {");
+    for (std::size_t i = 0; i < nest.size(); ++i) {
+      if (start + i == par_line) {
+        if (!serial_line.empty()) lines_.push_back("  " + nest[i].substr(0, nest[i].find('#')) + serial_line);
+        continue;
+      }
+      lines_.push_back("  " + nest[i]);
+    }
     L("}");
   }
 
@@ -177,12 +209,11 @@ class CppRegion : public RegionLowering {
   }
 
   void pool_loops(const PoolLoops& p) override {
+    const std::size_t start = lines_.size();
     L("{");
     indent_ += 2;
-    if (symbolic())
-      L("#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(static) if(" + parallel_test(p.x_numel, 2) +
-        " && " + std::to_string(p.planes) + " > 1)");
-    else if (static_cast<double>(p.x_numel) * 2 >= kParallelWork && p.x_numel >= kParallelMinElements && p.planes > 1)
+    const std::size_t par_line = lines_.size();
+    if (symbolic() || (static_cast<double>(p.x_numel) * 2 >= kParallelWork && p.x_numel >= kParallelMinElements && p.planes > 1))
       L("#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(static)");
     L("for (int64_t p = 0; p < " + std::to_string(p.planes) + "; ++p) {");
     L("  const " + p.T + "* __restrict in = " + p.X + " + " + std::to_string(p.x_offset) + " + p * " + std::to_string(p.H * p.W) + ";");
@@ -197,6 +228,8 @@ class CppRegion : public RegionLowering {
     L("}");
     indent_ -= 2;
     L("}");
+    if (symbolic())
+      guard_parallel(start, par_line, "", parallel_test(p.x_numel, 2) + " && " + std::to_string(p.planes) + " > 1");
   }
 };
 

@@ -385,7 +385,9 @@ def forward(self, x):
   }
 }
 
-// --cache "symbolic values": one variant whose kernels read the batch size at run time.
+// --cache "symbolic values": one variant whose kernels read the batch size at run time. With the default
+// executors its loops and GEMMs are native (cpp, blas), which sum in another order than ATen: float32
+// parity within rtol 1e-4, atol 1e-5, as for fixed shapes on those executors.
 TEST_CASE("symbolic values: one variant serves every batch size in the range and matches LibTorch") {
   fs::path dir = tmp_dir("symbolic_mlp");
   fs::path so = compile("mlp_scripted.pt", dir, "--cache \"symbolic values\" --shapes x=Bx64 --dim B=1:32");
@@ -398,7 +400,7 @@ TEST_CASE("symbolic values: one variant serves every batch size in the range and
     CAPTURE(batch);
     at::manual_seed(batch);
     at::Tensor x = at::randn({batch, 64});
-    check_close(thunderc::aten::run(compiled, {x}), torch_forward("mlp_scripted.pt", {x}));
+    check_close(thunderc::aten::run(compiled, {x}), torch_forward("mlp_scripted.pt", {x}), 1e-4, 1e-5);
     // Runtime-allocated outputs get the size of this call.
     DLTensor dl = thunderc::aten::view(x);
     std::vector<thunderc::ManagedTensor> outs = compiled.run_alloc({dl});
@@ -514,7 +516,7 @@ def forward(self, a, b):
     CAPTURE(batch);
     at::Tensor a = at::randn({batch, 8}), b = at::randn({batch, 8});
     c10::InferenceMode guard;
-    check_close(thunderc::aten::run(compiled, {a, b}), {ref.forward({a, b}).toTensor()});
+    check_close(thunderc::aten::run(compiled, {a, b}), {ref.forward({a, b}).toTensor()}, 1e-4, 1e-5);
   }
   try {
     thunderc::aten::run(compiled, {at::randn({3, 8}), at::randn({4, 8})});
@@ -547,7 +549,7 @@ TEST_CASE("symbolic values: gpt_block over a symbolic sequence length (the causa
     INFO("T = " << T);
     at::manual_seed(T);
     at::Tensor x = at::randn({1, T, 64});
-    check_close(thunderc::aten::run(compiled, {x}), torch_forward("gpt_block.pt", {x}));
+    check_close(thunderc::aten::run(compiled, {x}), torch_forward("gpt_block.pt", {x}), 1e-4, 1e-5);
   }
 }
 
@@ -558,7 +560,7 @@ TEST_CASE("symbolic values: a convolutional model over a symbolic batch matches 
     CAPTURE(batch);
     at::manual_seed(batch);
     at::Tensor x = at::randn({batch, 3, 32, 32});
-    check_close(thunderc::aten::run(compiled, {x}), torch_forward("cnn.pt", {x}));
+    check_close(thunderc::aten::run(compiled, {x}), torch_forward("cnn.pt", {x}), 1e-4, 1e-5);
   }
 }
 
@@ -590,7 +592,7 @@ def forward(self, x, mask):
     at::Tensor x = at::randn({b, t, 8}), mask = at::rand({b, t}) > 0.5;
     c10::InferenceMode guard;
     auto out = ref.forward({x, mask}).toTupleRef().elements();
-    check_close(thunderc::aten::run(compiled, {x, mask}), {out[0].toTensor(), out[1].toTensor()});
+    check_close(thunderc::aten::run(compiled, {x, mask}), {out[0].toTensor(), out[1].toTensor()}, 1e-4, 1e-5);
   }
   Result refused = run_thunderc(bad_pt + " -o " + (dir / "bad.so").string() + flags);
   INFO(refused.out);
