@@ -69,7 +69,7 @@ def main():
                                 f"{symbol}={lo}:{hi}"], capture_output=True, text=True)
             if r.returncode != 0:
                 failed = True
-                print(f"| {name} | {symbol} in {lo}..{hi} | failed: {r.stdout.strip().splitlines()[-1][:200]} | |")
+                print(f"| {name} | {symbol} in {lo}..{hi} | failed: {(r.stdout + r.stderr).strip().splitlines()[-1][:300]} | |")
                 continue
             results = []
             for n in sorted({lo, (lo + hi) // 2 | 1, hi}):
