@@ -352,6 +352,17 @@ void Importer::note_unsupported(const Node* n, const std::string& why) {
   for (const JitValue* out : n->outputs()) bind(out, JVal{});
 }
 
+// A weight broadcast by expand (a class token expanded to the batch: expand(w, [B, -1, -1])) stays an
+// expand of the weight in the trace rather than a folded constant: it is a free view for the executors, a
+// folded copy would embed one row per batch element, and the program must be the same at every batch size
+// for a symbolic variant (so also when B = 1 makes it an identity).
+bool Importer::expands_known_tensor(const torch::jit::Node* n) const {
+  const std::string kind = n->kind().toQualString();
+  if (kind != "aten::expand" && kind != "aten::expand_as") return false;
+  const JVal& self = in(n, 0);
+  return self.kind == JVal::Kind::Known && self.known.isTensor();
+}
+
 void Importer::evaluate_known(Node* n) {
   std::string kind = n->kind().toQualString();
   if (n->isNondeterministic())
@@ -547,7 +558,7 @@ void Importer::import_node(Node* n) {
   if (import_structural(n)) return;
   bool all_known = true;
   for (std::size_t i = 0; i < n->inputs().size(); ++i) all_known = all_known && in(n, i).kind == JVal::Kind::Known;
-  if (all_known && n->blocks().empty()) {
+  if (all_known && n->blocks().empty() && !expands_known_tensor(n)) {
     evaluate_known(n);
   } else {
     auto it = op_handlers().find(kind);

@@ -77,6 +77,7 @@ class Importer {
   void import_block(torch::jit::Block* block);
   void import_node(torch::jit::Node* n);
   void evaluate_known(torch::jit::Node* n);
+  bool expands_known_tensor(const torch::jit::Node* n) const;
   bool import_structural(torch::jit::Node* n);
   ValueId materialize(const torch::jit::Value* v, const at::Tensor& t);
   void note_unsupported(const torch::jit::Node* n, const std::string& why);

@@ -286,9 +286,12 @@ SymbolicTrace generalize_traces(const std::vector<SymbolRange>& symbols,
     if (top) st.max_trace = k;
     if (k == 0) continue;
     const Trace& tk = *traces[k].trace;
-    if (tk.symbols().size() != t0.symbols().size() || tk.num_values() != t0.num_values())
+    if (tk.symbols().size() != t0.symbols().size())
       g.differs(k, std::to_string(t0.symbols().size()) + " vs " + std::to_string(tk.symbols().size()) +
                        " operations (a branch, a loop or a rewrite depends on the sizes)");
+    if (tk.num_values() != t0.num_values())
+      g.differs(k, std::to_string(t0.num_values()) + " vs " + std::to_string(tk.num_values()) +
+                       " values (e.g. a constant folded at one size only)");
     if (tk.inputs() != t0.inputs() || tk.outputs() != t0.outputs())
       g.differs(k, "the inputs or outputs of the program (an output may alias an input at one size only)");
     if (tk.constants() != t0.constants())

@@ -11,10 +11,13 @@ namespace {
 
 bool worth_folding(const Trace& trace, const BoundSymbol& sym) {
   std::size_t out_bytes = trace.type(sym.outputs[0]).nbytes();
-  if (out_bytes <= kFoldLimitBytes) return true;
-  if (sym.op->category != OpCategory::Shape || sym.op->name == "expand") return false;
   std::size_t in_bytes = 0;
   for (ValueId v : tensor_operands(sym)) in_bytes += trace.type(v).nbytes();
+  // An expand is a free view for the executors; folded, it would embed the copies (and make the program
+  // differ between batch sizes, which a symbolic variant cannot serve).
+  if (sym.op->name == "expand") return false;
+  if (out_bytes <= kFoldLimitBytes) return true;
+  if (sym.op->category != OpCategory::Shape) return false;
   return out_bytes <= in_bytes;
 }
 

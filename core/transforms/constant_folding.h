@@ -3,9 +3,10 @@
 // After constant_folding(t):
 //  * no symbol outside a region that the reference interpreter (reference_eval.h) can evaluate has only
 //    constant tensor operands, unless
+//      - it is an expand (a free view; folded, it would embed the copies), or
 //      - its result would be larger than kFoldLimitBytes and it is not pure data movement that does not
 //        grow the data (reshape, permute, slice, select, cat: e.g. a transposed weight is folded at any
-//        size; expand is folded only under the limit), or
+//        size), or
 //      - the trace returns its output (the compiled function never returns a constant's buffer), or
 //      - it cannot be evaluated exactly (float16/bfloat16 arithmetic, integer division by zero, ...);
 //  * each folded symbol is gone, its readers read a new constant named "folded_<its output>" that holds
