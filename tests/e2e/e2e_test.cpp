@@ -495,6 +495,32 @@ def forward(self, x):
   }
 }
 
+TEST_CASE("symbolic values: a weight expanded to the batch (a class token) stays an expand, not a constant") {
+  fs::path dir = tmp_dir("symbolic_class_token");
+  torch::jit::Module m("__torch__.ClassToken");
+  m.register_parameter("cls", at::randn({1, 1, 8}), false);
+  m.define(R"(
+def forward(self, x):
+    tokens = torch.cat([self.cls.expand(x.size(0), -1, -1), x], 1)
+    return torch.softmax(tokens, -1)
+)");
+  std::string pt = (dir / "cls.pt").string();
+  m.save(pt);
+  fs::path so = dir / "cls.so";
+  Result r = run_thunderc(pt + " -o " + so.string() +
+                          " --executors cpp --standalone --cache \"symbolic values\" --shapes x=Bx4x8 --dim B=1:16");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  thunderc::Model compiled(so.string());
+  torch::jit::Module ref = torch::jit::load(pt);
+  for (int64_t b : {1, 3, 16}) {
+    CAPTURE(b);
+    at::Tensor x = at::randn({b, 4, 8});
+    c10::InferenceMode guard;
+    check_close(thunderc::aten::run(compiled, {x}), {ref.forward({x}).toTensor()}, 1e-4, 1e-5);
+  }
+}
+
 TEST_CASE("symbolic values: every occurrence of a symbol must be equal") {
   fs::path dir = tmp_dir("symbolic_two_inputs");
   torch::jit::Module m("__torch__.TwoInputs");

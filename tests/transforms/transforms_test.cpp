@@ -145,6 +145,21 @@ TEST_CASE("constant-folding: data movement and small arithmetic on constants bec
   for (ValueId c : after.constants()) CHECK(after.value(c).name != "folded_t0");
 }
 
+TEST_CASE("constant-folding: an expand of a constant stays an op, even a small or identity one") {
+  Trace t;
+  ValueId x = t.add_input("x", f32({2, 1, 3}));
+  ValueId w = t.add_constant("w", f32({1, 1, 3}), data_of<float>({1, 2, 3}));
+  ValueId e = t.emit1(op("expand"), {T(w)}, {{"shape", IntList{2, 1, 3}}});  // 24 bytes: under the limit
+  ValueId same = t.emit1(op("expand"), {T(w)}, {{"shape", IntList{1, 1, 3}}});
+  ValueId y = t.emit1(op("add"), {T(x), T(e)}, {});
+  t.set_outputs({t.emit1(op("add"), {T(y), T(same)}, {})});
+  Trace after = constant_folding(t);
+  int expands = 0;
+  for (const BoundSymbol& s : after.symbols()) expands += s.op->name == "expand";
+  CHECK(expands == 2);
+  CHECK(after.constants().size() == 1);
+}
+
 TEST_CASE("constant-folding: large data movement that does not grow the data is folded at any size") {
   Trace t;
   ValueId x = t.add_input("x", f32({4, 200}));
