@@ -76,6 +76,58 @@ class GPTBlock(nn.Module):
         return x + self.out(F.silu(self.fc(self.ln2(x))))
 
 
+class LlamaBlock(nn.Module):
+    """A Llama-style decoder block: RMSNorm, rotary embeddings, grouped-query causal attention through
+    scaled_dot_product_attention, per-head RMSNorm of q and k with eps=None (Qwen3), and a SwiGLU MLP."""
+
+    def __init__(self, embed=32, heads=4, kv_heads=2, hidden=64, max_len=16):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, embed // heads
+        self.attn_norm = nn.RMSNorm(embed, eps=1e-6)
+        self.q = nn.Linear(embed, embed, bias=False)
+        self.k = nn.Linear(embed, kv_heads * self.head_dim, bias=False)
+        self.v = nn.Linear(embed, kv_heads * self.head_dim, bias=False)
+        self.q_norm = nn.RMSNorm(self.head_dim)
+        self.k_norm = nn.RMSNorm(self.head_dim)
+        self.o = nn.Linear(embed, embed, bias=False)
+        self.mlp_norm = nn.RMSNorm(embed, eps=1e-6)
+        self.gate = nn.Linear(embed, hidden, bias=False)
+        self.up = nn.Linear(embed, hidden, bias=False)
+        self.down = nn.Linear(hidden, embed, bias=False)
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, self.head_dim, 2).float() / self.head_dim))
+        angles = torch.outer(torch.arange(max_len).float(), inv_freq)
+        angles = torch.cat([angles, angles], dim=-1)
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+        with torch.no_grad():  # RMSNorm weights start at 1: make them matter
+            for norm in (self.attn_norm, self.q_norm, self.k_norm, self.mlp_norm):
+                norm.weight.copy_(torch.rand_like(norm.weight) + 0.5)
+
+    @staticmethod
+    def rotate_half(x):
+        half = x.shape[-1] // 2
+        return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+
+    def rope(self, x, t):
+        cos, sin = self.cos[:t], self.sin[:t]
+        return x * cos + self.rotate_half(x) * sin
+
+    def forward(self, x):
+        b, t, c = x.shape
+        h = self.attn_norm(x)
+        q = self.q_norm(self.q(h).view(b, t, self.heads, self.head_dim)).transpose(1, 2)
+        k = self.k_norm(self.k(h).view(b, t, self.kv_heads, self.head_dim)).transpose(1, 2)
+        v = self.v(h).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k = self.rope(q, t), self.rope(k, t)
+        rep = self.heads // self.kv_heads  # grouped-query attention, as Llama's repeat_kv writes it
+        k = k[:, :, None].expand(b, self.kv_heads, rep, t, self.head_dim).reshape(b, self.heads, t, self.head_dim)
+        v = v[:, :, None].expand(b, self.kv_heads, rep, t, self.head_dim).reshape(b, self.heads, t, self.head_dim)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o(y.transpose(1, 2).reshape(b, t, c))
+        h = self.mlp_norm(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
 class DynamicBatch(nn.Module):
     """A small MLP whose batch dimension is exported as Dim("B", min=1, max=16)."""
 
@@ -126,6 +178,9 @@ def main():
 
     torch.manual_seed(2)
     export_one("gpt_block", GPTBlock(), torch.randn(2, 8, 32))
+
+    torch.manual_seed(5)
+    export_one("llama_block", LlamaBlock(), torch.randn(2, 12, 32))
 
     torch.manual_seed(3)
     export_one("dynamic_batch", DynamicBatch(), torch.randn(4, 12), dynamic_shapes={"x": {0: Dim("B", min=1, max=16)}})

@@ -530,8 +530,12 @@ std::unique_ptr<Pt2Model> Pt2Model::load(const std::string& path) {
       m->input_names_.push_back(s.name);
       recorded.push_back(std::move(shape));
     } else if (s.kind == "parameter" || s.kind == "buffer") {
-      if (!p.weights.count(s.target))
-        user_error(path, ": ", s.kind, " '", s.target, "' has no data in the archive's weights");
+      // A non-persistent buffer (register_buffer(..., persistent=False), e.g. rotary tables) is stored with the
+      // constants.
+      bool non_persistent = s.kind == "buffer" && p.constants.count(s.target);
+      if (!p.weights.count(s.target) && !non_persistent)
+        user_error(path, ": ", s.kind, " '", s.target, "' has no data in the archive's weights",
+                   s.kind == "buffer" ? " or constants" : "");
     } else if (s.kind == "tensor_constant") {
       if (!p.constants.count(s.target) && !p.weights.count(s.target))
         user_error(path, ": tensor constant '", s.target, "' has no data in the archive's constants");

@@ -478,6 +478,12 @@ void reductions(Table& t) {
     return m.emit("layer_norm", {m.operand(n, "input"), m.operand(n, "weight"), m.operand(n, "bias")},
                   {{"normalized_shape", m.ints_arg(n, "normalized_shape")}, {"eps", m.float_arg(n, "eps", 1e-5)}});
   });
+  t.def("rms_norm", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "input");
+    double eps = m.has(n, "eps") ? m.float_arg(n, "eps") : machine_epsilon(m.type(x).dtype);  // PyTorch's eps=None
+    return m.emit("rms_norm", {Operand::tensor(x), m.operand(n, "weight")},
+                  {{"normalized_shape", m.ints_arg(n, "normalized_shape")}, {"eps", eps}});
+  });
   // native_layer_norm returns (out, mean, rstd); only `out` is supported downstream.
   t.raw("torch.ops.aten.native_layer_norm.default", [](Pt2Importer& m, const Pt2Node& n) {
     m.bind(n, 0, m.emit("layer_norm", {m.operand(n, "input"), m.operand(n, "weight"), m.operand(n, "bias")},

@@ -347,6 +347,13 @@ void reduction_norm_ops(Table& t) {
     return m.emit("layer_norm", {m.operand(n, 0), m.operand(n, 2), m.operand(n, 3)},
                   {{"normalized_shape", m.ints_arg(n, 1)}, {"eps", m.float_arg(n, 4)}});
   }, false);
+  // aten::rms_norm(input, normalized_shape, weight=None, eps=None): in TorchScript saved by torch >= 2.4.
+  t.def("rms_norm", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    double eps = m.is_none(n, 3) ? machine_epsilon(m.type(x).dtype) : m.float_arg(n, 3);  // PyTorch's eps=None
+    return m.emit("rms_norm", {Operand::tensor(x), m.operand(n, 2)},
+                  {{"normalized_shape", m.ints_arg(n, 1)}, {"eps", eps}});
+  }, false);
   t.def("batch_norm", [](Importer& m, const Node* n) {
     if (m.bool_arg(n, 5)) m.fail(n, "is batch_norm in training mode; call model.eval() before saving");
     if (m.is_none(n, 3) || m.is_none(n, 4))

@@ -35,6 +35,16 @@ bool is_integral(DType dt) {
 }
 bool is_bool(DType dt) { return dt == DType::Bool; }
 
+double machine_epsilon(DType dt) {
+  switch (dt) {
+    case DType::Float16: return 0x1p-10;
+    case DType::BFloat16: return 0x1p-7;
+    case DType::Float32: return 0x1p-23;
+    case DType::Float64: return 0x1p-52;
+    default: internal_error("machine_epsilon of a non-floating dtype ", dtype_name(dt));
+  }
+}
+
 std::optional<DType> parse_dtype(std::string_view name) {
   for (int i = 0; i < kNumDTypes; ++i) {
     if (name == kInfo[i].name || name == kInfo[i].short_name) return static_cast<DType>(i);

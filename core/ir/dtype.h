@@ -29,6 +29,8 @@ std::size_t dtype_size(DType dt);
 bool is_floating(DType dt);
 bool is_integral(DType dt);  // integer types, not bool
 bool is_bool(DType dt);
+// torch.finfo(dt).eps: the gap between 1 and the next representable value (floating dtypes only).
+double machine_epsilon(DType dt);
 // Accepts PyTorch names ("float32", "float", "long", ...) and short names ("f32").
 std::optional<DType> parse_dtype(std::string_view name);
 

@@ -1,4 +1,4 @@
-// Reductions (sum, mean, amax) and normalizations (softmax, log_softmax, layer_norm, batch_norm).
+// Reductions (sum, mean, amax) and normalizations (softmax, log_softmax, layer_norm, rms_norm, batch_norm).
 #include <algorithm>
 
 #include "core/ir/error.h"
@@ -83,21 +83,26 @@ void register_reduction_norm_ops(OpRegistry& r) {
            },
            std::string(name) + " along dim, computed in dtype when given"});
   }
+  // layer_norm and rms_norm: the input's trailing dims must be normalized_shape, and so must weight (and bias).
+  auto trailing_norm_meta = [](const MetaArgs& m) -> std::vector<TensorType> {
+    const TensorType& a = m.tensor(0);
+    const IntList& ns = m.attrs.get_ints("normalized_shape");
+    require_floating(a, m.op.name, "the input");
+    bool trailing = ns.size() <= a.rank() && std::equal(ns.begin(), ns.end(), a.shape.end() - ns.size());
+    if (ns.empty() || !trailing)
+      user_error(m.op.name, ": normalized_shape ", shape_str(ns), " does not match the trailing dimensions of ",
+                 "the input ", shape_str(a.shape));
+    check_param(m, 1, ns, "weight");
+    if (m.op.inputs.size() > 2) check_param(m, 2, ns, "bias");
+    return {a};
+  };
   r.add({"layer_norm", OpCategory::Normalization, {{"a"}, {"weight", true}, {"bias", true}},
-         {{"normalized_shape", AttrType::IntList}, {"eps", AttrType::Float, false, 1e-5}},
-         [](const MetaArgs& m) -> std::vector<TensorType> {
-           const TensorType& a = m.tensor(0);
-           const IntList& ns = m.attrs.get_ints("normalized_shape");
-           require_floating(a, "layer_norm", "the input");
-           bool trailing = ns.size() <= a.rank() && std::equal(ns.begin(), ns.end(), a.shape.end() - ns.size());
-           if (ns.empty() || !trailing)
-             user_error("layer_norm: normalized_shape ", shape_str(ns), " does not match the trailing dimensions of ",
-                        "the input ", shape_str(a.shape));
-           check_param(m, 1, ns, "weight");
-           check_param(m, 2, ns, "bias");
-           return {a};
-         },
+         {{"normalized_shape", AttrType::IntList}, {"eps", AttrType::Float, false, 1e-5}}, trailing_norm_meta,
          "normalizes over the trailing normalized_shape dims, then * weight + bias"});
+  // eps is always explicit here: importers turn PyTorch's eps=None into the input dtype's machine epsilon.
+  r.add({"rms_norm", OpCategory::Normalization, {{"a"}, {"weight", true}},
+         {{"normalized_shape", AttrType::IntList}, {"eps", AttrType::Float}}, trailing_norm_meta,
+         "a * rsqrt(mean(a^2) + eps) over the trailing normalized_shape dims, then * weight"});
   r.add({"batch_norm", OpCategory::Normalization,
          {{"a"}, {"weight", true}, {"bias", true}, {"running_mean"}, {"running_var"}},
          {{"eps", AttrType::Float, false, 1e-5}},

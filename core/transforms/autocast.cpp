@@ -17,7 +17,7 @@ const std::set<std::string>& low_precision_ops() {
 }
 
 const std::set<std::string>& float32_ops() {
-  static const std::set<std::string> s = {"softmax", "log_softmax", "layer_norm", "batch_norm", "sum",
+  static const std::set<std::string> s = {"softmax", "log_softmax", "layer_norm", "rms_norm", "batch_norm", "sum",
                                           "exp",     "log",         "rsqrt",      "reciprocal", "pow"};
   return s;
 }

@@ -49,7 +49,7 @@ class Decomposer {
   static bool has_rule(const std::string& name) { return rules().count(name) != 0; }
   static const std::set<std::string>& rules() {
     static const std::set<std::string> r = {"linear",    "addmm", "softmax", "log_softmax", "layer_norm",
-                                            "batch_norm", "gelu",  "silu",    "hardswish",   "hardsigmoid",
+                                            "rms_norm",  "batch_norm", "gelu",  "silu",    "hardswish",   "hardsigmoid",
                                             "scaled_dot_product_attention"};
     return r;
   }
@@ -117,6 +117,15 @@ ValueId Decomposer::rewrite(Trace& t, const BoundSymbol& s) {
     r = emit(t, "mul", {T(d), T(inv)});
     if (has(1)) r = emit(t, "mul", {T(r), in(1)});
     if (has(2)) r = emit(t, "add", {T(r), in(2)});
+  } else if (name == "rms_norm") {
+    std::int64_t rank = static_cast<std::int64_t>(type(0).rank());
+    std::int64_t k = static_cast<std::int64_t>(at.get_ints("normalized_shape").size());
+    IntList dims;
+    for (std::int64_t d = rank - k; d < rank; ++d) dims.push_back(d);
+    ValueId ms = emit(t, "mean", {T(emit(t, "mul", {in(0), in(0)}))}, {{"dims", dims}, {"keepdim", true}});
+    ValueId inv = emit(t, "rsqrt", {T(emit(t, "add", {T(ms), N(at.get_float("eps"))}))});
+    r = emit(t, "mul", {in(0), T(inv)});
+    if (has(1)) r = emit(t, "mul", {T(r), in(1)});
   } else if (name == "batch_norm") {
     const TensorType a = type(0);
     IntList pshape(a.rank() - 1, 1);

@@ -6,6 +6,7 @@
 //   softmax(a, dim)        -> e = exp(a - amax(a, dim, keepdim)); e / sum(e, dim, keepdim)
 //   log_softmax(a, dim)    -> (a - m) - log(sum(exp(a - m), dim, keepdim)), m = amax(a, dim, keepdim)
 //   layer_norm(a, w, b)    -> d = a - mean(a); d * rsqrt(mean(d * d) + eps) * w + b  (over the normalized dims)
+//   rms_norm(a, w)         -> a * rsqrt(mean(a * a) + eps) * w             (over the normalized dims)
 //   batch_norm(a, ...)     -> (a - mean) * rsqrt(var + eps) * w + b   (statistics reshaped to [C, 1, ...])
 //   gelu(a)                -> 0.5 * a * (1 + erf(a / sqrt(2)))   or the tanh approximation
 //   silu, hardswish, hardsigmoid -> sigmoid / hardtanh(a + 3, 0, 6) forms

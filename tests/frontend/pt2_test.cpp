@@ -103,7 +103,7 @@ std::string patched_fixture(const std::string& name, const std::map<std::string,
   return make_zip(files);
 }
 
-const std::vector<std::string> kFixtures = {"mlp", "cnn", "cnn_decomposed", "gpt_block", "dynamic_batch"};
+const std::vector<std::string> kFixtures = {"mlp", "cnn", "cnn_decomposed", "gpt_block", "llama_block", "dynamic_batch"};
 
 }  // namespace
 
@@ -286,6 +286,7 @@ TEST_CASE("import: every fixture at its example shapes") {
            {"cnn", {2, 10}, {"conv2d", "batch_norm", "relu", "max_pool2d", "adaptive_avg_pool2d", "linear"}},
            {"cnn_decomposed", {2, 10}, {"conv2d", "batch_norm", "max_pool2d", "mean", "permute", "addmm"}},
            {"gpt_block", {2, 8, 32}, {"layer_norm", "linear", "slice", "scaled_dot_product_attention", "silu", "add"}},
+           {"llama_block", {2, 12, 32}, {"rms_norm", "linear", "cat", "neg", "expand", "scaled_dot_product_attention", "silu"}},
            {"dynamic_batch", {4, 6}, {"linear", "relu", "mul", "sub", "softmax"}}}) {
     CAPTURE(e.name);
     auto m = Pt2Model::load(sample(e.name + ".pt2"));
@@ -299,10 +300,14 @@ TEST_CASE("import: every fixture at its example shapes") {
     for (const std::string& op : e.ops) CHECK_MESSAGE(counts.count(op), op);
     CHECK(edges.size() == (e.name == "dynamic_batch" ? 1u : 0u));
     // Weights keep their names as source names; printed names are identifiers.
+    // (llama_block's rotary tables are top-level buffers, "cos" and "sin"; the rest are module.weight).
+    std::size_t dotted = 0;
     for (ValueId c : t.constants()) {
-      CHECK(t.value(c).source_name.find('.') != std::string::npos);
+      CHECK(!t.value(c).source_name.empty());
+      dotted += t.value(c).source_name.find('.') != std::string::npos;
       CHECK(t.value(c).name.find('.') == std::string::npos);
     }
+    CHECK(dotted > 0);
   }
   SUBCASE("the dynamic batch at another size") {
     auto m = Pt2Model::load(sample("dynamic_batch.pt2"));

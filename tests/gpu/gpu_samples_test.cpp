@@ -30,13 +30,16 @@ int main() {
                                        {"cnn", {}},
                                        {"gpt_block", {}},
                                        {"mlp_scripted", {"--shapes", "x=1x64"}},
-                                       {"gpt_block_scripted", {"--shapes", "x=1x16x64"}}};
+                                       {"gpt_block_scripted", {"--shapes", "x=1x16x64"}},
+                                       {"pt2/llama_block", {}}};
   int failures = 0;
   for (const Sample& s : samples) {
     fs::path dir = fs::path(THUNDERC_TEST_TMP) / s.name;
     fs::create_directories(dir);
-    std::string so = (dir / (std::string(s.name) + ".so")).string();
-    std::vector<std::string> args = {std::string(THUNDERC_SAMPLES_DIR) + "/" + s.name + ".pt", "-o", so, "--executors", "nvfuser"};
+    std::string so = (dir / (fs::path(s.name).filename().string() + ".so")).string();
+    const bool pt2 = std::string(s.name).rfind("pt2/", 0) == 0;  // samples/pt2/<name>.pt2, a torch.export program
+    std::vector<std::string> args = {std::string(THUNDERC_SAMPLES_DIR) + "/" + s.name + (pt2 ? ".pt2" : ".pt"), "-o", so,
+                                     "--executors", "nvfuser"};
     args.insert(args.end(), s.flags.begin(), s.flags.end());
     auto r = thunderc_test::run_program(THUNDERC_BIN, args);
     if (r.code != 0) {

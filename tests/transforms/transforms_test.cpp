@@ -244,6 +244,29 @@ TEST_CASE("decompose: driven by the executor list") {
   }
 }
 
+TEST_CASE("decompose: rms_norm over the last dim with a weight and over the last two without") {
+  Trace t;
+  ValueId x = t.add_input("x", f32({2, 3, 8}));
+  ValueId g = t.add_constant("g", f32({8}), zeros(f32({8})));
+  ValueId a = t.emit1(op("rms_norm"), {T(x), T(g)}, {{"normalized_shape", IntList{8}}, {"eps", 1e-6}});
+  ValueId b = t.emit1(op("rms_norm"), {T(a), Operand::none()}, {{"normalized_shape", IntList{3, 8}}, {"eps", 0x1p-23}});
+  t.set_outputs({b});
+  Trace after = decompose(t, context_with({&simple_executor(), &torch_like()}));
+  check_before_after("decompose_rms_norm", t, after);
+  for (const BoundSymbol& s : after.symbols()) CHECK_MESSAGE(simple_executor().can_execute(after, s), s.op->name);
+  CHECK(after.outputs() == t.outputs());
+}
+
+TEST_CASE("rms_norm: normalized_shape must be the input's trailing dims, the weight must match it") {
+  Trace t;
+  ValueId x = t.add_input("x", f32({2, 8}));
+  ValueId g = t.add_input("g", f32({4}));
+  CHECK_THROWS_WITH_AS(t.emit1(op("rms_norm"), {T(x), Operand::none()}, {{"normalized_shape", IntList{4}}, {"eps", 1e-6}}),
+                       doctest::Contains("does not match the trailing dimensions"), UserError);
+  CHECK_THROWS_WITH_AS(t.emit1(op("rms_norm"), {T(x), T(g)}, {{"normalized_shape", IntList{8}}, {"eps", 1e-6}}),
+                       doctest::Contains("weight has shape [4], expected [8]"), UserError);
+}
+
 TEST_CASE("decompose: float16 is never rewritten (ATen computes it in float32)") {
   Trace t;
   ValueId x = t.add_input("x", tt(DType::Float16, {2, 8}));

@@ -136,6 +136,17 @@ const std::unordered_map<std::string, OpFn>& ops() {
     t["layer_norm"] = [](A x, T a) {
       return at::layer_norm(x[0], a.get_ints("normalized_shape"), opt(x[1]), opt(x[2]), a.get_float("eps"));
     };
+    // Composed from ATen ops: LibTorch before 2.4 has no at::rms_norm. Half types compute in float32, as
+    // at::rms_norm does.
+    t["rms_norm"] = [](A x, T a) {
+      at::Tensor in = x[0].is_floating_point() && x[0].element_size() < 4 ? x[0].to(at::kFloat) : x[0];
+      std::vector<std::int64_t> dims;
+      const auto k = static_cast<std::int64_t>(a.get_ints("normalized_shape").size());
+      for (std::int64_t d = in.dim() - k; d < in.dim(); ++d) dims.push_back(d);
+      at::Tensor y = in * at::rsqrt(at::mean(in * in, dims, true) + a.get_float("eps"));
+      y = y.to(x[0].scalar_type());
+      return x[1].defined() ? y * x[1] : y;
+    };
     t["batch_norm"] = [](A x, T a) {
       return at::batch_norm(x[0], opt(x[1]), opt(x[2]), opt(x[3]), opt(x[4]), false, 0.0, a.get_float("eps"), false);
     };

@@ -29,20 +29,23 @@ struct Compiled {
   nlohmann::json manifest;
 };
 
+// `name`: a TorchScript sample (samples/<name>.pt) or, as "pt2/<name>", a torch.export one (samples/pt2/<name>.pt2).
 Compiled compile_sample(const std::string& name, const std::vector<std::string>& flags) {
   // One folder per (sample, flags): ctest -j runs the test cases below in parallel.
   std::string key;
   for (const std::string& f : flags) key += f + " ";
-  fs::path dir = fs::path(THUNDERC_TEST_TMP) / ("sample_" + name + "_" + std::to_string(std::hash<std::string>{}(key)));
+  const bool pt2 = name.rfind("pt2/", 0) == 0;
+  const std::string stem = pt2 ? name.substr(4) : name;
+  fs::path dir = fs::path(THUNDERC_TEST_TMP) / ("sample_" + stem + "_" + std::to_string(std::hash<std::string>{}(key)));
   fs::create_directories(dir);
-  Compiled c{(dir / (name + ".so")).string(), dir / "src", {}};
-  std::vector<std::string> args = {std::string(THUNDERC_SAMPLES_DIR) + "/" + name + ".pt", "-o", c.so, "--keep-sources",
-                                   c.sources.string()};
+  Compiled c{(dir / (stem + ".so")).string(), dir / "src", {}};
+  std::vector<std::string> args = {std::string(THUNDERC_SAMPLES_DIR) + "/" + name + (pt2 ? ".pt2" : ".pt"), "-o", c.so,
+                                   "--keep-sources", c.sources.string()};
   args.insert(args.end(), flags.begin(), flags.end());
   auto r = thunderc_test::run_program(THUNDERC_BIN, args);
   INFO(r.out);
   REQUIRE(r.code == 0);
-  std::ifstream in(dir / (name + ".json"));
+  std::ifstream in(dir / (stem + ".json"));
   c.manifest = nlohmann::json::parse(in);
   return c;
 }
@@ -144,6 +147,9 @@ TEST_CASE("samples: --device cuda (cudnn, cublas, nvfuser), run emulated, match 
   SUBCASE("cnn") { check_sample("cnn", {"--device", "cuda"}, ex); }
   SUBCASE("gpt_block (causal attention on nvfuser's flash kernel)") { check_sample("gpt_block", {"--device", "cuda"}, ex); }
   SUBCASE("encoder_layer (key-padding mask)") { check_sample("encoder_layer", {"--device", "cuda"}, ex); }
+  SUBCASE("pt2/llama_block (rms_norm, rotary tables, grouped-query causal attention, SwiGLU)") {
+    check_sample("pt2/llama_block", {"--device", "cuda"}, ex);
+  }
   SUBCASE("mlp_scripted") { check_sample("mlp_scripted", {"--device", "cuda", "--shapes", "x=1x64"}, ex); }
   SUBCASE("gpt_block_scripted") { check_sample("gpt_block_scripted", {"--device", "cuda", "--shapes", "x=1x16x64"}, ex); }
 }
