@@ -2,6 +2,8 @@
 # Writes the torch.export (.pt2) samples of the .pt2 frontend (core/frontend/pt2.h) into samples/pt2/:
 # <name>.pt2 (torch.export.export + torch.export.save), <name>.input.npy and <name>.expected.npy (PyTorch's
 # output on that input). thunderc reads these without LibTorch or Python; only this script needs PyTorch 2.x.
+# It also writes samples/torch2/: TorchScript saved by torch 2.x (rms_norm, scaled_dot_product_attention), which
+# only a thunderc built against LibTorch 2.x loads (scripts/build.sh --libtorch-venv).
 #
 # Run with a Python that has PyPI torch (CPU is enough) and numpy, from the repository root:
 #   python3 -m venv /tmp/pt2-venv
@@ -24,6 +26,7 @@ import torch.nn.functional as F
 from torch.export import Dim
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pt2")
+OUT_TORCH2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch2")
 
 
 class MLP(nn.Module):
@@ -128,6 +131,35 @@ class LlamaBlock(nn.Module):
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
 
 
+class InPlace(nn.Module):
+    """In-place updates as torchvision writes them (relu_, out += identity, hardtanh_, dropout_ at eval), which
+    torch.export keeps, plus unflatten (as nn.MultiheadAttention's export has it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 16)
+        self.fc2 = nn.Linear(16, 16)
+        self.drop = nn.Dropout(0.1, inplace=True)
+
+    def forward(self, x):
+        out = self.fc1(x)
+        out.relu_()
+        out = self.fc2(out)
+        out += x
+        out = F.hardtanh(out, -0.5, 0.5, inplace=True)
+        out = self.drop(out)
+        return out.unflatten(-1, (4, -1)).sum(-1)
+
+
+class InPlaceView(nn.Module):
+    """Writes through a view into a tensor read afterwards: refused by the .pt2 frontend (for now)."""
+
+    def forward(self, x):
+        h = x * 2.0
+        h[:, 0].add_(1.0)
+        return h + 1.0
+
+
 class DynamicBatch(nn.Module):
     """A small MLP whose batch dimension is exported as Dim("B", min=1, max=16)."""
 
@@ -161,6 +193,27 @@ def export_one(name, model, x, dynamic_shapes=None, decompose=False):
     print(name, tuple(x.shape), "->", tuple(expected.shape))
 
 
+def script_one(name, model, x):
+    """TorchScript saved by torch 2.x (torch.jit.trace): the input shape rides along as the extra file
+    thunderc.json, as in samples/make_samples.py. Written to samples/torch2/, for the LibTorch 2.x build
+    (LibTorch 1.13 has no aten::rms_norm)."""
+    import json
+    model.eval()
+    os.makedirs(OUT_TORCH2, exist_ok=True)
+    with torch.no_grad():
+        expected = model(x)
+        traced = torch.jit.trace(model, x)
+    meta = {"inputs": [{"name": "x", "shape": list(x.shape), "dtype": "float32"}]}
+    path = os.path.join(OUT_TORCH2, name + ".pt")
+    torch.jit.save(traced, path, _extra_files={"thunderc.json": json.dumps(meta, sort_keys=True)})
+    with torch.no_grad():
+        if not torch.allclose(torch.jit.load(path)(x), expected, rtol=1e-5, atol=1e-5):
+            sys.exit(f"export_samples.py: {name}: loaded TorchScript disagrees with eager")
+    np.save(os.path.join(OUT_TORCH2, name + ".input.npy"), x.numpy())
+    np.save(os.path.join(OUT_TORCH2, name + ".expected.npy"), expected.numpy())
+    print(name, tuple(x.shape), "->", tuple(expected.shape), "(TorchScript)")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.manual_seed(0)
@@ -181,6 +234,14 @@ def main():
 
     torch.manual_seed(5)
     export_one("llama_block", LlamaBlock(), torch.randn(2, 12, 32))
+    torch.manual_seed(5)  # the same weights and input, as TorchScript
+    script_one("llama_block_scripted", LlamaBlock(), torch.randn(2, 12, 32))
+
+    torch.manual_seed(6)
+    export_one("inplace", InPlace(), torch.randn(3, 16))
+    export_one("inplace_view", InPlaceView(), torch.randn(3, 4))
+    # The remedy the refusal names: run_decompositions() makes the update functional (select_scatter-like ops).
+    export_one("inplace_view_decomposed", InPlaceView(), torch.randn(3, 4), decompose=True)
 
     torch.manual_seed(3)
     export_one("dynamic_batch", DynamicBatch(), torch.randn(4, 12), dynamic_shapes={"x": {0: Dim("B", min=1, max=16)}})

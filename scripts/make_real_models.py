@@ -2,6 +2,11 @@
 """Trace real-world models for local testing and benchmarking (outputs are NOT committed).
 
     /usr/bin/python3 scripts/make_real_models.py [OUT_DIR] [--only NAME ...]
+    VENV/bin/python scripts/make_real_models.py --pt2 [OUT_DIR] [--only NAME ...]
+
+--pt2 exports the same models with torch.export instead (PyPI torch 2.x in a venv, with torchvision: see
+samples/export_samples.py for the install), writing <name>.pt2, <name>.input.npy and <name>.expected.npy
+(PyTorch's output): scripts/check_real_models_pt2.sh compiles and checks them, with or without LibTorch.
 
 OUT_DIR defaults to /tmp/thunderc-real-models. Needs Debian's PyTorch
 (`bash scripts/install-deps.sh --samples`). Models are randomly initialised
@@ -90,12 +95,39 @@ def make_one(name, ctor, shape, out_dir, fastpath=False):
     return path
 
 
+def export_one(name, ctor, shape, out_dir, fastpath=False):
+    """torch.export at the example shape; the archive is loaded back and checked against eager once."""
+    import numpy as np
+    assert not fastpath
+    torch.manual_seed(0)
+    model = ctor().eval()
+    with torch.no_grad():
+        for p in model.parameters():  # as in make_one: no all-zero weight matrices
+            if p.dim() >= 2 and not p.any():
+                p.normal_(0.0, 0.02)
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+    path = os.path.join(out_dir, name + ".pt2")
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        want = model(x)
+        torch.export.save(torch.export.export(model, (x,)), path)
+        got = torch.export.load(path).module()(x)
+    if not torch.allclose(got, want, rtol=1e-4, atol=1e-4):
+        os.remove(path)
+        raise RuntimeError("loaded export disagrees with eager model")
+    np.save(os.path.join(out_dir, name + ".input.npy"), x.numpy())
+    np.save(os.path.join(out_dir, name + ".expected.npy"), want.numpy())
+    return path
+
+
 def main(argv):
-    out_dir, only = DEFAULT_OUT, []
+    out_dir, only, pt2 = DEFAULT_OUT, [], False
     args = iter(argv)
     for a in args:
         if a == "--only":
             only.extend(args)
+        elif a == "--pt2":
+            pt2 = True
         elif a in ("-h", "--help"):
             print(__doc__.strip())
             return 0
@@ -110,14 +142,14 @@ def main(argv):
 
     ok, skipped = [], []
     jobs = [(name, ctor, shape, fp) for name, (ctor, shape) in MODELS.items()
-            for fp in ((False, True) if name in FASTPATH else (False,))]
+            for fp in ((False, True) if name in FASTPATH and not pt2 else (False,))]
     for name, ctor, shape, fastpath in jobs:
         if only and name not in only:
             continue
         label = name + "_fastpath" if fastpath else name
         t0 = time.time()
         try:
-            path = make_one(name, ctor, shape, out_dir, fastpath)
+            path = (export_one if pt2 else make_one)(name, ctor, shape, out_dir, fastpath)
         except Exception as e:  # report and carry on with the rest
             reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             print(f"SKIP {label:<36} {type(e).__name__}: {reason}")
@@ -127,7 +159,7 @@ def main(argv):
         print(f"ok   {label:<36} {list(shape)!s:<18} {mb:8.1f} MiB  {time.time() - t0:5.1f}s  {path}")
         ok.append(label)
 
-    print(f"\n{len(ok)} traced into {out_dir}" + (f"; skipped: {' '.join(skipped)}" if skipped else ""))
+    print(f"\n{len(ok)} {'exported' if pt2 else 'traced'} into {out_dir}" + (f"; skipped: {' '.join(skipped)}" if skipped else ""))
     return 0 if ok else 1
 
 

@@ -5,6 +5,7 @@
 // states the defaults. Symbolic ints (sym_size) are evaluated from the specialization's concrete shapes.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <set>
@@ -130,6 +131,11 @@ class Pt2Importer {
     return dt;
   }
   const TensorType& type(ValueId v) const { return trace_.type(v); }
+  bool arg_is_float(const Pt2Node& n, const std::string& name) const { return need(n, name).kind == Pt2Arg::Kind::Float; }
+  Device device() const { return device_; }
+  ValueId constant(const std::string& name, TensorType type, std::shared_ptr<ConstantData> data) {
+    return trace_.add_constant(name, std::move(type), std::move(data));
+  }
 
   ValueId emit(const std::string& op_name, std::vector<Operand> inputs, Attrs attrs = {}) {
     return trace_.emit1(op(op_name), std::move(inputs), std::move(attrs), current_ ? current_->location() : "");
@@ -151,6 +157,9 @@ class Pt2Importer {
     if (it == syms_.end()) fail(n, "uses symbolic int '" + a.names[i] + "', which thunderc could not evaluate");
     return it->second;
   }
+  // For in-place ATen ops (relu_, add_.Tensor, ...), after the functional handler bound output 0: the result
+  // replaces `self` from here on (torch.export's training IR keeps such ops; its later nodes read either name).
+  void bind_inplace(const Pt2Node& n);
   [[noreturn]] void fail(const Pt2Node& n, const std::string& why) const {
     std::string loc = n.location();
     user_error(model_.path(), ": ", short_target(n.target), loc.empty() ? "" : " at " + loc, ": ", why);
@@ -179,6 +188,12 @@ class Pt2Importer {
     return out;
   }
   void check_meta(const Pt2Node& n);
+  void note_views(const Pt2Node& n);
+  std::string alias_root(const std::string& name) const {
+    auto it = alias_root_.find(name);
+    return it == alias_root_.end() ? name : it->second;
+  }
+  bool read_after_current(const std::string& name) const;
 
   const Pt2Model& model_;
   const Pt2Program& p_;
@@ -189,6 +204,10 @@ class Pt2Importer {
   std::set<std::string> poisoned_;  // outputs of unsupported nodes
   std::unordered_map<std::string, std::string> lazy_;  // graph input name -> weight/constant fqn
   const Pt2Node* current_ = nullptr;
+  std::size_t current_index_ = 0;
+  // Output name of a view op (view, slice, transpose, ...) -> the tensor it views, followed to the first
+  // tensor that is no view: PyTorch shares their memory, so an in-place update of one reaches the others.
+  std::unordered_map<std::string, std::string> alias_root_;
   bool at_recorded_shapes_ = false;
   const std::string empty_;
 };
@@ -226,6 +245,68 @@ void Pt2Importer::check_meta(const Pt2Node& n) {
   }
 }
 
+void Pt2Importer::note_views(const Pt2Node& n) {
+  // ATen ops whose outputs may share memory with `self` (or `input`).
+  static const std::set<std::string> views = {
+      "view", "reshape", "_unsafe_view", "flatten", "unflatten", "unsqueeze", "squeeze", "permute", "transpose", "t",
+      "expand", "slice", "select", "narrow", "split", "split_with_sizes", "chunk", "unbind", "alias", "detach",
+      "contiguous", "dropout", "dropout_", "view_as", "reshape_as", "expand_as", "as_strided"};
+  const std::string prefix = "torch.ops.aten.";
+  if (n.target.rfind(prefix, 0) != 0) return;
+  std::string base = n.target.substr(prefix.size());
+  base = base.substr(0, base.find('.'));
+  if (!views.count(base)) return;
+  const Pt2Arg* self = find(n, "self");
+  if (!self) self = find(n, "input");
+  if (!self || self->kind != Pt2Arg::Kind::Tensor) return;
+  const std::string root = alias_root(self->names[0]);
+  for (const Pt2Arg& o : n.outputs)
+    for (const std::string& name : o.names)
+      if (!name.empty()) alias_root_[name] = root;
+}
+
+bool Pt2Importer::read_after_current(const std::string& name) const {
+  for (std::size_t i = current_index_ + 1; i < p_.nodes.size(); ++i)
+    for (const std::string& t : tensor_inputs(p_.nodes[i]))
+      if (t == name) return true;
+  for (const Pt2Arg& o : p_.graph_outputs)
+    for (const std::string& t : o.names)
+      if (t == name) return true;
+  return false;
+}
+
+void Pt2Importer::bind_inplace(const Pt2Node& n) {
+  const Pt2Arg& self_arg = need(n, "self");
+  if (self_arg.kind != Pt2Arg::Kind::Tensor) fail(n, "argument 'self' must be a tensor, got " + self_arg.tag);
+  const std::string& self = self_arg.names[0];
+  const std::string* out = output_name(n, 0);
+  if (!out || out->empty()) fail(n, "has no output");
+  ValueId before = value(self), result = env_.at(*out);
+  const TensorType& bt = trace_.type(before);
+  if (trace_.type(result).shape != bt.shape)
+    fail(n, "in-place result of shape " + shape_str(trace_.type(result).shape) + " does not fit the tensor of shape " +
+                shape_str(bt.shape));
+  if (trace_.type(result).dtype != bt.dtype) result = emit("to_dtype", {Operand::tensor(result)}, {{"dtype", bt.dtype}});
+  const std::string root = alias_root(self);
+  if (lazy_.count(root) || trace_.value(value(root)).origin != ValueOrigin::Intermediate)
+    fail(n, "modifies the program's input or weight '" + root + "' in place; thunderc compiles programs whose inputs "
+            "and weights stay unchanged (export the model in eval mode, without such updates)");
+  // An update through a view (or of a tensor that has views) changes every alias; that is supported only when
+  // no other alias is read afterwards.
+  for (const auto& [name, r] : alias_root_)
+    if (r == root && name != self && read_after_current(name))
+      fail(n, "writes in place into '" + self + "', which shares memory with '" + name + "' read later; in-place "
+              "updates through views are not supported in .pt2 programs yet (export after "
+              "ep.run_decompositions(), which makes them functional)");
+  if (root != self && read_after_current(root))
+    fail(n, "writes in place into '" + self + "', a view of '" + root + "' read later; in-place updates through "
+            "views are not supported in .pt2 programs yet (export after ep.run_decompositions(), which makes them "
+            "functional)");
+  env_[self] = result;
+  env_[*out] = result;
+  alias_root_[*out] = root == self ? self : root;
+}
+
 void Pt2Importer::run(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* edges) {
   const auto& names = model_.input_names();
   THUNDERC_CHECK(input_types.size() == names.size(), "import with ", input_types.size(), " types for ", names.size(), " inputs");
@@ -261,8 +342,10 @@ void Pt2Importer::run(const std::vector<TensorType>& input_types, std::vector<Sh
   }
 
   std::map<std::string, UnsupportedUse> unsupported;
-  for (const Pt2Node& n : p_.nodes) {
+  for (std::size_t index = 0; index < p_.nodes.size(); ++index) {
+    const Pt2Node& n = p_.nodes[index];
     current_ = &n;
+    current_index_ = index;
     bool poisoned = false;
     for (const std::string& t : tensor_inputs(n)) poisoned = poisoned || poisoned_.count(t);
     for (const Pt2NamedArg& a : n.inputs)
@@ -286,6 +369,7 @@ void Pt2Importer::run(const std::vector<TensorType>& input_types, std::vector<Sh
       if (msg.rfind(model_.path() + ": ", 0) == 0) throw;
       fail(n, msg);
     }
+    note_views(n);
     check_meta(n);
   }
   current_ = nullptr;
@@ -435,6 +519,10 @@ void elementwise(Table& t) {
     if (m.bool_arg(n, "train", false) && m.float_arg(n, "p", 0.0) > 0) m.fail(n, "is dropout in training mode; export the model in eval mode");
     return m.tensor(n, "input");
   });
+  t.def("dropout_", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {  // in place: leaves self as it is at eval
+    if (m.bool_arg(n, "train", false) && m.float_arg(n, "p", 0.0) > 0) m.fail(n, "is dropout in training mode; export the model in eval mode");
+    return m.tensor(n, "self");
+  });
   auto to_dtype = [](Pt2Importer& m, const Pt2Node& n) {
     ValueId x = m.tensor(n, "self");
     std::optional<DType> dt = m.dtype_arg(n, "dtype");
@@ -525,6 +613,53 @@ void shapes(Table& t) {
     for (std::int64_t i = a; i <= b; ++i) prod *= s[i];
     out.push_back(prod);
     out.insert(out.end(), s.begin() + b + 1, s.end());
+    return reshape(m, x, out);
+  });
+  // arange(start, end, step): a constant (run_decompositions() writes select_scatter-like updates with it).
+  t.def("arange", {"default", "start", "start_step"}, [](Pt2Importer& m, const Pt2Node& n) {
+    const bool floating = (m.has(n, "start") && m.arg_is_float(n, "start")) || m.arg_is_float(n, "end") ||
+                          (m.has(n, "step") && m.arg_is_float(n, "step"));
+    const double start = m.float_arg(n, "start", 0.0), end = m.float_arg(n, "end"), step = m.float_arg(n, "step", 1.0);
+    if (step == 0 || !std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
+      m.fail(n, "needs finite bounds and a non-zero step");
+    const double count = std::ceil((end - start) / step);
+    if (count > double(1 << 24)) m.fail(n, "would make " + std::to_string(count) + " elements; at most 2^24 are supported");
+    const auto size = static_cast<std::int64_t>(std::max(count, 0.0));
+    const DType dt = m.dtype_arg(n, "dtype").value_or(floating ? DType::Float32 : DType::Int64);
+    auto data = std::make_shared<ConstantData>();
+    data->bytes.resize(static_cast<std::size_t>(size) * dtype_size(dt));
+    for (std::int64_t i = 0; i < size; ++i) {
+      const double v = start + static_cast<double>(i) * step;
+      unsigned char* dst = data->bytes.data() + static_cast<std::size_t>(i) * dtype_size(dt);
+      if (dt == DType::Int64) { auto x = static_cast<std::int64_t>(v); std::memcpy(dst, &x, 8); }
+      else if (dt == DType::Int32) { auto x = static_cast<std::int32_t>(v); std::memcpy(dst, &x, 4); }
+      else if (dt == DType::Float32) { auto x = static_cast<float>(v); std::memcpy(dst, &x, 4); }
+      else if (dt == DType::Float64) std::memcpy(dst, &v, 8);
+      else m.fail(n, std::string("dtype ") + dtype_name(dt) + " is not supported for arange");
+    }
+    return m.constant("arange", TensorType{dt, {size}, m.device()}, std::move(data));
+  });
+  t.def("unflatten", {"int"}, [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    const Shape s = m.type(x).shape;
+    if (s.empty()) m.fail(n, "cannot unflatten a 0-dim tensor");
+    const std::int64_t d = wrap(m, n, m.int_arg(n, "dim"), s.size());
+    IntList sizes = m.ints_arg(n, "sizes");
+    std::int64_t known = 1, infer = -1;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] == -1 && infer < 0) infer = static_cast<std::int64_t>(i);
+      else if (sizes[i] < 0) m.fail(n, "sizes " + shape_str(sizes) + " may hold one -1 and no other negative size");
+      else known *= sizes[i];
+    }
+    if (infer >= 0 && known != 0 && s[d] % known == 0) sizes[infer] = s[d] / known;
+    std::int64_t prod = 1;
+    for (std::int64_t v : sizes) prod *= v;
+    if (sizes.empty() || prod != s[d] || (infer >= 0 && known == 0))
+      m.fail(n, "sizes " + shape_str(m.ints_arg(n, "sizes")) + " do not unflatten dimension " + std::to_string(d) +
+                    " of size " + std::to_string(s[d]));
+    Shape out(s.begin(), s.begin() + d);
+    out.insert(out.end(), sizes.begin(), sizes.end());
+    out.insert(out.end(), s.begin() + d + 1, s.end());
     return reshape(m, x, out);
   });
   t.def("unsqueeze", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
@@ -724,6 +859,25 @@ const std::map<std::string, Pt2Handler>& pt2_handlers() {
     reductions(t);
     shapes(t);
     nn(t);
+    // In-place variants of the elementwise ops (relu_, add_.Tensor, hardtanh_, ...): the same result, which then
+    // replaces `self`.
+    static const std::set<std::string> inplace = {
+        "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "neg", "abs", "erf", "reciprocal", "sin", "cos",
+        "silu", "hardswish", "hardsigmoid", "logical_not", "gelu", "hardtanh", "leaky_relu", "add", "sub", "mul",
+        "div", "pow", "masked_fill", "clamp", "clamp_min", "clamp_max"};
+    const std::string prefix = "torch.ops.aten.";
+    std::map<std::string, Pt2Handler> variants;
+    for (const auto& [target, handler] : t.handlers) {
+      if (target.rfind(prefix, 0) != 0) continue;
+      const std::string rest = target.substr(prefix.size());
+      const std::size_t dot = rest.find('.');
+      if (!inplace.count(rest.substr(0, dot))) continue;
+      variants[prefix + rest.substr(0, dot) + "_" + rest.substr(dot)] = [h = handler](Pt2Importer& m, const Pt2Node& n) {
+        h(m, n);
+        m.bind_inplace(n);
+      };
+    }
+    t.handlers.insert(variants.begin(), variants.end());
     return t.handlers;
   }();
   return handlers;

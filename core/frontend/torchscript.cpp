@@ -75,6 +75,16 @@ bool is_ignorable_effect(const std::string& kind) {
   return kind == "prim::Print" || kind == "aten::warn" || kind == "prim::AutogradAllZero" || kind == "aten::_assert_async";
 }
 
+[[noreturn]] void refuse_load(const std::string& path, const std::string& msg) {
+  // TorchScript saved by a newer torch names operators this LibTorch lacks (aten::rms_norm before 2.4, ...).
+  std::string hint;
+  if (msg.find("Unknown builtin op") != std::string::npos)
+    hint = std::string("\n  note: thunderc is built with LibTorch ") + TORCH_VERSION +
+           ", which lacks an operator the module uses. Export the model with torch.export (.pt2, read without "
+           "LibTorch), or build thunderc against a newer LibTorch: bash scripts/build.sh --libtorch-venv VENV";
+  user_error(path, ": cannot load it as a TorchScript module: ", msg.substr(0, 600), hint);
+}
+
 }  // namespace
 
 std::string Importer::location(const Node* n) const {
@@ -735,10 +745,9 @@ TorchScriptModel TorchScriptModel::load(const std::string& path) {
     m.eval();
     impl->module = torch::jit::freeze_module(m);
   } catch (const c10::Error& e) {
-    std::string msg = e.what_without_backtrace();
-    user_error(path, ": cannot load it as a TorchScript module: ", msg.substr(0, 600));
+    ts::refuse_load(path, e.what_without_backtrace());
   } catch (const std::exception& e) {
-    user_error(path, ": cannot load it as a TorchScript module: ", e.what());
+    ts::refuse_load(path, e.what());
   }
   auto method = impl->module.find_method("forward");
   if (!method) user_error(path, ": the module has no forward() method");

@@ -340,6 +340,39 @@ TEST_CASE("every sample compiles and thunderc run reproduces LibTorch's output")
   }
 }
 
+// samples/torch2/llama_block_scripted.pt: TorchScript saved by torch 2.15 (samples/export_samples.py), using
+// aten::rms_norm and aten::scaled_dot_product_attention. A LibTorch 2.x build (scripts/build.sh --libtorch-venv)
+// compiles it and matches PyTorch's output (rtol 1e-4, atol 1e-5) with the native executors and with torch
+// alone; the default build (Debian's LibTorch 1.13, no aten::rms_norm) refuses it, saying what to do.
+TEST_CASE("TorchScript saved by torch 2.x (rms_norm, scaled_dot_product_attention)") {
+  const std::string dir = std::string(THUNDERC_TEST_TMP) + "/torch2";
+  std::filesystem::create_directories(dir);
+  const std::string model = std::string(THUNDERC_SAMPLES) + "/torch2/llama_block_scripted.pt";
+#if THUNDERC_LIBTORCH_HAS_RMS_NORM
+  for (const char* executors : {"cpp,blas,torch", "torch"}) {
+    CAPTURE(executors);
+    const std::string so = dir + "/llama_" + (std::string(executors) == "torch" ? "torch" : "native") + ".so";
+    Result c = thunderc({model, "-o", so, "--executors", executors});
+    REQUIRE_MESSAGE(c.code == 0, c.out);
+    Result r = thunderc({"run", so, std::string(THUNDERC_SAMPLES) + "/torch2/llama_block_scripted.input.npy",
+                         "--expect", std::string(THUNDERC_SAMPLES) + "/torch2/llama_block_scripted.expected.npy",
+                         "--output-dir", dir});
+    CHECK_MESSAGE(r.code == 0, r.out);
+    CHECK_OUTPUT(r, "output0: matches");
+  }
+  Result e = thunderc({"examine", model});
+  CHECK(e.code == 0);
+  CHECK_OUTPUT(e, "rms_norm");
+  CHECK_OUTPUT(e, "scaled_dot_product_attention");
+#else
+  Result c = thunderc({model, "-o", dir + "/llama.so"});
+  CHECK(c.code == 1);
+  CHECK_OUTPUT(c, "Unknown builtin op: aten::rms_norm");
+  CHECK_OUTPUT(c, "scripts/build.sh --libtorch-venv");
+  CHECK_OUTPUT(c, "torch.export");
+#endif
+}
+
 TEST_CASE("--sharp-edges: allow compiles silently, warn prints each, error fails listing all") {
   // gpt_block_scripted branches on x.dim() and reads frozen module attributes (n_head, scale, ...).
   Result allow = thunderc({"examine", sample("gpt_block_scripted.pt")});
