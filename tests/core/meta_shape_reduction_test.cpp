@@ -107,6 +107,20 @@ OPS_TEST_CASE("meta layer_norm", "layer_norm") {
                    "floating point");
 }
 
+OPS_TEST_CASE("meta rms_norm", "rms_norm") {
+  IntList ns8{8};
+  CHECK(meta1("rms_norm", {T(f4, {2, 5, 8}), T(f4, {8})}, {{"normalized_shape", ns8}, {"eps", 1e-6}}) ==
+        tt(f4, {2, 5, 8}));
+  CHECK(meta1("rms_norm", {T(f2, {2, 5, 8}), N()}, {{"normalized_shape", IntList{5, 8}}, {"eps", 1e-3}}) ==
+        tt(f2, {2, 5, 8}));
+  CHECK_USER_ERROR(meta_error("rms_norm", {T(f4, {2, 5, 8}), N()}, {{"normalized_shape", IntList{5}}, {"eps", 1e-6}}),
+                   "rms_norm", "[5]", "[2, 5, 8]", "trailing");
+  CHECK_USER_ERROR(meta_error("rms_norm", {T(f4, {2, 8}), T(f4, {7})}, {{"normalized_shape", ns8}, {"eps", 1e-6}}),
+                   "weight has shape [7], expected [8]");
+  CHECK_USER_ERROR(meta_error("rms_norm", {T(i4, {2, 8}), N()}, {{"normalized_shape", ns8}, {"eps", 1e-6}}),
+                   "floating point");
+}
+
 OPS_TEST_CASE("meta batch_norm", "batch_norm") {
   auto c3 = [] { return T(f4, {3}); };
   CHECK(meta1("batch_norm", {T(f4, {2, 3, 4, 4}), c3(), c3(), c3(), c3()}) == tt(f4, {2, 3, 4, 4}));

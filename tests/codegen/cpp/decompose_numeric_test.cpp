@@ -86,6 +86,14 @@ TEST_CASE("decompose: every rule computes what the original operator does (torch
     ValueId x = t.add_input("x", f32({4, 16}));
     t.set_outputs({t.emit1(op("layer_norm"), {T(x), Operand::none(), Operand::none()}, {{"normalized_shape", IntList{16}}})});
   }, {1e-4, 1e-5});
+  one("rms_norm", "rms_norm_weight", [](Trace& t) {
+    ValueId x = t.add_input("x", f32({2, 3, 8})), w = t.add_input("w", f32({8}));
+    t.set_outputs({t.emit1(op("rms_norm"), {T(x), T(w)}, {{"normalized_shape", IntList{8}}, {"eps", 1e-6}})});
+  }, {1e-4, 1e-5});
+  one("rms_norm", "rms_norm_plain", [](Trace& t) {
+    ValueId x = t.add_input("x", f32({4, 3, 16}));
+    t.set_outputs({t.emit1(op("rms_norm"), {T(x), Operand::none()}, {{"normalized_shape", IntList{3, 16}}, {"eps", 0x1p-23}})});
+  }, {1e-4, 1e-5});
   one("batch_norm", "batch_norm_affine", [](Trace& t) {
     ValueId x = t.add_input("x", f32({2, 3, 4, 5})), w = t.add_input("w", f32({3})), b = t.add_input("b", f32({3}));
     ValueId m = t.add_input("m", f32({3})), v0 = t.add_input("v0", f32({3}));
