@@ -139,6 +139,13 @@ struct thunderc_model {
 
 namespace {
 
+// A model's OpenMP loops start libgomp's thread pool (OpenBLAS's OpenMP build shares it). When the host
+// program does not link libgomp itself, the model brought it in, and closing the model would unload it under
+// its parked threads, which then crash (SIGSEGV at exit). Pin it: once loaded, it stays for the process.
+void pin_thread_runtimes() {
+  if (void* h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(h);  // drops only this reference
+}
+
 // A workspace buffer borrowed from the model's pool for one call.
 class WorkspaceLease {
  public:
@@ -243,6 +250,7 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
     const char* e = dlerror();
     fail(THUNDERC_STATUS_IO, "cannot load model '" + model->path + "': " + (e ? e : "dlopen failed"));
   }
+  pin_thread_runtimes();
 
   // 2. ABI version, before calling anything else.
   dlerror();
