@@ -3,7 +3,9 @@
 # and checks each against PyTorch's own output (<name>.expected.npy, written at export) with `thunderc run
 # --expect`: no Python and no LibTorch here, so it also checks a -DTHUNDERC_WITH_LIBTORCH=OFF build
 # (THUNDERC=build-nolt/bin/thunderc). Prints a markdown table; exits non-zero if a model fails to compile or
-# differs by more than --atol (default 1e-3) anywhere.
+# differs by more than --atol (default 1e-3) anywhere. Models exported with a dynamic batch
+# (make_real_models.py --pt2 --dynamic-batch N) compile to one symbolic variant and are also checked at every
+# batch size that has a <name>.input.b<B>.npy.
 #
 #   VENV/bin/python scripts/make_real_models.py --pt2 /tmp/thunderc-real-models-pt2   # once
 #   bash scripts/check_real_models_pt2.sh [DIR] [--atol X] [-- extra compile flags]
@@ -32,6 +34,16 @@ trap 'rm -rf "$out"' EXIT
 failed=0
 echo "| model | compile s | executors (ops) | max abs diff vs PyTorch |"
 echo "|---|---|---|---|"
+# Runs the model on $2 and checks it against $3; prints the max abs diff, or the error and returns 1.
+check() {
+  local run
+  if run=$("$thunderc" run "$1" "$2" --expect "$3" --rtol 0 --atol "$atol" --output-dir "$out" 2>&1); then
+    grep -o 'max abs diff [^,)]*' <<<"$run" | head -n 1 | sed 's/max abs diff //'
+  else
+    echo "$(tail -n 1 <<<"$run" | tr '|' ' ') (over atol $atol)"
+    return 1
+  fi
+}
 for model in "$dir"/*.pt2; do
   name=$(basename "$model" .pt2)
   start=$(date +%s.%N)
@@ -44,13 +56,15 @@ for model in "$dir"/*.pt2; do
   # The manifest's executor counts, e.g. {"blas": 21, "cpp": 16}, as "blas 21, cpp 16".
   counts=$(tr -d '\n ' <"$out/$name.json" | grep -o '"executors":{[^}]*}' | head -n 1 |
            sed -e 's/"executors":{//' -e 's/}//' -e 's/"\([a-z]*\)":\([0-9]*\)/\1 \2/g' -e 's/,/, /g')
-  if run=$("$thunderc" run "$out/$name.so" "$dir/$name.input.npy" --expect "$dir/$name.expected.npy" --rtol 0 \
-             --atol "$atol" --output-dir "$out" 2>&1); then
-    diff=$(grep -o 'max abs diff [^,)]*' <<<"$run" | head -n 1 | sed 's/max abs diff //')
-    echo "| $name | $seconds | $counts | $diff |"
-  else
-    echo "| $name | $seconds | $counts | $(tail -n 1 <<<"$run" | tr '|' ' ') (over atol $atol) |"
-    failed=1
-  fi
+  # "symbolic sizes: s77 in 1..8 (read from ...)" -> "s77 in 1..8"
+  symbolic=$(grep -o 'symbolic sizes: [^(]*' <<<"$log" | head -n 1 | sed -e 's/symbolic sizes: //' -e 's/ *$//' || true)
+  diffs=$(check "$out/$name.so" "$dir/$name.input.npy" "$dir/$name.expected.npy") || failed=1
+  for input in "$dir/$name".input.b*.npy; do
+    [[ -e $input ]] || continue
+    b=${input##*.input.b}; b=${b%.npy}
+    d=$(check "$out/$name.so" "$input" "$dir/$name.expected.b$b.npy") || failed=1
+    diffs+="; B=$b: $d"
+  done
+  echo "| $name${symbolic:+ ($symbolic)} | $seconds | $counts | $diffs |"
 done
 exit $failed

@@ -2,11 +2,14 @@
 """Trace real-world models for local testing and benchmarking (outputs are NOT committed).
 
     /usr/bin/python3 scripts/make_real_models.py [OUT_DIR] [--only NAME ...]
-    VENV/bin/python scripts/make_real_models.py --pt2 [OUT_DIR] [--only NAME ...]
+    VENV/bin/python scripts/make_real_models.py --pt2 [--dynamic-batch N] [OUT_DIR] [--only NAME ...]
 
 --pt2 exports the same models with torch.export instead (PyPI torch 2.x in a venv, with torchvision: see
 samples/export_samples.py for the install), writing <name>.pt2, <name>.input.npy and <name>.expected.npy
 (PyTorch's output): scripts/check_real_models_pt2.sh compiles and checks them, with or without LibTorch.
+--dynamic-batch N (with --pt2) exports the batch as Dim("batch", min=1, max=N), so thunderc compiles one
+symbolic variant, and also writes <name>.input.b<B>.npy / <name>.expected.b<B>.npy for B = 1, an odd size
+in between and N.
 
 OUT_DIR defaults to /tmp/thunderc-real-models. Needs Debian's PyTorch
 (`bash scripts/install-deps.sh --samples`). Models are randomly initialised
@@ -95,9 +98,10 @@ def make_one(name, ctor, shape, out_dir, fastpath=False):
     return path
 
 
-def export_one(name, ctor, shape, out_dir, fastpath=False):
+def export_one(name, ctor, shape, out_dir, fastpath=False, dynamic_batch=0):
     """torch.export at the example shape; the archive is loaded back and checked against eager once."""
     import numpy as np
+    from torch.export import Dim
     assert not fastpath
     torch.manual_seed(0)
     model = ctor().eval()
@@ -105,29 +109,44 @@ def export_one(name, ctor, shape, out_dir, fastpath=False):
         for p in model.parameters():  # as in make_one: no all-zero weight matrices
             if p.dim() >= 2 and not p.any():
                 p.normal_(0.0, 0.02)
+    if dynamic_batch:  # torch.export specializes a dimension whose example size is 1
+        shape = (max(2, shape[0]),) + tuple(shape[1:])
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
     path = os.path.join(out_dir, name + ".pt2")
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         want = model(x)
-        torch.export.save(torch.export.export(model, (x,)), path)
-        got = torch.export.load(path).module()(x)
+        dynamic = None
+        if dynamic_batch:
+            arg = next(iter(inspect.signature(model.forward).parameters))
+            dynamic = {arg: {0: Dim("batch", min=1, max=dynamic_batch)}}
+        torch.export.save(torch.export.export(model, (x,), dynamic_shapes=dynamic), path)
+        loaded = torch.export.load(path).module()
+        got = loaded(x)
     if not torch.allclose(got, want, rtol=1e-4, atol=1e-4):
         os.remove(path)
         raise RuntimeError("loaded export disagrees with eager model")
     np.save(os.path.join(out_dir, name + ".input.npy"), x.numpy())
     np.save(os.path.join(out_dir, name + ".expected.npy"), want.numpy())
+    if dynamic_batch:
+        for b in sorted({1, max(1, dynamic_batch // 2 - 1) | 1, dynamic_batch}):
+            xb = torch.randn(b, *shape[1:], generator=torch.Generator().manual_seed(b))
+            with torch.no_grad():
+                np.save(os.path.join(out_dir, f"{name}.input.b{b}.npy"), xb.numpy())
+                np.save(os.path.join(out_dir, f"{name}.expected.b{b}.npy"), model(xb).numpy())
     return path
 
 
 def main(argv):
-    out_dir, only, pt2 = DEFAULT_OUT, [], False
+    out_dir, only, pt2, dynamic_batch = DEFAULT_OUT, [], False, 0
     args = iter(argv)
     for a in args:
         if a == "--only":
             only.extend(args)
         elif a == "--pt2":
             pt2 = True
+        elif a == "--dynamic-batch":
+            dynamic_batch = int(next(args))
         elif a in ("-h", "--help"):
             print(__doc__.strip())
             return 0
@@ -149,7 +168,10 @@ def main(argv):
         label = name + "_fastpath" if fastpath else name
         t0 = time.time()
         try:
-            path = (export_one if pt2 else make_one)(name, ctor, shape, out_dir, fastpath)
+            if pt2:
+                path = export_one(name, ctor, shape, out_dir, fastpath, dynamic_batch)
+            else:
+                path = make_one(name, ctor, shape, out_dir, fastpath)
         except Exception as e:  # report and carry on with the rest
             reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             print(f"SKIP {label:<36} {type(e).__name__}: {reason}")
