@@ -230,13 +230,7 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
       }
       std::string what = "operation " + std::to_string(i + 1) + " (" + ops + " on " + s.executor +
                          (s.source.empty() ? std::string() : " at " + s.source) + ")";
-      std::string merged = generalize_code(sym->symbols, vars, samples, max_sample, what);
-      std::size_t start = 0;
-      while (start < merged.size()) {
-        std::size_t end = std::min(merged.find('\n', start), merged.size());
-        out.line(merged.substr(start, end - start));
-        start = end + 1;
-      }
+      out.lines(generalize_code(sym->symbols, vars, samples, max_sample, what));
       continue;
     }
     if (sym) {

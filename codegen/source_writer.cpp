@@ -1,5 +1,6 @@
 #include "codegen/source_writer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -28,6 +29,14 @@ void SourceWriter::line(const std::string& text) {
   if (!text.empty()) out_.append(static_cast<std::size_t>(depth_), ' ');
   out_ += text;
   out_ += '\n';
+}
+
+void SourceWriter::lines(const std::string& text) {
+  for (std::size_t start = 0; start < text.size();) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    line(text.substr(start, end - start));
+    start = end + 1;
+  }
 }
 
 namespace {

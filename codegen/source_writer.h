@@ -22,6 +22,8 @@ std::string c_comment(const std::string& text);
 class SourceWriter {
  public:
   void line(const std::string& text = "");
+  // Each line of already generated text (one per '\n'), at the current indentation.
+  void lines(const std::string& text);
   // One "// ..." line per line of text; safe for any text (no line continuation, no newline injection).
   void comment(const std::string& text);
   void indent() { depth_ += 2; }

@@ -185,23 +185,16 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
     // clause would still start a team of one.
     SourceWriter loop;
     emit_loop(loop);
-    auto append = [&](const std::string& text) {
-      for (std::size_t a = 0; a < text.size();) {
-        std::size_t b = std::min(text.find('\n', a), text.size());
-        out.line(text.substr(a, b - a));
-        a = b + 1;
-      }
-    };
     out.line("if (" + S(nb) + " * " + S(L) + " * " + S(Sk) + " >= " +
              S(static_cast<std::int64_t>(std::ceil(kParallelFlops / static_cast<double>(std::max<std::int64_t>(E + Ev, 1))))) +
              " && " + S(nb) + " * " + BLOCKS + " > 1) {");
     out.indent();
     out.line(schedule);
-    append(loop.str());
+    out.lines(loop.str());
     out.dedent();
     out.line("} else {");
     out.indent();
-    append(loop.str());
+    out.lines(loop.str());
     out.dedent();
     out.line("}");
   } else {
