@@ -72,7 +72,9 @@ struct ModelFlags {
         ->allow_extra_args(false);
     app.add_option("--dim", dims,
                    "range of a symbolic dimension named in --shapes, NAME=LO:HI inclusive (e.g. --shapes x=Bx64 "
-                   "--dim B=1:32); repeat per symbol; needs --cache \"symbolic values\"")
+                   "--dim B=1:32 with --cache \"symbolic values\"); repeat per symbol. Without --shapes it bounds the "
+                   "model's own dynamic dimension of that name (a .pt2's Dim, e.g. --dim s77=1:64), which then "
+                   "compiles to one symbolic variant")
         ->type_name("NAME=LO:HI")
         ->take_all()
         ->allow_extra_args(false);
@@ -421,9 +423,14 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   check_model_path(flags.model);
   check_output_paths(flags.model, out_so, manifest_path_for(out_so), out.keep_sources);
   PipelineOptions options = flags.pipeline_options();
+  // --dim without --shapes: one symbolic variant over the model's own dynamic dimensions.
+  const bool declared_symbolic = !options.dims.empty() && options.shapes.empty();
+  if (declared_symbolic && !out.cache.empty() && cache != "symbolic values")
+    user_error("--dim without --shapes compiles one symbolic variant of the model's dynamic dimensions, which "
+               "--cache \"", cache, "\" contradicts; leave --cache out");
   if (options.device.kind == DeviceKind::CUDA) {
     (void)parse_cuda_archs(out.cuda_arch);  // a bad --cuda-arch fails before the model is loaded
-    if (cache == "symbolic values")
+    if (cache == "symbolic values" || declared_symbolic)
       user_error("--cache \"symbolic values\" is not supported for CUDA yet (the CUDA kernels and library calls are "
                  "generated for fixed sizes); compile one variant per --shapes instead");
   } else if (out.cuda_arch_option && out.cuda_arch_option->count() > 0) {

@@ -196,8 +196,11 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
                    "--executors lists ", always->name(), "; leave ", always->name(),
                    " out of --executors, or drop --standalone");
   bool symbolic_variant = options.symbolic;
-  if (symbolic_variant && specs.empty() && dims.empty()) {
-    // The model's own dynamic dimensions (a .pt2's Dims) give the symbols; checked once it is loaded.
+  // --dim without --shapes bounds the model's own dynamic dimensions (a .pt2's Dims): one symbolic variant.
+  const bool bound_declared = specs.empty() && !dims.empty();
+  if (bound_declared) symbolic_variant = true;
+  if (symbolic_variant && specs.empty()) {
+    // The model's own dynamic dimensions give the symbols, within `dims` if given; checked once it is loaded.
   } else if (symbolic_variant) {
     if (specs.size() != 1)
       user_error("--cache \"symbolic values\" needs exactly one --shapes with symbolic dimensions, e.g. --shapes x=Bx64 "
@@ -217,7 +220,8 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
       if (!spec_symbols(spec).empty())
         user_error("--shapes ", specialization_str(spec), " has symbolic dimensions (", join(spec_symbols(spec), ", "),
                    "); they need --cache \"symbolic values\" and --dim NAME=LO:HI");
-    if (!dims.empty()) user_error("--dim needs --cache \"symbolic values\" (and --shapes naming ", dims[0].name, ")");
+    if (!dims.empty())
+      user_error("--dim with --shapes needs --cache \"symbolic values\" and a --shapes naming ", dims[0].name);
   }
   result.executors = resolve_executors(executors, options.device.kind, standalone);
   if (result.executors.executors.empty()) {
@@ -254,11 +258,16 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
 
   if (specs.empty() && (symbolic_variant || options.symbolic_if_declared)) {
     std::string why_not;
-    if (auto declared = model.declared_dims(&why_not)) {
+    if (auto declared = model.declared_dims(&why_not, dims)) {
       specs.push_back(declared->spec);
       dims = declared->dims;
       symbolic_variant = true;
       result.shapes_recorded = true;
+    } else if (bound_declared) {
+      user_error("--dim ", dims[0].name, ": ", options.model_path,
+                 why_not.empty() ? std::string(" declares no dynamic dimension") : " cannot be one symbolic variant: " + why_not,
+                 "; name symbols in --shapes instead, e.g. --shapes ", example_shapes(model.input_names()),
+                 " --dim B=1:32 --cache \"symbolic values\"");
     } else if (symbolic_variant) {
       user_error("--cache \"symbolic values\" needs exactly one --shapes with symbolic dimensions, e.g. --shapes ",
                  example_shapes(model.input_names()), " with B for a size, and --dim B=LO:HI",

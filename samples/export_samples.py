@@ -246,6 +246,9 @@ def main():
     torch.manual_seed(3)
     export_one("dynamic_batch", DynamicBatch(), torch.randn(4, 12), dynamic_shapes={"x": {0: Dim("B", min=1, max=16)}})
 
+    torch.manual_seed(3)  # the same model, its batch a Dim without bounds (torch records 0..inf)
+    export_one("dynamic_unbounded", DynamicBatch(), torch.randn(4, 12), dynamic_shapes={"x": {0: Dim("B")}})
+
     torch.manual_seed(4)
     export_one("unsupported", Unsupported(), torch.randn(3, 4))
 

@@ -31,11 +31,16 @@ class ModelFrontend {
   // Dynamic dimensions the model declares (torch.export's Dim): the recorded shapes with those sizes as
   // symbols, and each symbol's range. Null when it declares none that one symbolic variant can serve (no
   // upper bound, or a size that is an expression rather than a symbol); `why_not` then says why, if any.
+  // `bounds` (--dim NAME=LO:HI naming the model's own symbols) narrow a declared range or give an unbounded
+  // one its upper bound; a bound outside the declared range, or naming no declared symbol, is a UserError.
   struct DeclaredDims {
     Specialization spec;
     std::vector<DimRange> dims;
   };
-  virtual std::optional<DeclaredDims> declared_dims(std::string* why_not = nullptr) const { return std::nullopt; }
+  virtual std::optional<DeclaredDims> declared_dims(std::string* why_not = nullptr,
+                                                    const std::vector<DimRange>& bounds = {}) const {
+    return std::nullopt;
+  }
   // Resolves a --shapes specialization against input_names(); UserError naming unknown or missing inputs.
   virtual std::vector<TensorType> resolve_shapes(const Specialization& spec, Device device) const = 0;
   // Imports the model for these input types. UserError listing every unsupported operator. Sharp edges are

@@ -563,11 +563,31 @@ std::string pt2_plain_symbol(const std::string& expr) {
   return name;
 }
 
-std::optional<ModelFrontend::DeclaredDims> Pt2Model::declared_dims(std::string* why_not) const {
+std::optional<ModelFrontend::DeclaredDims> Pt2Model::declared_dims(std::string* why_not,
+                                                                   const std::vector<DimRange>& bounds) const {
   auto refuse = [&](const std::string& why) -> std::optional<DeclaredDims> {
     if (why_not) *why_not = why;
     return std::nullopt;
   };
+  auto bound_of = [&](const std::string& sym) -> const DimRange* {
+    for (const DimRange& b : bounds)
+      if (b.name == sym) return &b;
+    return nullptr;
+  };
+  // Every --dim bound must name one of the export's dimension symbols.
+  std::vector<std::string> declared;
+  for (const std::string& name : input_names_)
+    for (const std::string& e : program_.tensor_values.at(name).size_exprs) {
+      std::string sym = e.empty() ? std::string() : pt2_plain_symbol(e);
+      if (!sym.empty() && std::find(declared.begin(), declared.end(), sym) == declared.end()) declared.push_back(sym);
+    }
+  for (const DimRange& b : bounds)
+    if (std::find(declared.begin(), declared.end(), b.name) == declared.end()) {
+      std::string names;
+      for (const std::string& x : declared) names += (names.empty() ? "" : ", ") + x;
+      user_error("--dim ", b.name, ": the export has no dynamic dimension named ", b.name,
+                 names.empty() ? std::string(" (it has none)") : " (it has " + names + ")");
+    }
   DeclaredDims out;
   for (const std::string& name : input_names_) {
     const Pt2TensorMeta& meta = program_.tensor_values.at(name);
@@ -584,11 +604,19 @@ std::optional<ModelFrontend::DeclaredDims> Pt2Model::declared_dims(std::string* 
         return refuse("input '" + name + "' dimension " + std::to_string(d) + " is the expression " +
                       meta.size_exprs[d] + ", not one symbol");
       auto r = program_.range_constraints.find(sym);
-      if (r == program_.range_constraints.end() || !r->second.max)
+      const bool known = r != program_.range_constraints.end();
+      const std::int64_t lo = std::max<std::int64_t>(known ? r->second.min.value_or(1) : 1, 1);
+      const std::optional<std::int64_t> hi = known ? r->second.max : std::nullopt;
+      const DimRange* b = bound_of(sym);
+      if (!b && !hi)
         return refuse("dimension " + sym + " (input '" + name + "' dimension " + std::to_string(d) +
-                      ") has no upper bound in the export (give its Dim a max=)");
+                      ") has no upper bound in the export (give its Dim a max=, or bound it here with --dim " + sym +
+                      "=LO:HI)");
+      if (b && (b->lo < lo || (hi && b->hi > *hi)))
+        user_error("--dim ", b->name, "=", b->lo, ":", b->hi, " is outside the export's range of ", sym, ", ", lo, "..",
+                   hi ? std::to_string(*hi) : std::string("inf"));
       if (std::none_of(out.dims.begin(), out.dims.end(), [&](const DimRange& x) { return x.name == sym; }))
-        out.dims.push_back({sym, std::max<std::int64_t>(r->second.min.value_or(1), 1), *r->second.max});
+        out.dims.push_back(b ? DimRange{sym, b->lo, b->hi} : DimRange{sym, lo, *hi});
       in.symbols[d] = sym;
       in.shape[d] = 0;
       any = true;

@@ -140,7 +140,8 @@ class Pt2Model : public ModelFrontend {
   std::string description() const override;
   const std::vector<std::string>& input_names() const override { return input_names_; }
   std::optional<Specialization> recorded_shapes() const override { return recorded_; }
-  std::optional<DeclaredDims> declared_dims(std::string* why_not = nullptr) const override;
+  std::optional<DeclaredDims> declared_dims(std::string* why_not = nullptr,
+                                            const std::vector<DimRange>& bounds = {}) const override;
   std::vector<TensorType> resolve_shapes(const Specialization& spec, Device device) const override;
   Trace import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges = nullptr,
                bool alias_updates = true) const override;

@@ -335,7 +335,9 @@ void Pt2Importer::run(const std::vector<TensorType>& input_types, std::vector<Sh
                           "input " + s.name + " dimension " + std::to_string(d) + " is dynamic in the export (" +
                               (sym_name.empty() ? std::string("an expression") : sym_name) + range +
                               "); this variant is specialized to " + std::to_string(t.shape[d]) +
-                              " (compile one variant per size with --shapes)",
+                              (sym_name.empty() ? std::string(" (compile one variant per size with --shapes)")
+                                                : " (--dim " + sym_name + "=LO:HI compiles one symbolic variant "
+                                                  "for that range; --shapes, one variant per size)"),
                           ""});
       }
     }

@@ -412,6 +412,13 @@ TEST_CASE("--cache is recorded in the manifest, and unsupported modes are refuse
 
 // Symbolic dimensions: --shapes names them, --dim gives their ranges; every mistake is caught before the
 // model is loaded (the model path below does not exist).
+TEST_CASE("--dim without --shapes on a TorchScript model: it declares no dynamic dimension") {
+  Result r = thunderc({sample("mlp.pt"), "-o", std::string(THUNDERC_TEST_TMP) + "/dim_only.so", "--dim", "B=1:8"});
+  CHECK(r.code == 1);
+  CHECK_OUTPUT(r, "--dim B: ");
+  CHECK_OUTPUT(r, "declares no dynamic dimension; name symbols in --shapes instead");
+}
+
 TEST_CASE("--shapes symbols and --dim: flag errors") {
   const std::string missing = "/nonexistent/model.pt";
   const std::string so = std::string(THUNDERC_TEST_TMP) + "/symbolic_flags.so";
@@ -421,7 +428,8 @@ TEST_CASE("--shapes symbols and --dim: flag errors") {
   };
   const Case cases[] = {
       {{"--shapes", "x=Bx64"}, "need --cache \"symbolic values\""},
-      {{"--shapes", "x=1x64", "--dim", "B=1:8"}, "--dim needs --cache \"symbolic values\""},
+      {{"--shapes", "x=1x64", "--dim", "B=1:8"}, "--dim with --shapes needs --cache \"symbolic values\""},
+      {{"--dim", "B=1:8", "--cache", "same input"}, "contradicts"},
       {{"--cache", "symbolic values", "--shapes", "x=Bx64"}, "--dim B=LO:HI"},
       {{"--cache", "symbolic values", "--shapes", "x=1x64"}, "has no symbolic dimension"},
       {{"--cache", "symbolic values", "--shapes", "x=Bx64", "--dim", "B=1:8", "--dim", "T=1:4"}, "no dimension in --shapes is named T"},

@@ -256,6 +256,25 @@ TEST_CASE("parser: inputs, weights and their dtypes and shapes") {
     CHECK_FALSE(mlp->declared_dims(&why).has_value());
     CHECK(why.empty());  // static: nothing to say
   }
+  SUBCASE("declared dimensions narrowed by --dim bounds, and an unbounded Dim bounded by one") {
+    auto narrowed = dyn->declared_dims(nullptr, {{"s77", 2, 8}});
+    REQUIRE(narrowed.has_value());
+    CHECK(narrowed->dims[0].lo == 2);
+    CHECK(narrowed->dims[0].hi == 8);
+    CHECK(user_error_of([&] { dyn->declared_dims(nullptr, {{"s77", 1, 17}}); }).find("outside the export's range of s77, 1..16") !=
+          std::string::npos);
+    CHECK(user_error_of([&] { dyn->declared_dims(nullptr, {{"B", 1, 8}}); }).find("no dynamic dimension named B (it has s77)") !=
+          std::string::npos);
+    auto unbounded = Pt2Model::load(sample("dynamic_unbounded.pt2"));
+    std::string why;
+    CHECK_FALSE(unbounded->declared_dims(&why).has_value());
+    CHECK(why.find("has no upper bound in the export") != std::string::npos);
+    CHECK(why.find("--dim s77=LO:HI") != std::string::npos);
+    auto bounded = unbounded->declared_dims(nullptr, {{"s77", 1, 64}});
+    REQUIRE(bounded.has_value());
+    CHECK(bounded->dims[0].lo == 1);
+    CHECK(bounded->dims[0].hi == 64);
+  }
   SUBCASE("a plain symbol, as torch writes it") {
     CHECK(pt2_plain_symbol("s77") == "s77");
     CHECK(pt2_plain_symbol("Symbol('s77', positive=True, integer=True)") == "s77");
@@ -443,6 +462,62 @@ TEST_CASE("thunderc binary: a dynamic batch compiles to one symbolic variant, --
     CHECK(c.code == 0);
     CHECK(c.out.find("symbolic sizes") == std::string::npos);
     CHECK(read_bytes(dir / "fixed.json").find("\"cache\": \"constant values\"") != std::string::npos);
+  }
+}
+
+// dynamic_unbounded.pt2: the dynamic_batch model with Dim("B") and no bounds (torch records s77 in 0..inf). It
+// compiles specialized at its example size, with a sharp edge that names the remedy; --dim s77=1:32 makes one
+// symbolic variant, --standalone, matching PyTorch at every size (rows repeated, as above).
+TEST_CASE("thunderc binary: --dim bounds an unbounded export Dim into one symbolic variant") {
+  fs::path dir = tmp_dir("pt2_unbounded");
+  auto fixed = run_thunderc({sample("dynamic_unbounded.pt2"), "-o", (dir / "fixed.so").string(), "--sharp-edges", "warn"});
+  INFO(fixed.out);
+  REQUIRE(fixed.code == 0);
+  CHECK(fixed.out.find("symbolic sizes") == std::string::npos);
+  CHECK(fixed.out.find("s77 in 0..inf); this variant is specialized to 4 (--dim s77=LO:HI compiles one symbolic variant") !=
+        std::string::npos);
+
+  std::string so = (dir / "sym.so").string();
+  auto r = run_thunderc({sample("dynamic_unbounded.pt2"), "-o", so, "--dim", "s77=1:32", "--standalone"});
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("symbolic sizes: s77 in 1..32") != std::string::npos);
+  CHECK(read_bytes(dir / "sym.json").find("\"cache\": \"symbolic values\"") != std::string::npos);
+  thunderc::HostTensor x4 = thunderc::npy::load(sample("dynamic_unbounded.input.npy"));
+  thunderc::HostTensor y4 = thunderc::npy::load(sample("dynamic_unbounded.expected.npy"));
+  auto rows = [](const thunderc::HostTensor& t, int64_t n) {
+    const int64_t w = t.shape()[1];
+    std::vector<float> v(static_cast<std::size_t>(n * w));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < w; ++j) v[i * w + j] = t.data<float>()[(i % 4) * w + j];
+    return thunderc::HostTensor::from_vector<float>({n, w}, v);
+  };
+  for (int64_t b : {1, 4, 9, 32, 33}) {
+    CAPTURE(b);
+    std::string in = (dir / ("x" + std::to_string(b) + ".npy")).string();
+    std::string want = (dir / ("y" + std::to_string(b) + ".npy")).string();
+    thunderc::npy::save(in, rows(x4, b));
+    thunderc::npy::save(want, rows(y4, b));
+    auto run = run_thunderc({"run", so, in, "--expect", want, "--rtol", "1e-4", "--atol", "1e-5", "--output-dir", dir.string()});
+    INFO(run.out);
+    if (b <= 32) {
+      CHECK(run.code == 0);
+      CHECK(run.out.find("output0: matches") != std::string::npos);
+    } else {  // beyond --dim's bound
+      CHECK(run.code == 1);
+      CHECK(run.out.find("1..32") != std::string::npos);
+    }
+  }
+  SUBCASE("--dim names a symbol the export does not have, or contradicts --cache") {
+    auto bad = run_thunderc({sample("dynamic_unbounded.pt2"), "-o", so, "--dim", "B=1:8"});
+    CHECK(bad.code == 1);
+    CHECK(bad.out.find("--dim B: the export has no dynamic dimension named B (it has s77)") != std::string::npos);
+    auto none = run_thunderc({sample("mlp.pt2"), "-o", so, "--dim", "s77=1:8"});
+    CHECK(none.code == 1);
+    CHECK(none.out.find("(it has none)") != std::string::npos);
+    auto cache = run_thunderc({sample("dynamic_unbounded.pt2"), "-o", so, "--dim", "s77=1:8", "--cache", "constant values"});
+    CHECK(cache.code == 1);
+    CHECK(cache.out.find("contradicts") != std::string::npos);
   }
 }
 
