@@ -104,7 +104,8 @@ std::string patched_fixture(const std::string& name, const std::map<std::string,
 }
 
 const std::vector<std::string> kFixtures = {"mlp",          "cnn",     "cnn_decomposed",          "gpt_block",
-                                            "llama_block",  "inplace", "inplace_view_decomposed", "dynamic_batch"};
+                                            "llama_block",  "inplace", "inplace_view_decomposed", "dynamic_batch",
+                                            "dynamic_unbounded"};
 
 }  // namespace
 
