@@ -304,7 +304,7 @@ void Pt2Importer::bind_inplace(const Pt2Node& n) {
             "functional)");
   env_[self] = result;
   env_[*out] = result;
-  alias_root_[*out] = root == self ? self : root;
+  alias_root_[*out] = root;
 }
 
 void Pt2Importer::run(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* edges) {

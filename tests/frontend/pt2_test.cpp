@@ -378,6 +378,16 @@ namespace {
 thunderc_test::ProcessResult run_thunderc(const std::vector<std::string>& args, const std::string& cwd = "") {
   return thunderc_test::run_program(THUNDERC_BIN, args, cwd);
 }
+
+// The 4 rows of a row-independent model's fixture (input or PyTorch's output), repeated to n rows: PyTorch's
+// values at batch size n.
+thunderc::HostTensor repeat_rows(const thunderc::HostTensor& t, int64_t n) {
+  const int64_t w = t.shape()[1];
+  std::vector<float> v(static_cast<std::size_t>(n * w));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < w; ++j) v[i * w + j] = t.data<float>()[(i % 4) * w + j];
+  return thunderc::HostTensor::from_vector<float>({n, w}, v);
+}
 }  // namespace
 
 TEST_CASE("thunderc binary: every .pt2 fixture compiles without --shapes and matches PyTorch (rtol 1e-4, atol 1e-5)") {
@@ -429,19 +439,12 @@ TEST_CASE("thunderc binary: a dynamic batch compiles to one symbolic variant, --
   thunderc::HostTensor y4 = thunderc::npy::load(sample("dynamic_batch.expected.npy"));
   REQUIRE(x4.shape() == std::vector<int64_t>{4, 12});
   REQUIRE(y4.shape() == std::vector<int64_t>{4, 6});
-  auto rows = [](const thunderc::HostTensor& t, int64_t n) {
-    const int64_t w = t.shape()[1];
-    std::vector<float> v(static_cast<std::size_t>(n * w));
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < w; ++j) v[i * w + j] = t.data<float>()[(i % 4) * w + j];
-    return thunderc::HostTensor::from_vector<float>({n, w}, v);
-  };
   for (int64_t b : {1, 3, 4, 7, 16}) {
     CAPTURE(b);
     std::string in = (dir / ("x" + std::to_string(b) + ".npy")).string();
     std::string want = (dir / ("y" + std::to_string(b) + ".npy")).string();
-    thunderc::npy::save(in, rows(x4, b));
-    thunderc::npy::save(want, rows(y4, b));
+    thunderc::npy::save(in, repeat_rows(x4, b));
+    thunderc::npy::save(want, repeat_rows(y4, b));
     auto run = run_thunderc({"run", so, in, "--expect", want, "--rtol", "1e-4", "--atol", "1e-5", "--output-dir", dir.string()});
     INFO(run.out);
     CHECK(run.code == 0);
@@ -449,7 +452,7 @@ TEST_CASE("thunderc binary: a dynamic batch compiles to one symbolic variant, --
   }
   SUBCASE("a batch outside the export's range is refused, naming the dimension and the range") {
     std::string in = (dir / "x17.npy").string();
-    thunderc::npy::save(in, rows(x4, 17));
+    thunderc::npy::save(in, repeat_rows(x4, 17));
     auto run = run_thunderc({"run", so, in, "--output-dir", dir.string()});
     INFO(run.out);
     CHECK(run.code == 1);
@@ -486,19 +489,12 @@ TEST_CASE("thunderc binary: --dim bounds an unbounded export Dim into one symbol
   CHECK(read_bytes(dir / "sym.json").find("\"cache\": \"symbolic values\"") != std::string::npos);
   thunderc::HostTensor x4 = thunderc::npy::load(sample("dynamic_unbounded.input.npy"));
   thunderc::HostTensor y4 = thunderc::npy::load(sample("dynamic_unbounded.expected.npy"));
-  auto rows = [](const thunderc::HostTensor& t, int64_t n) {
-    const int64_t w = t.shape()[1];
-    std::vector<float> v(static_cast<std::size_t>(n * w));
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < w; ++j) v[i * w + j] = t.data<float>()[(i % 4) * w + j];
-    return thunderc::HostTensor::from_vector<float>({n, w}, v);
-  };
   for (int64_t b : {1, 4, 9, 32, 33}) {
     CAPTURE(b);
     std::string in = (dir / ("x" + std::to_string(b) + ".npy")).string();
     std::string want = (dir / ("y" + std::to_string(b) + ".npy")).string();
-    thunderc::npy::save(in, rows(x4, b));
-    thunderc::npy::save(want, rows(y4, b));
+    thunderc::npy::save(in, repeat_rows(x4, b));
+    thunderc::npy::save(want, repeat_rows(y4, b));
     auto run = run_thunderc({"run", so, in, "--expect", want, "--rtol", "1e-4", "--atol", "1e-5", "--output-dir", dir.string()});
     INFO(run.out);
     if (b <= 32) {
