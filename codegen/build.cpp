@@ -18,6 +18,7 @@
 #include "codegen/cpp/cpp_backend.h"
 #include "codegen/cudalib/cudalib_backend.h"
 #include "codegen/nvfuser/nvfuser_backend.h"
+#include "codegen/onednn/onednn_backend.h"
 #include "core/ir/error.h"
 
 extern char** environ;
@@ -47,6 +48,7 @@ BackendSet make_backends(const Toolchain& toolchain, const std::string& precisio
 #endif  // without LibTorch the torch executor is unavailable (core/executors/registry.cpp): nothing claims for it
   set["cpp"] = std::make_unique<CppBackend>();
   set["blas"] = std::make_unique<BlasBackend>();
+  set["onednn"] = std::make_unique<OnednnBackend>();
   set["nvfuser"] = std::make_unique<NvfuserBackend>();
   const bool tf32 = precision == "tf32";
   set["cublas"] = std::make_unique<LibraryBackend>("cublas", tf32);

@@ -79,6 +79,21 @@ class GPTBlock(nn.Module):
         return x + self.out(F.silu(self.fc(self.ln2(x))))
 
 
+class MaskedSoftmax(nn.Module):
+    """Causal attention written out by hand, as make_samples.py's GPT block does: masked_fill with -inf, which
+    torch.export serializes as the string "-Infinity" (JSON has no infinities)."""
+
+    def __init__(self, embed=16, t=6):
+        super().__init__()
+        self.qk = nn.Linear(embed, 2 * embed)
+        self.register_buffer("mask", torch.tril(torch.ones(t, t)) == 0, persistent=False)
+
+    def forward(self, x):
+        q, k = self.qk(x).chunk(2, dim=-1)
+        scores = (q @ k.transpose(-2, -1)).masked_fill(self.mask, float("-inf"))
+        return torch.softmax(scores, dim=-1)
+
+
 class LlamaBlock(nn.Module):
     """A Llama-style decoder block: RMSNorm, rotary embeddings, grouped-query causal attention through
     scaled_dot_product_attention, per-head RMSNorm of q and k with eps=None (Qwen3), and a SwiGLU MLP."""
@@ -231,6 +246,9 @@ def main():
 
     torch.manual_seed(2)
     export_one("gpt_block", GPTBlock(), torch.randn(2, 8, 32))
+
+    torch.manual_seed(7)
+    export_one("masked_softmax", MaskedSoftmax(), torch.randn(2, 6, 16))
 
     torch.manual_seed(5)
     export_one("llama_block", LlamaBlock(), torch.randn(2, 12, 32))

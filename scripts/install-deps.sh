@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(build-essential cmake libtorch-dev libcli11-dev nlohmann-json3-dev
-          doctest-dev libdlpack-dev libopenblas-dev libopenblas0-openmp)
+          doctest-dev libdlpack-dev libopenblas-dev libopenblas0-openmp libdnnl-dev)
 
 for arg in "$@"; do
   case "$arg" in

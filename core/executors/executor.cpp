@@ -101,7 +101,7 @@ std::vector<const Executor*> always_executors() {
 
 std::vector<std::string> default_executor_names(DeviceKind device) {
   if (device == DeviceKind::CUDA) return {"cudnn", "cublas", "nvfuser"};
-  return {"cpp", "blas"};
+  return {"cpp", "onednn", "blas"};  // onednn first for convolutions, blas where it is unavailable
 }
 
 ExecutorSelection default_executors(DeviceKind device) {

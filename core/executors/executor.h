@@ -82,10 +82,10 @@ class Executor {
 
 // ---- Registry ---------------------------------------------------------------------------------------
 
-// Every executor thunderc knows, in a fixed order: torch, cpp, blas, nvfuser, cublas, cudnn.
+// Every executor thunderc knows, in a fixed order: torch, cpp, blas, onednn, nvfuser, cublas, cudnn.
 const std::vector<const Executor*>& all_executors();
 const Executor* find_executor(const std::string& name);  // nullptr if unknown
-std::string executor_names();                            // "torch, cpp, blas, nvfuser, cublas, cudnn"
+std::string executor_names();                            // "torch, cpp, blas, onednn, nvfuser, cublas, cudnn"
 
 // Why the torch executor is unavailable in a build without LibTorch (-DTHUNDERC_WITH_LIBTORCH=OFF), where it is
 // also no always-executor (so every executor list is standalone).
@@ -106,7 +106,7 @@ struct ExecutorSelection {
   std::string names_str() const;  // "cpp, torch"
 };
 
-// The default list for a device kind (cpu: cpp, blas; cuda: cudnn, cublas, nvfuser), filtered to those
+// The default list for a device kind (cpu: cpp, onednn, blas; cuda: cudnn, cublas, nvfuser), filtered to those
 // implemented and available; the rest go to notes. Always-executors are not included.
 ExecutorSelection default_executors(DeviceKind device);
 // The names the default list is drawn from, before filtering.

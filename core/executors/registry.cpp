@@ -1,4 +1,4 @@
-// The six executors thunderc knows. torch claims every operator of the catalog; the others claim what their
+// The seven executors thunderc knows. torch claims every operator of the catalog; the others claim what their
 // code generation handles.
 //
 // Availability means "can compile for this device here": nvfuser needs NVRTC (kernels are compiled when the
@@ -83,6 +83,32 @@ Availability probe_cblas() {
                        false, "cblas_sgemm");
 }
 
+// oneDNN is linked by the model .so (the runtime loads it with the model), so compiling for it needs its
+// headers at build time (THUNDERC_WITH_ONEDNN) and its library here, where the models are linked.
+Availability probe_onednn() {
+#if !THUNDERC_WITH_ONEDNN
+  return {false, "this thunderc was built without oneDNN's headers (install libdnnl-dev and rebuild)"};
+#else
+  return probe_library("oneDNN", {"libdnnl.so.2", "libdnnl.so.3", "libdnnl.so"}, "", false, "dnnl_primitive_create");
+#endif
+}
+
+// onednn (codegen/onednn): 4-D float32 conv2d on the CPU whose weights and bias are constants (reordered
+// into oneDNN's blocked layout once, when the model first runs), with no empty operand.
+bool onednn_conv_checker(const Trace& trace, const BoundSymbol& sym) {
+  for (const Operand& in : sym.inputs) {
+    if (!in.is_tensor()) continue;
+    const TensorType& t = trace.type(in.value);
+    if (t.device.kind != DeviceKind::CPU || t.dtype != DType::Float32 || t.numel() == 0) return false;
+  }
+  const TensorType& y = trace.type(sym.outputs[0]);
+  if (y.dtype != DType::Float32 || y.device.kind != DeviceKind::CPU || y.numel() == 0) return false;
+  if (trace.type(sym.inputs[0].value).rank() != 4) return false;
+  for (std::size_t i = 1; i < sym.inputs.size(); ++i)
+    if (sym.inputs[i].is_tensor() && trace.value(sym.inputs[i].value).origin != ValueOrigin::Constant) return false;
+  return true;
+}
+
 // blas (codegen/blas): float32/float64 CPU tensors of one dtype, every extent small enough for CBLAS's int.
 bool blas_checker(const Trace& trace, const BoundSymbol& sym) {
   std::vector<const TensorType*> types;
@@ -136,6 +162,18 @@ std::vector<std::unique_ptr<Executor>> make_executors() {
   auto b = std::make_unique<Executor>(std::move(blas));
   for (const char* name : {"linear", "matmul", "bmm", "addmm", "conv2d"}) b->register_impl(name, blas_checker);
   out.push_back(std::move(b));
+
+  Executor::Info onednn;
+  onednn.name = "onednn";
+  onednn.description = "convolutions through oneDNN (blocked layouts and JIT kernels for the running CPU, weights "
+                       "prepacked once; bias, residual add and relu/sigmoid/silu fused)";
+  onednn.devices = {DeviceKind::CPU};
+  onednn.implemented = true;
+  onednn.categories = {C::Convolution};
+  onednn.probe = [](DeviceKind) { return cached<probe_onednn>(); };
+  auto dn1 = std::make_unique<Executor>(std::move(onednn));
+  dn1->register_impl("conv2d", onednn_conv_checker);
+  out.push_back(std::move(dn1));
 
   Executor::Info nvfuser;
   nvfuser.name = "nvfuser";

@@ -173,6 +173,19 @@ std::optional<std::int64_t> sym_literal(const json& s) {
   return std::nullopt;
 }
 
+// A float of the export's JSON: a number, or one of the strings torch.export writes for the values JSON cannot
+// hold ("Infinity", "-Infinity", "NaN": masked_fill(mask, float("-inf")) is common in attention).
+double json_float(const json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+    if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
+  }
+  throw std::runtime_error("expected a float, got " + v.dump().substr(0, 80));
+}
+
 Pt2Arg parse_arg(const json& j) {
   Pt2Arg a;
   if (!j.is_object() || j.size() != 1) throw std::runtime_error("an argument must be an object with one tag: " + j.dump().substr(0, 80));
@@ -193,8 +206,11 @@ Pt2Arg parse_arg(const json& j) {
     else a.kind = K::None;
   } else if (tag == "as_int") a.kind = K::Int, a.ints.push_back(v.get<std::int64_t>());
   else if (tag == "as_ints") a.kind = K::Ints, a.ints = v.get<std::vector<std::int64_t>>();
-  else if (tag == "as_float") a.kind = K::Float, a.floats.push_back(v.get<double>());
-  else if (tag == "as_floats") a.kind = K::Floats, a.floats = v.get<std::vector<double>>();
+  else if (tag == "as_float") a.kind = K::Float, a.floats.push_back(json_float(v));
+  else if (tag == "as_floats") {
+    a.kind = K::Floats;
+    for (const json& f : v) a.floats.push_back(json_float(f));
+  }
   else if (tag == "as_bool") a.kind = K::Bool, a.ints.push_back(v.get<bool>());
   else if (tag == "as_bools") {
     a.kind = K::Bools;

@@ -223,6 +223,9 @@ struct LibraryEpilogue {
 std::optional<LibraryEpilogue> library_epilogue(const std::string& executor) {
   if (executor == "cublas") return LibraryEpilogue{false, {"relu", "gelu"}};  // gelu only approximate='tanh'
   if (executor == "cudnn") return LibraryEpilogue{true, {"relu", "sigmoid", "silu"}};
+  // oneDNN's sum post-op. No activation: its relu/clip/logistic post-ops turn NaN into a number (max/min
+  // instructions), PyTorch keeps NaN.
+  if (executor == "onednn") return LibraryEpilogue{true, {}};
   return std::nullopt;
 }
 
@@ -321,7 +324,7 @@ Trace fuse_all_regions(const Trace& trace) {
 const Transform& fusion_transform() {
   static const Transform t{"fusion",
                            "symbols claimed by cpp or nvfuser are grouped into fusion regions (cpp_fusion<N>, "
-                           "nvfuser_fusion<N>) by dataflow; cublas/cudnn calls absorb the epilogue their library "
+                           "nvfuser_fusion<N>) by dataflow; cublas/cudnn/onednn calls absorb the epilogue their library "
                            "applies (residual add, activation)",
                            [](const Trace& trace, const TransformContext&) { return fuse_all_regions(trace); }};
   return t;

@@ -23,9 +23,10 @@
 // once, inputs of pooling), so no pair of ops is illegal; siblings that only share an input are not merged.
 //
 // Library calls (fuse_library_epilogues, run first): a GEMM claimed by cublas, or a convolution claimed by
-// cudnn, absorbs the chain of symbols after it that its library applies in the same call, each the sole
+// cudnn or onednn, absorbs the chain of symbols after it that its library applies in the same call, each the sole
 // reader of the value before it (never a returned value): for cudnn an optional residual add (the other
-// operand of exactly the output's type) then an optional relu, sigmoid or silu; for cublas an optional relu
+// operand of exactly the output's type) then an optional relu, sigmoid or silu; for onednn the residual add only
+// (its activation post-ops do not keep NaN); for cublas an optional relu
 // or gelu(approximate='tanh') (cuBLASLt's GELU is the tanh form). The chain becomes a region of the library
 // executor ("cudnn_fusion<N>") placed where its last member was; nothing else moves.
 #pragma once

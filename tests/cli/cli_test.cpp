@@ -86,7 +86,7 @@ TEST_CASE("--help shows the subcommand and examples") {
 TEST_CASE("--list-executors lists all six") {
   Result r = thunderc({"--list-executors"});
   CHECK(r.code == 0);
-  for (const char* name : {"torch", "cpp", "blas", "nvfuser", "cublas", "cudnn"}) CHECK_OUTPUT(r, std::string("  ") + name + " ");
+  for (const char* name : {"torch", "cpp", "blas", "onednn", "nvfuser", "cublas", "cudnn"}) CHECK_OUTPUT(r, std::string("  ") + name + " ");
   CHECK_FALSE(has(r, "not implemented yet"));  // every executor has its code generation
   CHECK_OUTPUT(r, "Default executors");
   CHECK_OUTPUT(r, "Always-executors (appended to every list unless --standalone): torch");
@@ -233,7 +233,7 @@ TEST_CASE("errors") {
     Result r = thunderc({"examine", sample("mlp.pt"), "--executors", "cpp,tensorrt"});
     CHECK(r.code == 1);
     CHECK_OUTPUT(r, "unknown executor 'tensorrt'");
-    CHECK_OUTPUT(r, "torch, cpp, blas, nvfuser, cublas, cudnn");
+    CHECK_OUTPUT(r, "torch, cpp, blas, onednn, nvfuser, cublas, cudnn");
   }
   SUBCASE("executor for another device") {
     Result r = thunderc({"examine", sample("mlp.pt"), "--device", "cpu", "--executors", "cudnn"});

@@ -48,11 +48,11 @@ bool contains(const std::string& haystack, const std::string& needle) {
 
 }  // namespace
 
-TEST_CASE("registry lists the six executors in order") {
+TEST_CASE("registry lists the seven executors in order") {
   std::vector<std::string> names;
   for (const Executor* e : all_executors()) names.push_back(e->name());
-  CHECK(names == std::vector<std::string>{"torch", "cpp", "blas", "nvfuser", "cublas", "cudnn"});
-  CHECK(executor_names() == "torch, cpp, blas, nvfuser, cublas, cudnn");
+  CHECK(names == std::vector<std::string>{"torch", "cpp", "blas", "onednn", "nvfuser", "cublas", "cudnn"});
+  CHECK(executor_names() == "torch, cpp, blas, onednn, nvfuser, cublas, cudnn");
   CHECK(find_executor("nope") == nullptr);
 
   const Executor* torch = find_executor("torch");
@@ -65,7 +65,7 @@ TEST_CASE("registry lists the six executors in order") {
   for (const OpDef* def : op_registry().all()) CHECK_MESSAGE(torch->implements(def->name), def->name);
 
   // The native CPU executors are implemented; the CUDA ones are declared but claim nothing yet.
-  for (const char* name : {"cpp", "blas"}) {
+  for (const char* name : {"cpp", "blas", "onednn"}) {
     const Executor* e = find_executor(name);
     REQUIRE(e);
     CHECK(e->implemented());
@@ -156,12 +156,18 @@ TEST_CASE("a fallback claim yields to a preferred one later in the list, but not
   set_torch_cuda_support(false, "LibTorch was built without CUDA");
 }
 
-TEST_CASE("default executors: cpp and blas on cpu, then cudnn, cublas, nvfuser on cuda where NVRTC is found") {
-  CHECK(default_executor_names(DeviceKind::CPU) == std::vector<std::string>{"cpp", "blas"});
+TEST_CASE("default executors: cpp, onednn and blas on cpu, then cudnn, cublas, nvfuser on cuda where NVRTC is found") {
+  CHECK(default_executor_names(DeviceKind::CPU) == std::vector<std::string>{"cpp", "onednn", "blas"});
   CHECK(default_executor_names(DeviceKind::CUDA) == std::vector<std::string>{"cudnn", "cublas", "nvfuser"});
   ExecutorSelection cpu = default_executors(DeviceKind::CPU);
-  CHECK(cpu.names() == std::vector<std::string>{"cpp", "blas"});
-  CHECK(cpu.notes.empty());
+  if (find_executor("onednn")->availability(DeviceKind::CPU).available) {
+    CHECK(cpu.names() == std::vector<std::string>{"cpp", "onednn", "blas"});
+    CHECK(cpu.notes.empty());
+  } else {  // built without oneDNN's headers, or libdnnl missing: left out, saying why
+    CHECK(cpu.names() == std::vector<std::string>{"cpp", "blas"});
+    REQUIRE(cpu.notes.size() == 1);
+    CHECK(cpu.notes[0].rfind("onednn: unavailable (", 0) == 0);
+  }
   ExecutorSelection cuda = default_executors(DeviceKind::CUDA);
   Availability nvrtc = find_executor("nvfuser")->availability(DeviceKind::CUDA);
   if (nvrtc.available) {
@@ -197,7 +203,7 @@ TEST_CASE("select_device: --device, or the device every executor in --executors 
 TEST_CASE("resolve_executors") {
   SUBCASE("defaults plus the always-executor") {
     ExecutorSelection s = resolve_executors({}, DeviceKind::CPU, false);
-    CHECK(s.names() == std::vector<std::string>{"cpp", "blas", "torch"});
+    CHECK(s.names() == std::vector<std::string>{"cpp", "onednn", "blas", "torch"});
     CHECK(s.notes.empty());
   }
   SUBCASE("requested order is kept, torch appended once") {
@@ -208,12 +214,12 @@ TEST_CASE("resolve_executors") {
   SUBCASE("standalone appends nothing") {
     ExecutorSelection s = resolve_executors({"cpp"}, DeviceKind::CPU, true);
     CHECK(s.names() == std::vector<std::string>{"cpp"});
-    CHECK(resolve_executors({}, DeviceKind::CPU, true).names() == std::vector<std::string>{"cpp", "blas"});
+    CHECK(resolve_executors({}, DeviceKind::CPU, true).names() == std::vector<std::string>{"cpp", "onednn", "blas"});
   }
   SUBCASE("unknown name lists the known ones") {
     std::string msg = error_of([] { resolve_executors({"cpp", "tensorrt"}, DeviceKind::CPU, false); });
     CHECK(contains(msg, "unknown executor 'tensorrt'"));
-    CHECK(contains(msg, "torch, cpp, blas, nvfuser, cublas, cudnn"));
+    CHECK(contains(msg, "torch, cpp, blas, onednn, nvfuser, cublas, cudnn"));
   }
   SUBCASE("executor for another device") {
     std::string msg = error_of([] { resolve_executors({"cudnn"}, DeviceKind::CPU, false); });

@@ -105,7 +105,7 @@ std::string patched_fixture(const std::string& name, const std::map<std::string,
 
 const std::vector<std::string> kFixtures = {"mlp",          "cnn",     "cnn_decomposed",          "gpt_block",
                                             "llama_block",  "inplace", "inplace_view_decomposed", "dynamic_batch",
-                                            "dynamic_unbounded"};
+                                            "dynamic_unbounded", "masked_softmax"};
 
 }  // namespace
 
@@ -335,6 +335,22 @@ TEST_CASE("import: every fixture at its example shapes") {
     Trace t = m->import(m->resolve_shapes(parse_shapes_flag("x=11x12"), Device::cpu()));
     CHECK(t.type(t.outputs()[0]).shape == Shape{11, 6});
   }
+}
+
+TEST_CASE("import: a float the export wrote as \"-Infinity\" (masked_fill with -inf) is -inf") {
+  auto m = Pt2Model::load(sample("masked_softmax.pt2"));
+  Trace t = m->import(m->resolve_shapes(*m->recorded_shapes(), Device::cpu()));
+  std::size_t fills = 0;
+  for (const BoundSymbol& s : t.symbols()) {
+    if (s.op->name != "masked_fill") continue;
+    ++fills;
+    REQUIRE(s.inputs.size() == 3);
+    REQUIRE(s.inputs[2].kind == OperandKind::Scalar);
+    const double v = s.inputs[2].scalar.to_double();
+    CHECK(std::isinf(v));
+    CHECK(v < 0);
+  }
+  CHECK(fills == 1);
 }
 
 TEST_CASE("import: in-place ops (relu_, add_, hardtanh_, dropout_) become their functional forms") {

@@ -1,0 +1,247 @@
+/* Kernels that code generated for the `onednn` executor calls (codegen/onednn/onednn_backend.cpp). Header-only,
+ * compiled into each model .so that uses the executor; it links oneDNN (libdnnl, Debian's libdnnl-dev) and libgomp.
+ *
+ * One generated call site = one static thunderc_onednn::Conv2d, which plans on its first call and reuses the plan:
+ *  - the convolution primitive is created with every layout left to oneDNN ("any"), so it picks its blocked
+ *    layouts (nChw8c on AVX2, nChw16c on AVX-512) and its JIT kernels for the CPU it runs on, at run time: the
+ *    instruction set is the running CPU's, not the compiling machine's;
+ *  - the weights (constants embedded in the .so) are reordered into the primitive's layout once, at planning;
+ *  - the bias and a residual add run inside the convolution (oneDNN's bias and its sum post-op). Activations do
+ *    not: oneDNN's relu, clip and logistic post-ops clamp with max/min instructions that turn NaN into a number,
+ *    where PyTorch keeps NaN, so they stay in the cpp executor's loops;
+ *  - activations cross the call in PyTorch's NCHW: the input is reordered into the blocked layout and the
+ *    output back (skipped where the primitive's layout is already NCHW); those buffers and oneDNN's scratchpad
+ *    live in a per-thread arena, so concurrent calls share nothing mutable.
+ * Plans are keyed by the sizes (symbolic variants pass them at run time), the thread count and the weights;
+ * a call site keeps at most kMaxPlans of them.
+ *
+ * Threads: oneDNN here runs on OpenMP and uses omp_get_max_threads() of the calling thread. Each call sets the
+ * calling thread's count for its duration and restores it (a per-thread OpenMP setting: two models running
+ * in two threads with different counts do not interfere). A plan belongs to one thread count.
+ *
+ * Errors: no exception leaves run(); it returns non-zero after writing a message into `error`. */
+#ifndef THUNDERC_ONEDNN_KERNELS_H_
+#define THUNDERC_ONEDNN_KERNELS_H_
+
+#include <omp.h>
+#include <stdint.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+namespace thunderc_onednn {
+
+// y = conv2d(x, w) + bias + residual, PyTorch's conv2d: x [n, c, h, w], w [oc, c/groups, kh, kw],
+// y [n, oc, oh, ow]; stride, padding (both sides) and dilation as PyTorch gives them.
+struct Conv2dSpec {
+  int64_t n, c, h, w, oc, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow;
+  int64_t has_bias, has_residual;
+};
+
+inline bool same_spec(const Conv2dSpec& a, const Conv2dSpec& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+inline const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// The calling thread's OpenMP thread count for one call, restored afterwards.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int threads) : saved_(omp_get_max_threads()) {
+    if (threads != saved_) omp_set_num_threads(threads);
+  }
+  ~ThreadScope() {
+    if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+  }
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int saved_;
+};
+
+// Per-thread scratch for blocked activations and oneDNN's scratchpad; grows, never shrinks.
+inline unsigned char* thread_arena(size_t bytes) {
+  struct Arena {
+    unsigned char* data = nullptr;
+    size_t size = 0;
+    ~Arena() { std::free(data); }
+  };
+  static thread_local Arena arena;
+  if (bytes > arena.size) {
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (!p) throw std::bad_alloc();
+    std::free(arena.data);
+    arena.data = static_cast<unsigned char*>(p);
+    arena.size = rounded;
+  }
+  return arena.data;
+}
+
+inline size_t align64(size_t v) { return (v + 63) / 64 * 64; }
+
+struct Conv2dPlan {
+  Conv2dSpec spec;
+  int threads;
+  const float* user_weights;
+  dnnl::convolution_forward conv;
+  dnnl::memory::desc user_src, user_dst, src, dst, bias, scratchpad;
+  bool reorder_src = false, reorder_dst = false;
+  dnnl::reorder src_in, dst_out, residual_in;
+  dnnl::memory weights;  // in the primitive's layout, owned
+  size_t src_offset = 0, dst_offset = 0, scratch_offset = 0, arena_bytes = 0;
+};
+
+inline std::shared_ptr<Conv2dPlan> make_conv2d_plan(const Conv2dSpec& s, int threads, const float* w) {
+  using dnnl::memory;
+  using tag = memory::format_tag;
+  const memory::data_type f32 = memory::data_type::f32;
+  auto plan = std::make_shared<Conv2dPlan>();
+  plan->spec = s;
+  plan->threads = threads;
+  plan->user_weights = w;
+  const dnnl::engine& eng = cpu_engine();
+  const memory::dims src_dims = {s.n, s.c, s.h, s.w}, dst_dims = {s.n, s.oc, s.oh, s.ow};
+  const memory::dims w_dims = s.groups == 1 ? memory::dims{s.oc, s.c, s.kh, s.kw}
+                                            : memory::dims{s.groups, s.oc / s.groups, s.c / s.groups, s.kh, s.kw};
+  plan->user_src = memory::desc(src_dims, f32, tag::nchw);
+  plan->user_dst = memory::desc(dst_dims, f32, tag::nchw);
+  const memory::desc user_w(w_dims, f32, s.groups == 1 ? tag::oihw : tag::goihw);
+
+  dnnl::post_ops ops;
+  if (s.has_residual) ops.append_sum(1.0f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+
+  // oneDNN's dilation counts the gaps (PyTorch's minus one); PyTorch pads both sides alike and floors the output
+  // size, which is oneDNN's rule too.
+  const memory::dims strides = {s.sh, s.sw}, dilates = {s.dh - 1, s.dw - 1}, pad = {s.ph, s.pw};
+  const memory::desc any_src(src_dims, f32, tag::any), any_dst(dst_dims, f32, tag::any),
+      any_w(w_dims, f32, tag::any), bias_md(memory::dims{s.oc}, f32, tag::x);
+  dnnl::convolution_forward::desc d =
+      s.has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                   dnnl::algorithm::convolution_direct, any_src, any_w, bias_md,
+                                                   any_dst, strides, dilates, pad, pad)
+                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                   dnnl::algorithm::convolution_direct, any_src, any_w, any_dst,
+                                                   strides, dilates, pad, pad);
+  dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+  plan->conv = dnnl::convolution_forward(pd);
+  plan->bias = bias_md;
+  plan->scratchpad = pd.scratchpad_desc();
+  plan->src = pd.src_desc();
+  plan->dst = pd.dst_desc();
+  plan->reorder_src = plan->src != plan->user_src;
+  plan->reorder_dst = plan->dst != plan->user_dst;
+  if (plan->reorder_src) plan->src_in = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->user_src, eng, plan->src));
+  if (plan->reorder_dst) {
+    plan->dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->dst, eng, plan->user_dst));
+    if (s.has_residual)
+      plan->residual_in = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->user_dst, eng, plan->dst));
+  }
+
+  // Weights: reordered once (the planning call's thread count is already in effect).
+  plan->weights = memory(pd.weights_desc(), eng);
+  {
+    dnnl::stream stream(eng);
+    memory user(user_w, eng, const_cast<float*>(w));
+    dnnl::reorder(user, plan->weights).execute(stream, user, plan->weights);
+    stream.wait();
+  }
+
+  size_t offset = 0;
+  if (plan->reorder_src) {
+    plan->src_offset = offset;
+    offset += align64(plan->src.get_size());
+  }
+  if (plan->reorder_dst) {
+    plan->dst_offset = offset;
+    offset += align64(plan->dst.get_size());
+  }
+  plan->scratch_offset = offset;
+  offset += align64(plan->scratchpad.get_size());
+  plan->arena_bytes = offset;
+  return plan;
+}
+
+// One convolution call site of a model.
+class Conv2d {
+ public:
+  static constexpr size_t kMaxPlans = 8;
+
+  // 0 on success; non-zero after writing a message into error[0 .. capacity).
+  int run(const Conv2dSpec& s, const float* x, const float* w, const float* bias, const float* residual, float* y,
+          int32_t num_threads, char* error, size_t capacity) noexcept {
+    try {
+      const int threads = num_threads > 0 ? num_threads : omp_get_max_threads();
+      ThreadScope scope(threads);
+      const std::shared_ptr<const Conv2dPlan> p = plan(s, threads, w);
+      const dnnl::engine& eng = cpu_engine();
+      unsigned char* arena = thread_arena(p->arena_bytes);
+      dnnl::stream stream(eng);
+      using dnnl::memory;
+      memory src = p->reorder_src ? memory(p->src, eng, arena + p->src_offset)
+                                  : memory(p->user_src, eng, const_cast<float*>(x));
+      if (p->reorder_src) {
+        memory user(p->user_src, eng, const_cast<float*>(x));
+        p->src_in.execute(stream, user, src);
+      }
+      memory user_dst(p->user_dst, eng, y);
+      memory dst = p->reorder_dst ? memory(p->dst, eng, arena + p->dst_offset) : user_dst;
+      if (s.has_residual) {  // the sum post-op adds what dst holds
+        if (p->reorder_dst) {
+          memory user_residual(p->user_dst, eng, const_cast<float*>(residual));
+          p->residual_in.execute(stream, user_residual, dst);
+        } else if (residual != y) {
+          std::memcpy(y, residual, p->user_dst.get_size());
+        }
+      }
+      memory scratch(p->scratchpad, eng, arena + p->scratch_offset);
+      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src},
+                                              {DNNL_ARG_WEIGHTS, p->weights},
+                                              {DNNL_ARG_DST, dst},
+                                              {DNNL_ARG_SCRATCHPAD, scratch}};
+      if (s.has_bias) args.emplace(DNNL_ARG_BIAS, memory(p->bias, eng, const_cast<float*>(bias)));
+      p->conv.execute(stream, args);
+      if (p->reorder_dst) p->dst_out.execute(stream, dst, user_dst);
+      stream.wait();
+      return 0;
+    } catch (const dnnl::error& e) {
+      std::snprintf(error, capacity, "oneDNN convolution failed: %s (status %d)", e.what(), static_cast<int>(e.status));
+    } catch (const std::bad_alloc&) {
+      std::snprintf(error, capacity, "oneDNN convolution: out of memory");
+    } catch (const std::exception& e) {
+      std::snprintf(error, capacity, "oneDNN convolution failed: %s", e.what());
+    }
+    return 1;
+  }
+
+ private:
+  std::shared_ptr<const Conv2dPlan> plan(const Conv2dSpec& s, int threads, const float* w) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& p : plans_)
+      if (p->threads == threads && p->user_weights == w && same_spec(p->spec, s)) return p;
+    std::shared_ptr<const Conv2dPlan> p = make_conv2d_plan(s, threads, w);
+    if (plans_.size() == kMaxPlans) plans_.erase(plans_.begin());  // the oldest; running calls keep their copy
+    plans_.push_back(p);
+    return p;
+  }
+
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<const Conv2dPlan>> plans_;
+};
+
+}  // namespace thunderc_onednn
+
+#endif /* THUNDERC_ONEDNN_KERNELS_H_ */

@@ -1,0 +1,86 @@
+// The `onednn` executor's code generation. Each claimed conv2d (checker: onednn_conv_checker in
+// core/executors/registry.cpp), or region of a conv2d and the residual add fusion gave it
+// (fuse_library_epilogues), becomes one thunderc_onednn::Conv2d call whose spec holds every
+// size as a literal: symbolic variants merge those literals into expressions (codegen/symbolic_code.h), so the
+// spec is a plain local and the call site's plan cache is the only static.
+#include "codegen/onednn/onednn_backend.h"
+
+#include <optional>
+
+#include "core/ir/error.h"
+
+namespace thunderc {
+
+namespace {
+
+std::string ll(std::int64_t v) { return std::to_string(v) + "LL"; }
+
+// The residual a region's add brings (the add's operand that is not the convolution's output).
+std::optional<ValueId> residual_of(const BoundSymbol& sym) {
+  if (!sym.is_region()) return std::nullopt;
+  THUNDERC_CHECK(sym.subsymbols.size() == 2 && sym.subsymbols[1].op->name == "add",
+                 "onednn: a region must be a conv2d and one add");
+  const BoundSymbol& add = sym.subsymbols[1];
+  const ValueId conv_out = sym.subsymbols[0].outputs[0];
+  return add.inputs[0].value == conv_out ? add.inputs[1].value : add.inputs[0].value;
+}
+
+}  // namespace
+
+OnednnLocation OnednnLocation::from_build() {
+  return {THUNDERC_ONEDNN_KERNELS_DIR, THUNDERC_ONEDNN_INCLUDE_DIR, THUNDERC_ONEDNN_LIBRARY};
+}
+
+OnednnBackend::OnednnBackend(OnednnLocation location) : location_(std::move(location)) {}
+
+LinkInputs OnednnBackend::link_inputs() const {
+  THUNDERC_CHECK(!location_.library.empty(), "onednn: claimed in a thunderc built without oneDNN");
+  LinkInputs in;
+  in.includes = {"thunderc/onednn_kernels.h"};
+  in.include_dirs = {location_.kernels_include_dir};
+  const bool system = location_.include_dir == "/usr/include" || location_.include_dir == "/usr/local/include";
+  if (!system) in.include_dirs.push_back(location_.include_dir);  // -I/usr/include would reorder system headers
+  in.libraries = {location_.library};
+  in.compile_flags = {"-fopenmp"};
+  in.link_flags = {"-fopenmp"};
+  return in;
+}
+
+void OnednnBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
+  const Trace& t = ctx.trace();
+  const BoundSymbol& conv = sym.is_region() ? sym.subsymbols[0] : sym;
+  THUNDERC_CHECK(conv.op->name == "conv2d", "onednn: no code generation for '", conv.op->name, "'");
+  const std::optional<ValueId> residual = residual_of(sym);
+  const TensorType &x = t.type(conv.inputs[0].value), &w = t.type(conv.inputs[1].value), &y = t.type(sym.outputs[0]);
+  THUNDERC_CHECK(x.rank() == 4 && w.rank() == 4, "onednn: conv2d of rank ", x.rank());
+  auto pair = [&](const char* name) {
+    const IntList& v = conv.attrs.get_ints(name);
+    return v.size() == 1 ? IntList{v[0], v[0]} : v;
+  };
+  const IntList st = pair("stride"), pd = pair("padding"), dl = pair("dilation");
+  const bool bias = conv.inputs.size() > 2 && conv.inputs[2].is_tensor();
+  const std::vector<std::int64_t> spec = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2],
+                                          w.shape[3], st[0], st[1], pd[0], pd[1], dl[0], dl[1],
+                                          conv.attrs.get_int("groups"), y.shape[2], y.shape[3], bias ? 1 : 0,
+                                          residual ? 1 : 0};
+  std::string what = "conv2d " + shape_str(x.shape) + " -> " + shape_str(y.shape) + ", kernel " +
+                     std::to_string(w.shape[2]) + "x" + std::to_string(w.shape[3]) + (bias ? " +bias" : "") +
+                     (residual ? " +residual" : "");
+  auto data = [&](ValueId v) { return "static_cast<const float*>(" + ctx.buffer(v) + ".data)"; };
+  out.line("{  " + c_comment("oneDNN: " + what));
+  out.indent();
+  out.line("static thunderc_onednn::Conv2d op;");
+  std::string fields;
+  for (std::int64_t v : spec) fields += (fields.empty() ? "" : ", ") + ll(v);
+  out.line("const thunderc_onednn::Conv2dSpec spec = {" + fields + "};");
+  out.line("if (op.run(spec, " + data(conv.inputs[0].value) + ", " + data(conv.inputs[1].value) + ", " +
+           (bias ? data(conv.inputs[2].value) : std::string("nullptr")) + ", " +
+           (residual ? data(*residual) : std::string("nullptr")) + ", static_cast<float*>(" +
+           ctx.buffer(sym.outputs[0]) + ".data), call->num_threads, call->error, call->error_capacity) != 0) {");
+  out.line("  " + ctx.on_failure());
+  out.line("}");
+  out.dedent();
+  out.line("}");
+}
+
+}  // namespace thunderc

@@ -1,0 +1,31 @@
+// Code generation for the `onednn` executor: each claimed conv2d, alone or as a region with the residual add
+// and activation that fusion let it absorb (onednn_fusion<N>), becomes one call of thunderc_onednn::Conv2d
+// (include/thunderc/onednn_kernels.h) with its sizes as literals. The generated .so links oneDNN (libdnnl) and
+// libgomp, nothing else. Why oneDNN for convolutions, and the measurements: docs/onednn.md.
+#pragma once
+
+#include "codegen/backend.h"
+
+namespace thunderc {
+
+struct OnednnLocation {
+  std::string kernels_include_dir;  // holds thunderc/onednn_kernels.h
+  std::string include_dir;          // oneDNN's headers (oneapi/dnnl/dnnl.hpp)
+  std::string library;              // libdnnl.so (full path)
+
+  // The locations this thunderc was built with (empty when it was built without oneDNN).
+  static OnednnLocation from_build();
+};
+
+class OnednnBackend : public Backend {
+ public:
+  explicit OnednnBackend(OnednnLocation location = OnednnLocation::from_build());
+  std::string executor() const override { return "onednn"; }
+  LinkInputs link_inputs() const override;
+  void emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const override;
+
+ private:
+  OnednnLocation location_;
+};
+
+}  // namespace thunderc

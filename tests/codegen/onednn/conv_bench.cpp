@@ -1,0 +1,98 @@
+// ResNet-18's convolutions through the onednn executor's kernel (thunderc_onednn::Conv2d, as generated code calls
+// it) and through the blas executor's im2col + OpenBLAS path, at batch 1: GFLOP/s per layer next to this CPU's
+// peak float32 FMA throughput per core, measured here (independent 8-wide FMA chains). Not a test.
+//
+//   build/bin/onednn_conv_bench [THREADS] [ITERATIONS]      (defaults 1, 50; medians)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "thunderc/blas_kernels.h"
+#include "thunderc/onednn_kernels.h"
+
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+template <class F>
+double median_seconds(int iterations, F&& f) {
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<double> t;
+  for (int i = 0; i < iterations; ++i) {
+    const double a = now();
+    f();
+    t.push_back(now() - a);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// GFLOP/s of one core: 10 independent chains of 8-wide FMAs (enough to cover FMA latency x ports).
+__attribute__((target("avx2,fma"))) double peak_gflops() {
+  __m256 acc[10];
+  for (int i = 0; i < 10; ++i) acc[i] = _mm256_set1_ps(0.001f * i);
+  const __m256 a = _mm256_set1_ps(0.9999f), b = _mm256_set1_ps(0.0001f);
+  const long n = 20'000'000;
+  const double t0 = now();
+  for (long k = 0; k < n; ++k)
+    for (int i = 0; i < 10; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  const double secs = now() - t0;
+  float sink = 0;
+  for (int i = 0; i < 10; ++i) sink += _mm256_cvtss_f32(acc[i]);
+  if (sink == 12345.f) std::puts("");
+  return 2.0 * 8 * 10 * n / secs / 1e9;
+}
+
+struct Layer {
+  const char* name;
+  int64_t c, h, oc, k, s;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 1, iterations = argc > 2 ? std::atoi(argv[2]) : 50;
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    std::fprintf(stderr, "onednn_conv_bench: this CPU has no AVX2/FMA; the peak measurement needs them\n");
+    return 1;
+  }
+  openblas_set_num_threads(threads);
+  const double peak = peak_gflops();
+  std::printf("peak float32 FMA throughput, one core: %.1f GFLOP/s (x%d threads = %.1f)\n\n", peak, threads, peak * threads);
+  std::printf("| layer | shape | onednn ms | GFLOP/s | %% of peak | blas ms | GFLOP/s | onednn speedup |\n|---|---|---|---|---|---|---|---|\n");
+  const Layer layers[] = {{"conv1 7x7/2", 3, 224, 64, 7, 2},     {"layer1 3x3", 64, 56, 64, 3, 1},
+                          {"layer2.0 3x3/2", 64, 56, 128, 3, 2}, {"layer2 3x3", 128, 28, 128, 3, 1},
+                          {"layer3.0 3x3/2", 128, 28, 256, 3, 2}, {"layer3 3x3", 256, 14, 256, 3, 1},
+                          {"layer4.0 3x3/2", 256, 14, 512, 3, 2}, {"layer4 3x3", 512, 7, 512, 3, 1},
+                          {"layer2 downsample 1x1/2", 64, 56, 128, 1, 2}};
+  char error[512];
+  for (const Layer& l : layers) {
+    const int64_t pad = l.k / 2, oh = (l.h + 2 * pad - l.k) / l.s + 1;
+    std::vector<float> x(l.c * l.h * l.h), w(l.oc * l.c * l.k * l.k), b(l.oc), y(l.oc * oh * oh),
+        col(l.c * l.k * l.k * oh * oh);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.1f * i);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * std::cos(0.3f * i);
+    const thunderc_onednn::Conv2dSpec spec = {1, l.c, l.h, l.h, l.oc, l.k, l.k, l.s, l.s, pad, pad, 1, 1, 1, oh, oh, 1, 0};
+    thunderc_onednn::Conv2d conv;
+    bool failed = false;
+    const double t_dnnl = median_seconds(iterations, [&] {
+      failed |= conv.run(spec, x.data(), w.data(), b.data(), nullptr, y.data(), threads, error, sizeof error) != 0;
+    });
+    if (failed) {
+      std::fprintf(stderr, "%s\n", error);
+      return 1;
+    }
+    const thunderc_blas::Conv2d g = {1, l.c, l.h, l.h, l.oc, l.k, l.k, l.s, l.s, pad, pad, 1, 1, 1, oh, oh};
+    const double t_blas = median_seconds(iterations, [&] { thunderc_blas::conv2d_gemm<float>(g, x.data(), w.data(), b.data(), y.data(), col.data()); });
+    const double flops = 2.0 * l.oc * l.c * l.k * l.k * oh * oh;
+    std::printf("| %s | %lldx%lldx%lld -> %lld | %.3f | %.1f | %.0f%% | %.3f | %.1f | %.2fx |\n", l.name, (long long)l.c,
+                (long long)l.h, (long long)l.h, (long long)l.oc, t_dnnl * 1e3, flops / t_dnnl / 1e9,
+                100 * flops / t_dnnl / 1e9 / (peak * threads), t_blas * 1e3, flops / t_blas / 1e9, t_blas / t_dnnl);
+  }
+  return 0;
+}

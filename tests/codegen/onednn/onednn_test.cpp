@@ -1,0 +1,233 @@
+// The onednn executor against the torch executor (ATen's convolution): conv2d with stride, padding, dilation,
+// groups, depthwise and 1x1 shapes, with and without bias, and with the residual add that fusion hands it (the
+// activation after it stays with cpp); NaN and inf inputs; 1 and 2 threads, and two models called concurrently with different counts.
+// Tolerance: float32 rtol 1e-4, atol 1e-5 (oneDNN's blocked kernels sum in another order than ATen's).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "blas_test_util.h"
+#include "common/run_process.h"
+#include "core/transforms/fusion.h"
+
+using namespace blastest;
+
+namespace {
+
+constexpr double kRtol = 1e-4, kAtol = 1e-5;
+
+// What follows a convolution in a test model: nothing, or a residual add and/or an activation.
+struct Epilogue {
+  bool residual = false;
+  const char* activation = nullptr;  // "relu", "sigmoid", "silu"
+};
+
+struct Suite {
+  Trace t;
+  Rng rng{7};
+  std::vector<std::string> labels;  // per output
+
+  ValueId input(const Shape& s) { return t.add_input("x" + std::to_string(t.inputs().size()), tt(s)); }
+  ValueId constant(const Shape& s) { return random_constant(t, "c" + std::to_string(t.constants().size()), tt(s), rng); }
+  void out(ValueId v, std::string label) {
+    auto outs = t.outputs();
+    outs.push_back(v);
+    t.set_outputs(outs);
+    labels.push_back(std::move(label) + " -> " + shape_str(t.type(v).shape));
+  }
+  void conv(const Shape& x, const Shape& w, bool bias, IntList stride, IntList pad, IntList dil, std::int64_t groups,
+            Epilogue e = {}) {
+    ValueId y = t.emit1(op("conv2d"),
+                        {Operand::tensor(input(x)), Operand::tensor(constant(w)), bias ? Operand::tensor(constant({w[0]})) : Operand::none()},
+                        {{"stride", stride}, {"padding", pad}, {"dilation", dil}, {"groups", groups}});
+    std::string label = "conv2d " + shape_str(x) + " w " + shape_str(w) + (bias ? " bias" : "") + " stride " +
+                        shape_str(stride) + " pad " + shape_str(pad) + " dil " + shape_str(dil) + " groups " +
+                        std::to_string(groups);
+    if (e.residual) {
+      y = t.emit1(op("add"), {Operand::tensor(y), Operand::tensor(input(t.type(y).shape))}, {});
+      label += " + residual";
+    }
+    if (e.activation) {
+      y = t.emit1(op(e.activation), {Operand::tensor(y)}, {});
+      label += std::string(" ") + e.activation;
+    }
+    out(y, label);
+  }
+
+  // The trace as the compiler would hand it to codegen: onednn claims the convolutions, cpp the rest, and
+  // fusion gives each convolution the residual add that follows it.
+  Trace claimed_and_fused() const {
+    Trace c = t;
+    auto unclaimed = claim_executors(c, {find_executor("onednn"), find_executor("cpp")});
+    REQUIRE(unclaimed.empty());
+    return fuse_library_epilogues(c);
+  }
+
+  std::string compile_onednn(const std::string& name, const std::optional<std::string>& keep = std::nullopt) const {
+    return thunderc_test::compile_trace(claimed_and_fused(), {"onednn", "cpp"}, name, THUNDERC_TEST_TMP, keep);
+  }
+
+  // Every output of the onednn model against the torch executor's, on two random input sets (plus `edit`).
+  void check(const std::string& name, int threads = 0,
+             const std::function<void(std::vector<HostTensor>&)>& edit = nullptr) {
+    const Trace fused = claimed_and_fused();
+    for (const BoundSymbol& s : fused.symbols()) {
+      const BoundSymbol& head = s.is_region() ? s.subsymbols[0] : s;
+      if (head.op->name == "conv2d") CHECK_MESSAGE(s.executor == "onednn", "a conv2d left out of onednn");
+      else CHECK_MESSAGE(s.executor == "cpp", head.op->name << " not claimed by cpp");
+    }
+    OpenOptions opts;
+    opts.num_threads = threads;
+    thunderc::Model mo(compile_onednn(name), opts), mt(compile(t, {"torch"}, name + "_torch"), opts);
+    for (std::uint64_t seed : {1, 2}) {
+      auto in = random_inputs(t, seed);
+      if (edit) edit(in);
+      auto got = mo.run(in), want = mt.run(in);
+      REQUIRE(got.size() == labels.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        INFO(labels[i]);
+        CHECK(got[i].shape() == want[i].shape());
+        CHECK(worst_ratio(got[i], want[i], kRtol, kAtol) <= 1.0);
+      }
+    }
+  }
+};
+
+std::string read_dir_text(const fs::path& dir) {
+  std::string all;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    std::ifstream in(f.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    all += ss.str();
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("onednn conv2d matches the torch executor (float32)") {
+  Suite s;
+  s.conv({1, 3, 9, 11}, {4, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1);
+  s.conv({2, 4, 10, 7}, {6, 2, 3, 2}, false, {2, 1}, {1, 0}, {1, 2}, 2);
+  s.conv({1, 8, 9, 9}, {8, 1, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, 8);     // depthwise, stride 2
+  s.conv({2, 6, 7, 7}, {12, 1, 5, 5}, false, {1, 1}, {2, 2}, {2, 2}, 6);   // depthwise x2, dilated
+  s.conv({1, 4, 5, 5}, {4, 1, 3, 3}, true, {1, 3}, {3, 2}, {1, 1}, 4);     // padding past the kernel
+  s.conv({2, 16, 5, 5}, {32, 16, 1, 1}, true, {1, 1}, {0, 0}, {1, 1}, 1);  // 1x1
+  s.conv({1, 8, 6, 6}, {4, 2, 1, 1}, false, {1, 1}, {0, 0}, {1, 1}, 4);    // grouped 1x1
+  s.conv({1, 5, 8, 8}, {3, 5, 1, 1}, true, {2, 2}, {0, 0}, {1, 1}, 1);     // 1x1 stride 2, odd size
+  s.conv({1, 1, 6, 6}, {3, 1, 3, 3}, true, {1, 1}, {0, 0}, {1, 1}, 1);     // one input channel
+  s.conv({1, 16, 16, 16}, {32, 4, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 4);  // grouped
+  s.conv({1, 2, 1, 1}, {3, 2, 1, 1}, true, {1, 1}, {0, 0}, {1, 1}, 1);     // 1x1 image
+  s.conv({2, 3, 13, 4}, {5, 3, 4, 2}, true, {3, 2}, {2, 1}, {2, 1}, 1);
+  s.conv({1, 32, 14, 14}, {64, 32, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, 1);  // blocked channels, stride 2
+  s.conv({1, 3, 32, 32}, {16, 3, 7, 7}, false, {2, 2}, {3, 3}, {1, 1}, 1);   // a ResNet stem
+  s.check("conv_f32");
+}
+
+TEST_CASE("onednn runs the residual add inside the convolution, activations stay with cpp") {
+  Suite s;
+  s.conv({1, 16, 8, 8}, {16, 16, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1, {true, "relu"});  // a ResNet block's end
+  s.conv({2, 8, 7, 7}, {8, 8, 1, 1}, false, {1, 1}, {0, 0}, {1, 1}, 1, {true, nullptr});
+  s.conv({1, 12, 9, 9}, {12, 1, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 12, {false, "silu"});  // depthwise + silu
+  s.conv({1, 3, 6, 6}, {5, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1, {true, "sigmoid"});  // odd channels
+
+  // Before: conv2d, add, relu | conv2d, add | conv2d, silu | conv2d, add, sigmoid.
+  // After: onednn(conv2d, add), cpp relu | onednn(conv2d, add) | onednn conv2d, cpp silu | onednn(conv2d, add), cpp sigmoid.
+  std::vector<std::string> got;
+  const Trace fused = s.claimed_and_fused();
+  for (const BoundSymbol& r : fused.symbols()) {
+    std::string what = r.executor + ":";
+    for (const BoundSymbol& m : r.is_region() ? r.subsymbols : std::vector<BoundSymbol>{r}) what += " " + m.op->name;
+    got.push_back(what);
+  }
+  CHECK(got == std::vector<std::string>{"onednn: conv2d add", "cpp: relu", "onednn: conv2d add", "onednn: conv2d",
+                                        "cpp: silu", "onednn: conv2d add", "cpp: sigmoid"});
+  const fs::path src = fs::path(THUNDERC_TEST_TMP) / "epilogue_src";
+  fs::remove_all(src);
+  s.compile_onednn("epilogue_src", src.string());
+  const std::string code = read_dir_text(src);
+  CHECK(code.find("static thunderc_onednn::Conv2d op;") != std::string::npos);
+  CHECK(code.find("oneDNN: conv2d [1, 16, 8, 8] -> [1, 16, 8, 8], kernel 3x3 +bias +residual") != std::string::npos);
+  CHECK(code.find("const thunderc_onednn::Conv2dSpec spec = {1LL, 16LL, 8LL, 8LL, 16LL, 3LL, 3LL, 1LL, 1LL, 1LL, 1LL, "
+                  "1LL, 1LL, 1LL, 8LL, 8LL, 1LL, 1LL};") != std::string::npos);
+
+  s.check("epilogue");
+}
+
+TEST_CASE("onednn propagates NaN and inf as PyTorch does, through the fused relu too") {
+  Suite s;
+  s.conv({1, 8, 6, 6}, {8, 8, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1, {true, "relu"});
+  s.conv({1, 8, 6, 6}, {8, 1, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 8);
+  s.check("nan", 0, [](std::vector<HostTensor>& in) {
+    float* x0 = static_cast<float*>(in[0].raw());
+    x0[0] = std::nanf("");
+    x0[40] = INFINITY;
+    static_cast<float*>(in[1].raw())[7] = std::nanf("");  // the residual
+    static_cast<float*>(in[2].raw())[13] = -INFINITY;     // the depthwise input
+  });
+}
+
+TEST_CASE("onednn at 1 and 2 threads, and two models called concurrently with different counts") {
+  Suite s;
+  s.conv({1, 16, 20, 20}, {32, 16, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1, {false, "relu"});
+  s.conv({1, 24, 12, 12}, {24, 1, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 24);
+  s.check("threads1", 1);
+  s.check("threads2", 2);
+
+  const std::string so = s.compile_onednn("concurrent");
+  thunderc::Model want(compile(s.t, {"torch"}, "concurrent_torch"));
+  const auto in = random_inputs(s.t, 3);
+  const auto expected = want.run(in);
+  double worst[2] = {0, 0};
+  auto worker = [&](int slot, int threads) {
+    OpenOptions opts;
+    opts.num_threads = threads;
+    thunderc::Model m(so, opts);
+    for (int iter = 0; iter < 20; ++iter) {
+      auto got = m.run(in);
+      for (std::size_t i = 0; i < got.size(); ++i) worst[slot] = std::max(worst[slot], worst_ratio(got[i], expected[i], kRtol, kAtol));
+    }
+  };
+  std::thread a(worker, 0, 1), b(worker, 1, 2);
+  a.join();
+  b.join();
+  CHECK(worst[0] <= 1.0);
+  CHECK(worst[1] <= 1.0);
+}
+
+TEST_CASE("onednn claims only what it implements") {
+  Trace t;
+  Rng rng(1);
+  auto conv = [&](ValueId x, ValueId w) {
+    return t.emit1(op("conv2d"), {Operand::tensor(x), Operand::tensor(w), Operand::none()},
+                   {{"stride", IntList{1, 1}}, {"padding", IntList{0, 0}}, {"dilation", IntList{1, 1}}, {"groups", std::int64_t{1}}});
+  };
+  ValueId unbatched = conv(t.add_input("u", tt({3, 5, 5})), random_constant(t, "w0", tt({4, 3, 3, 3}), rng));
+  ValueId f64 = conv(t.add_input("d", tt({1, 3, 5, 5}, DType::Float64)), random_constant(t, "w1", tt({4, 3, 3, 3}, DType::Float64), rng));
+  ValueId weight_input = conv(t.add_input("x", tt({1, 3, 5, 5})), t.add_input("w", tt({4, 3, 3, 3})));
+  ValueId empty = conv(t.add_input("e", tt({0, 3, 5, 5})), random_constant(t, "w2", tt({4, 3, 3, 3}), rng));
+  t.set_outputs({unbatched, f64, weight_input, empty});
+  const Executor* onednn = find_executor("onednn");
+  REQUIRE(onednn != nullptr);
+  CHECK(onednn->availability(DeviceKind::CPU).available);
+  CHECK_FALSE(onednn->availability(DeviceKind::CUDA).available);
+  for (const BoundSymbol& sym : t.symbols()) CHECK_FALSE(onednn->can_execute(t, sym));
+  // The default CPU list puts it before blas, so convolutions go to oneDNN.
+  CHECK(default_executors(DeviceKind::CPU).names_str() == "cpp, onednn, blas");
+}
+
+TEST_CASE("an onednn model .so links oneDNN and not LibTorch") {
+  Suite s;
+  s.conv({1, 3, 6, 6}, {4, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1, {false, "relu"});
+  const std::string so = s.compile_onednn("elf_onednn");
+  const std::string needed = thunderc_test::run_shell("readelf -d " + thunderc_test::shell_quote(so)).out;
+  INFO(needed);
+  CHECK(needed.find("libdnnl") != std::string::npos);
+  for (const char* lib : {"torch", "c10", "aten_shim", "openblas"}) CHECK(needed.find(lib) == std::string::npos);
+}
