@@ -91,7 +91,7 @@ std::string executor_names();                            // "torch, cpp, blas, o
 // also no always-executor (so every executor list is standalone).
 inline constexpr const char* kNoLibTorchReason =
     "this thunderc was built without LibTorch (-DTHUNDERC_WITH_LIBTORCH=OFF): the torch executor needs a thunderc "
-    "built with LibTorch; use the cpp and blas executors (CPU) or nvfuser, cublas and cudnn (CUDA)";
+    "built with LibTorch; use the cpp, onednn and blas executors (CPU) or nvfuser, cublas and cudnn (CUDA)";
 
 // Whether the LibTorch this binary uses can run on CUDA (set by the frontend/CLI, which link LibTorch).
 // Until set, torch is reported unavailable on CUDA with `reason`.

@@ -63,8 +63,8 @@ TEST_CASE("registry: torch is listed, unavailable everywhere with the reason, an
   set_torch_cuda_support(false);
 }
 
-TEST_CASE("registry: default CPU executors are cpp, blas, standalone, and --executors torch is a user error") {
-  CHECK(default_executor_names(DeviceKind::CPU) == std::vector<std::string>{"cpp", "blas"});
+TEST_CASE("registry: default CPU executors are cpp, onednn, blas, standalone, and --executors torch is a user error") {
+  CHECK(default_executor_names(DeviceKind::CPU) == std::vector<std::string>{"cpp", "onednn", "blas"});
   ExecutorSelection s = resolve_executors({}, DeviceKind::CPU, false);
   for (const std::string& name : s.names()) CHECK(name != "torch");
   for (const std::string& n : s.notes) CHECK_MESSAGE(!contains(n, "torch"), n);  // nothing to note: never asked
@@ -120,7 +120,7 @@ TEST_CASE("thunderc binary: the torch executor is unavailable, saying why (exit 
   INFO(l.out);
   CHECK(l.code == 0);
   CHECK(contains(l.out, "unavailable: " + kNoLibTorch));
-  CHECK(contains(l.out, "cpu:  cpp, blas"));
+  CHECK(contains(l.out, "cpu:  cpp, onednn, blas"));
   CHECK(contains(l.out, "Always-executors (appended to every list unless --standalone): none (built without LibTorch)"));
 
   ProcessResult v = thunderc_run({"--version"});
@@ -134,7 +134,7 @@ TEST_CASE("thunderc binary: a .pt2 compiles standalone and runs, and bench --com
   ProcessResult c = thunderc_run({sample("pt2/mlp.pt2"), "-o", so});
   INFO(c.out);
   REQUIRE(c.code == 0);
-  CHECK(contains(c.out, "executors cpp, blas"));
+  CHECK(contains(c.out, "executors cpp, onednn, blas"));
   CHECK_FALSE(contains(c.out, "torch"));
 
   ProcessResult run = thunderc_run({"run", so, sample("pt2/mlp.input.npy"), "--expect", sample("pt2/mlp.expected.npy"),
