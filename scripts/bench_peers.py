@@ -99,22 +99,10 @@ def sample_models():
 
 
 def real_models():
-    """name -> builder, as scripts/make_real_models.py's export_one builds them (seed 0, no all-zero weight
-    matrices, input seeded 1)."""
+    """name -> builder: scripts/make_real_models.py's build_model (the same weights and input it exports)."""
     import make_real_models as mrm
 
-    def builder(ctor, shape):
-        def build():
-            torch.manual_seed(0)
-            model = ctor().eval()
-            with torch.no_grad():
-                for p in model.parameters():
-                    if p.dim() >= 2 and not p.any():
-                        p.normal_(0.0, 0.02)
-            return model, torch.randn(*shape, generator=torch.Generator().manual_seed(1))
-        return build
-
-    return {name: builder(ctor, shape) for name, (ctor, shape) in mrm.MODELS.items()}
+    return {name: (lambda c=ctor, s=shape: mrm.build_model(c, s)) for name, (ctor, shape) in mrm.MODELS.items()}
 
 
 def all_models():

@@ -69,16 +69,21 @@ MODELS["transformer_encoder_layer"] = (transformer_encoder_layer, (2, 32, 256))
 FASTPATH = {"transformer_encoder_layer", "vit_b_16"}
 
 
-def make_one(name, ctor, shape, out_dir, fastpath=False):
+def build_model(ctor, shape):
+    """The model in eval mode (seed 0) and its example input (seed 1): what every script here compiles and times.
+    Some torchvision heads start at zero (ViT's classifier), which makes every output 0 and a parity check
+    vacuous: all-zero weight matrices get small random values instead."""
     torch.manual_seed(0)
     model = ctor().eval()
-    # Some torchvision heads start at zero (ViT's classifier), which makes every output 0 and a parity check
-    # vacuous: give all-zero weight matrices small random values instead.
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() >= 2 and not p.any():
                 p.normal_(0.0, 0.02)
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+    return model, torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+
+
+def make_one(name, ctor, shape, out_dir, fastpath=False):
+    model, x = build_model(ctor, shape)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # TracerWarnings are expected for some models
         # check_trace=False: its re-run happens under no_grad and would take the fast
@@ -103,15 +108,9 @@ def export_one(name, ctor, shape, out_dir, fastpath=False, dynamic_batch=0):
     import numpy as np
     from torch.export import Dim
     assert not fastpath
-    torch.manual_seed(0)
-    model = ctor().eval()
-    with torch.no_grad():
-        for p in model.parameters():  # as in make_one: no all-zero weight matrices
-            if p.dim() >= 2 and not p.any():
-                p.normal_(0.0, 0.02)
     if dynamic_batch:  # torch.export specializes a dimension whose example size is 1
         shape = (max(2, shape[0]),) + tuple(shape[1:])
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+    model, x = build_model(ctor, shape)
     path = os.path.join(out_dir, name + ".pt2")
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
