@@ -122,19 +122,8 @@ TEST_CASE("blas GEMMs in float64") {
 
 TEST_CASE("blas conv2d matches the torch executor (float32)") {
   Suite s;
-  s.conv({1, 3, 9, 11}, {4, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1);
-  s.conv({2, 4, 10, 7}, {6, 2, 3, 2}, false, {2, 1}, {1, 0}, {1, 2}, 2);
-  s.conv({1, 8, 9, 9}, {8, 1, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, 8);     // depthwise, stride 2
-  s.conv({2, 6, 7, 7}, {12, 1, 5, 5}, false, {1, 1}, {2, 2}, {2, 2}, 6);   // depthwise x2, dilated
-  s.conv({1, 4, 5, 5}, {4, 1, 3, 3}, true, {1, 3}, {3, 2}, {1, 1}, 4);     // padding past the kernel
-  s.conv({2, 16, 5, 5}, {32, 16, 1, 1}, true, {1, 1}, {0, 0}, {1, 1}, 1);  // 1x1: plain GEMM
-  s.conv({1, 8, 6, 6}, {4, 2, 1, 1}, false, {1, 1}, {0, 0}, {1, 1}, 4);    // grouped 1x1
-  s.conv({1, 5, 8, 8}, {3, 5, 1, 1}, true, {2, 2}, {0, 0}, {1, 1}, 1);     // 1x1 stride 2: im2col
-  s.conv({3, 7, 7}, {2, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1);        // unbatched
-  s.conv({1, 1, 6, 6}, {3, 1, 3, 3}, true, {1, 1}, {0, 0}, {1, 1}, 1);     // one input channel
-  s.conv({1, 16, 16, 16}, {32, 4, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 4);  // cnn's grouped conv
-  s.conv({1, 2, 1, 1}, {3, 2, 1, 1}, true, {1, 1}, {0, 0}, {1, 1}, 1);     // 1x1 image
-  s.conv({2, 3, 13, 4}, {5, 3, 4, 2}, true, {3, 2}, {2, 1}, {2, 1}, 1);
+  for (const ConvCase& c : conv_cases()) s.conv(c.x, c.w, c.bias, c.stride, c.pad, c.dil, c.groups);
+  s.conv({3, 7, 7}, {2, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1);  // unbatched
   s.check("conv_f32", 1e-4, 1e-5);
 }
 

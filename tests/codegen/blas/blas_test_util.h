@@ -93,4 +93,30 @@ inline double worst_ratio(const HostTensor& got, const HostTensor& want, double 
   return worst;
 }
 
+// Batched (4-D) conv2d shapes both CPU convolution executors (blas, onednn) are checked on: stride, padding,
+// dilation, groups, depthwise, 1x1, odd sizes.
+struct ConvCase {
+  Shape x, w;
+  bool bias;
+  IntList stride, pad, dil;
+  std::int64_t groups;
+};
+inline const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      {{1, 3, 9, 11}, {4, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1},
+      {{2, 4, 10, 7}, {6, 2, 3, 2}, false, {2, 1}, {1, 0}, {1, 2}, 2},
+      {{1, 8, 9, 9}, {8, 1, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, 8},      // depthwise, stride 2
+      {{2, 6, 7, 7}, {12, 1, 5, 5}, false, {1, 1}, {2, 2}, {2, 2}, 6},    // depthwise x2, dilated
+      {{1, 4, 5, 5}, {4, 1, 3, 3}, true, {1, 3}, {3, 2}, {1, 1}, 4},      // padding past the kernel
+      {{2, 16, 5, 5}, {32, 16, 1, 1}, true, {1, 1}, {0, 0}, {1, 1}, 1},   // 1x1: plain GEMM
+      {{1, 8, 6, 6}, {4, 2, 1, 1}, false, {1, 1}, {0, 0}, {1, 1}, 4},     // grouped 1x1
+      {{1, 5, 8, 8}, {3, 5, 1, 1}, true, {2, 2}, {0, 0}, {1, 1}, 1},      // 1x1 stride 2
+      {{1, 1, 6, 6}, {3, 1, 3, 3}, true, {1, 1}, {0, 0}, {1, 1}, 1},      // one input channel
+      {{1, 16, 16, 16}, {32, 4, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 4},  // cnn's grouped conv
+      {{1, 2, 1, 1}, {3, 2, 1, 1}, true, {1, 1}, {0, 0}, {1, 1}, 1},      // 1x1 image
+      {{2, 3, 13, 4}, {5, 3, 4, 2}, true, {3, 2}, {2, 1}, {2, 1}, 1},
+  };
+  return cases;
+}
+
 }  // namespace blastest

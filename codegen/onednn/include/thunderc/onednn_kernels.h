@@ -189,7 +189,7 @@ class Conv2d {
       const std::shared_ptr<const Conv2dPlan> p = plan(s, threads, w);
       const dnnl::engine& eng = cpu_engine();
       unsigned char* arena = thread_arena(p->arena_bytes);
-      dnnl::stream stream(eng);
+      static thread_local dnnl::stream stream(eng);  // one per calling thread, not one per call
       using dnnl::memory;
       memory src = p->reorder_src ? memory(p->src, eng, arena + p->src_offset)
                                   : memory(p->user_src, eng, const_cast<float*>(x));
