@@ -74,7 +74,7 @@ class Emitter {
 
   void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const std::string& a,
             std::int64_t lda, const std::string& b, std::int64_t ldb, double beta, const std::string& c, std::int64_t ldc) {
-    out_.line("thunderc_blas::gemm<" + ctype_ + ">(" + (ta ? "true" : "false") + ", " + (tb ? "true" : "false") + ", " +
+    out_.line("thunderc_blas::gemm<" + ctype_ + ">(thunderc_blas_nt, " + (ta ? "true" : "false") + ", " + (tb ? "true" : "false") + ", " +
               lit(m) + ", " + lit(n) + ", " + lit(k) + ", " + num(alpha) + ", " + a + ", " + lit(std::max<std::int64_t>(lda, 1)) +
               ", " + b + ", " + lit(std::max<std::int64_t>(ldb, 1)) + ", " + num(beta) + ", " + c + ", " +
               lit(std::max<std::int64_t>(ldc, 1)) + ");");
@@ -128,7 +128,7 @@ class Emitter {
     out_.line("static const int64_t batch_shape[] = " + array(batch) + ";");
     out_.line("static const int64_t a_strides[] = " + array(stra) + ";");
     out_.line("static const int64_t b_strides[] = " + array(strb) + ";");
-    out_.line("thunderc_blas::batched_gemm<" + ctype_ + ">(" + std::to_string(rank) + ", batch_shape, a_strides, b_strides, " +
+    out_.line("thunderc_blas::batched_gemm<" + ctype_ + ">(thunderc_blas_nt, " + std::to_string(rank) + ", batch_shape, a_strides, b_strides, " +
               lit(m) + ", " + lit(n) + ", " + lit(k) + ", " + in(0) + ", " + lit(std::max<std::int64_t>(k, 1)) + ", " + in(1) +
               ", " + lit(std::max<std::int64_t>(n, 1)) + ", " + out() + ");");
   }
@@ -137,10 +137,10 @@ class Emitter {
     out_.line("static const thunderc_blas::Conv2d g = {" + conv_geometry(t_, sym_) + "};");
     std::string bias = has(2) ? in(2) : "nullptr";
     if (conv_is_depthwise(t_, sym_)) {
-      out_.line("thunderc_blas::conv2d_depthwise<" + ctype_ + ">(g, " + in(0) + ", " + in(1) + ", " + bias + ", " + out() + ");");
+      out_.line("thunderc_blas::conv2d_depthwise<" + ctype_ + ">(thunderc_blas_nt, g, " + in(0) + ", " + in(1) + ", " + bias + ", " + out() + ");");
     } else {
       std::string col = scratch_bytes_of(t_, sym_) ? "reinterpret_cast<" + ctype_ + "*>(" + ctx_.scratch() + ")" : "nullptr";
-      out_.line("thunderc_blas::conv2d_gemm<" + ctype_ + ">(g, " + in(0) + ", " + in(1) + ", " + bias + ", " + out() + ", " + col + ");");
+      out_.line("thunderc_blas::conv2d_gemm<" + ctype_ + ">(thunderc_blas_nt, g, " + in(0) + ", " + in(1) + ", " + bias + ", " + out() + ", " + col + ");");
     }
   }
 
@@ -204,16 +204,18 @@ LinkInputs BlasBackend::link_inputs() const {
   LinkInputs in;
   in.includes = {"thunderc/blas_kernels.h"};
   in.include_dirs = {location_.kernels_include_dir};
-  if (location_.library.empty()) in.link_flags = {"-lopenblas"};
+  // -fopenmp: thunderc's own threads run the GEMM blocks (blas_kernels.h says why OpenBLAS's are not used).
+  in.link_flags = {"-fopenmp"};
+  if (location_.library.empty()) in.link_flags.push_back("-lopenblas");
   else in.libraries = {location_.library};
   if (!location_.library_dir.empty()) in.rpaths = {location_.library_dir};
   // -O3: the im2col / depthwise / bias loops vectorize fully (GCC 12's -O2 uses the "very cheap" cost model).
-  in.compile_flags = {"-O3", "-Werror=vla"};
+  in.compile_flags = {"-O3", "-fopenmp", "-Werror=vla"};
   return in;
 }
 
 void BlasBackend::emit_variant_prologue(SourceWriter& out) const {
-  out.line("thunderc_blas::set_threads(call->num_threads);");
+  out.line("[[maybe_unused]] const int thunderc_blas_nt = thunderc_blas::begin_call(call->num_threads);");
 }
 
 std::size_t BlasBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {

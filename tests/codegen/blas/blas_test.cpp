@@ -10,7 +10,16 @@
 #include <cstdio>
 #include <optional>
 
+#include <omp.h>
+
+#include <thread>
+
 #include "blas_test_util.h"
+
+extern "C" {
+int openblas_get_num_threads(void);
+void openblas_set_num_threads(int);
+}
 
 using namespace blastest;
 
@@ -54,14 +63,17 @@ struct Suite {
                " pad " + shape_str(pad) + " dil " + shape_str(dil) + " groups " + std::to_string(groups));
   }
 
-  // Compiles with {blas} (every symbol must be claimed by blas) and with {torch}; compares every output.
-  void check(const std::string& name, double rtol, double atol) {
+  // Compiles with {blas} (every symbol must be claimed by blas) and with {torch}; compares every output
+  // (the blas model run with `threads`; 0: the caller's OpenMP count).
+  void check(const std::string& name, double rtol, double atol, int threads = 0) {
     Trace claimed = t;
     claim_executors(claimed, {find_executor("blas")});
     for (const BoundSymbol& s : claimed.symbols()) CHECK_MESSAGE(s.executor == "blas", s.op->name << " not claimed by blas");
     std::string so_blas = compile(t, {"blas"}, name + "_blas");
     std::string so_torch = compile(t, {"torch"}, name + "_torch");
-    thunderc::Model mb(so_blas), mt(so_torch);
+    OpenOptions opts;
+    opts.num_threads = threads;
+    thunderc::Model mb(so_blas, opts), mt(so_torch);
     for (std::uint64_t seed : {1, 2}) {
       auto in = random_inputs(t, seed);
       auto got = mb.run(in), want = mt.run(in);
@@ -127,6 +139,67 @@ TEST_CASE("blas conv2d matches the torch executor (float32)") {
   s.check("conv_f32", 1e-4, 1e-5);
 }
 
+// Products big enough (>= 262,144 multiply-adds) to be split over threads: rows, columns (odd N), whole
+// batches, and convolutions (im2col, 1x1, grouped, depthwise).
+Suite threaded_suite() {
+  Suite s;
+  s.linear({300, 128}, {96, 128}, Shape{96});
+  s.matmul({64, 16}, {16, 517});
+  s.matmul({4, 40, 64}, {4, 64, 50});
+  s.matmul({2, 48, 64}, {2, 64, 48}, "bmm");
+  s.conv({2, 16, 20, 20}, {32, 16, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1);
+  s.conv({1, 64, 14, 14}, {128, 64, 1, 1}, false, {1, 1}, {0, 0}, {1, 1}, 1);
+  s.conv({1, 32, 16, 16}, {64, 16, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 2);
+  s.conv({2, 24, 12, 12}, {24, 1, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, 24);
+  return s;
+}
+
+TEST_CASE("blas splits GEMMs and convolutions over 1, 2 and 3 threads") {
+  Suite s = threaded_suite();
+  for (int threads : {1, 2, 3}) {
+    INFO("threads " << threads);
+    s.check("threads" + std::to_string(threads), 1e-4, 1e-5, threads);
+  }
+}
+
+// OpenBLAS's thread count is process-wide; the blas executor used to set it to each call's count, which
+// races between models run concurrently with different counts (and, in OpenBLAS's OpenMP build, also
+// changed the calling thread's OpenMP count). Now the calls run on thunderc's own threads.
+TEST_CASE("a blas model's call leaves the caller's OpenMP count alone and never sets OpenBLAS's to its own") {
+  Suite s = threaded_suite();
+  thunderc::Model want(compile(s.t, {"torch"}, "state_torch"));
+  const std::string so = compile(s.t, {"blas"}, "state_blas");
+  const auto in = random_inputs(s.t, 3);
+  const auto expected = want.run(in);
+
+  omp_set_num_threads(3);
+  openblas_set_num_threads(3);
+  OpenOptions opts;
+  opts.num_threads = 2;
+  thunderc::Model m(so, opts);
+  auto got = m.run(in);
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(worst_ratio(got[i], expected[i], 1e-4, 1e-5) <= 1.0);
+  CHECK(omp_get_max_threads() == 3);
+  CHECK(openblas_get_num_threads() != 2);
+
+  // Two models called at once with 1 and 2 threads, each checked on every call.
+  double worst[2] = {0, 0};
+  auto worker = [&](int slot, int threads) {
+    OpenOptions o;
+    o.num_threads = threads;
+    thunderc::Model mm(so, o);
+    for (int iter = 0; iter < 20; ++iter) {
+      auto out = mm.run(in);
+      for (std::size_t i = 0; i < out.size(); ++i) worst[slot] = std::max(worst[slot], worst_ratio(out[i], expected[i], 1e-4, 1e-5));
+    }
+  };
+  std::thread a(worker, 0, 1), b(worker, 1, 2);
+  a.join();
+  b.join();
+  CHECK(worst[0] <= 1.0);
+  CHECK(worst[1] <= 1.0);
+}
+
 TEST_CASE("blas rejects what it does not implement: integer and half dtypes") {
   Trace t;
   ValueId a = t.add_input("a", tt({2, 3}, DType::Int64)), b = t.add_input("b", tt({3, 2}, DType::Int64));
@@ -139,7 +212,7 @@ TEST_CASE("blas rejects what it does not implement: integer and half dtypes") {
   for (const BoundSymbol& s : t.symbols()) CHECK_FALSE(blas->can_execute(t, s));
 }
 
-TEST_CASE("a blas-only model .so links OpenBLAS and not LibTorch") {
+TEST_CASE("a blas-only model .so links OpenBLAS and OpenMP, not LibTorch") {
   Suite s;
   s.linear({2, 8}, {4, 8}, Shape{4});
   s.conv({1, 3, 6, 6}, {4, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1);
@@ -148,5 +221,6 @@ TEST_CASE("a blas-only model .so links OpenBLAS and not LibTorch") {
   INFO(needed);
   CHECK(needed.find("(NEEDED)") != std::string::npos);
   CHECK(needed.find("libopenblas") != std::string::npos);
-  for (const char* lib : {"torch", "c10", "aten_shim", "gomp"}) CHECK(needed.find(lib) == std::string::npos);
+  CHECK(needed.find("libgomp") != std::string::npos);  // its own threads split the GEMMs
+  for (const char* lib : {"torch", "c10", "aten_shim"}) CHECK(needed.find(lib) == std::string::npos);
 }

@@ -4,6 +4,9 @@
 //  2. Design choices, on the kernels directly: weight read transposed (CblasTrans) vs pre-transposed;
 //     GEMV vs GEMM for M = 1; depthwise conv as direct loops vs im2col + per-group GEMM; 1x1 conv as GEMM
 //     vs im2col.
+//  3. Two threads: thunderc's split (gemm<>(2, ...): blocks of C on its own OpenMP team, OpenBLAS serial)
+//     vs OpenBLAS's own threading (openblas_set_num_threads(2), one cblas_sgemm), which the executor used
+//     before it stopped setting OpenBLAS's process-wide count.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -88,8 +91,8 @@ void trans_vs_pretransposed(std::int64_t M, std::int64_t K, std::int64_t N) {
   for (std::int64_t i = 0; i < N; ++i)
     for (std::int64_t j = 0; j < K; ++j) wt[j * N + i] = w[i * K + j];
   std::vector<float> c(M * N);
-  double nt = median_seconds([&] { thunderc_blas::gemm<float>(false, true, M, N, K, 1.f, a.data(), K, w.data(), K, 0.f, c.data(), N); });
-  double nn = median_seconds([&] { thunderc_blas::gemm<float>(false, false, M, N, K, 1.f, a.data(), K, wt.data(), N, 0.f, c.data(), N); });
+  double nt = median_seconds([&] { thunderc_blas::gemm<float>(1, false, true, M, N, K, 1.f, a.data(), K, w.data(), K, 0.f, c.data(), N); });
+  double nn = median_seconds([&] { thunderc_blas::gemm<float>(1, false, false, M, N, K, 1.f, a.data(), K, wt.data(), N, 0.f, c.data(), N); });
   double raw = median_seconds([&] {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.f, a.data(), (int)K, w.data(), (int)K, 0.f, c.data(), (int)N);
   });
@@ -101,18 +104,34 @@ void conv_choice(const char* what, thunderc_blas::Conv2d g) {
   std::int64_t cg = g.c / g.groups;
   auto x = rand_vec(g.n * g.c * g.h * g.w, 1), w = rand_vec(g.oc * cg * g.kh * g.kw, 2), b = rand_vec(g.oc, 3);
   std::vector<float> y(g.n * g.oc * g.oh * g.ow), col(cg * g.kh * g.kw * g.oh * g.ow);
-  double gemm = median_seconds([&] { thunderc_blas::conv2d_gemm<float>(g, x.data(), w.data(), b.data(), y.data(), col.data()); });
+  double gemm = median_seconds([&] { thunderc_blas::conv2d_gemm<float>(1, g, x.data(), w.data(), b.data(), y.data(), col.data()); });
   // The GEMM path with im2col forced (what a 1x1 conv would cost without its shortcut).
   double forced = median_seconds([&] {
-    for (std::int64_t gi = 0; gi < g.groups; ++gi) thunderc_blas::im2col<float>(x.data() + gi * cg * g.h * g.w, cg, g, col.data());
-    thunderc_blas::conv2d_gemm<float>(g, x.data(), w.data(), b.data(), y.data(), col.data());
+    for (std::int64_t gi = 0; gi < g.groups; ++gi)
+      for (std::int64_t c = 0; c < cg; ++c) thunderc_blas::im2col_channel<float>(x.data() + gi * cg * g.h * g.w, c, g, col.data());
+    thunderc_blas::conv2d_gemm<float>(1, g, x.data(), w.data(), b.data(), y.data(), col.data());
   });
-  double direct = g.groups == g.c ? median_seconds([&] { thunderc_blas::conv2d_depthwise<float>(g, x.data(), w.data(), b.data(), y.data()); }) : 0;
+  double direct = g.groups == g.c ? median_seconds([&] { thunderc_blas::conv2d_depthwise<float>(1, g, x.data(), w.data(), b.data(), y.data()); }) : 0;
   double flop = 2.0 * g.n * g.oc * g.oh * g.ow * cg * g.kh * g.kw;
   std::printf("%-34s im2col+GEMM %8.2f us (%6.2f GFLOP/s)", what, gemm * 1e6, flop / gemm * 1e-9);
   if (thunderc_blas::conv_is_pointwise(g)) std::printf("  [1x1 with im2col added: %8.2f us]", forced * 1e6);
   if (direct > 0) std::printf("  direct %8.2f us (%6.2f GFLOP/s)", direct * 1e6, flop / direct * 1e-9);
   std::printf("\n");
+}
+
+void two_threads(const char* what, std::int64_t M, std::int64_t K, std::int64_t N) {
+  auto a = rand_vec(M * K, 1), w = rand_vec(N * K, 2);
+  std::vector<float> c(M * N);
+  openblas_set_num_threads(1);
+  const double one = median_seconds([&] { thunderc_blas::gemm<float>(1, false, true, M, N, K, 1.f, a.data(), K, w.data(), K, 0.f, c.data(), N); });
+  const double split = median_seconds([&] { thunderc_blas::gemm<float>(2, false, true, M, N, K, 1.f, a.data(), K, w.data(), K, 0.f, c.data(), N); });
+  openblas_set_num_threads(2);
+  const double theirs = median_seconds([&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.f, a.data(), (int)K, w.data(), (int)K, 0.f, c.data(), (int)N);
+  });
+  openblas_set_num_threads(1);
+  std::printf("%-26s M=%-4lld K=%-4lld N=%-4lld  1 thread %8.2f us  split on 2 %8.2f us (%.2fx)  OpenBLAS's 2 threads %8.2f us (%.2fx)\n",
+              what, (long long)M, (long long)K, (long long)N, one * 1e6, split * 1e6, one / split, theirs * 1e6, one / theirs);
 }
 
 }  // namespace
@@ -138,7 +157,7 @@ int main(int argc, char** argv) {
   for (auto [k, n] : std::vector<std::array<std::int64_t, 2>>{{64, 128}, {128, 10}, {512, 512}}) {
     auto a = rand_vec(k, 1), w = rand_vec(n * k, 2);
     std::vector<float> c(n);
-    double gv = median_seconds([&] { thunderc_blas::gemm<float>(false, true, 1, n, k, 1.f, a.data(), k, w.data(), k, 0.f, c.data(), n); });
+    double gv = median_seconds([&] { thunderc_blas::gemm<float>(1, false, true, 1, n, k, 1.f, a.data(), k, w.data(), k, 0.f, c.data(), n); });
     double gm = median_seconds([&] {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, (int)n, (int)k, 1.f, a.data(), (int)k, w.data(), (int)k, 0.f, c.data(), (int)n);
     });
@@ -157,5 +176,12 @@ int main(int argc, char** argv) {
   conv_choice("pointwise 64->128 28x28", C{1, 64, 28, 28, 128, 1, 1, 1, 1, 0, 0, 1, 1, 1, 28, 28});
   conv_choice("cnn res 64->64 3x3 4x4", C{1, 64, 4, 4, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 4, 4});
   conv_choice("64->64 3x3 56x56", C{1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 56, 56});
+
+  std::printf("\n== two threads: thunderc's split vs OpenBLAS's threads (linear, W^T read in place; speedup over 1 thread)\n");
+  for (S s : {S{"gpt mlp fc / 16x64x256", 16, 64, 256, true}, S{"bert-base qkv, 128 tokens", 128, 768, 2304, true},
+              S{"bert-base ffn up", 128, 768, 3072, true}, S{"bert-base ffn down", 128, 3072, 768, true},
+              S{"vit-b ffn up, 197 tokens", 197, 768, 3072, true}, S{"batch 1 fc 1x512x1000", 1, 512, 1000, true},
+              S{"resnet fc, batch 8", 8, 512, 1000, true}, S{"square 512", 512, 512, 512, true}})
+    two_threads(s.what, s.m, s.k, s.n);
   return 0;
 }

@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "onednn_conv_bench: this CPU has no AVX2/FMA; the peak measurement needs them\n");
     return 1;
   }
-  openblas_set_num_threads(threads);
+  thunderc_blas::begin_call(threads);  // OpenBLAS serial: the blas kernels split the work over `threads` themselves
   const double peak = peak_gflops();
   std::printf("peak float32 FMA throughput, one core: %.1f GFLOP/s (x%d threads = %.1f)\n\n", peak, threads, peak * threads);
   std::printf("| layer | shape | onednn ms | GFLOP/s | %% of peak | blas ms | GFLOP/s | onednn speedup |\n|---|---|---|---|---|---|---|---|\n");
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     const thunderc_blas::Conv2d g = {1, l.c, l.h, l.h, l.oc, l.k, l.k, l.s, l.s, pad, pad, 1, 1, 1, oh, oh};
-    const double t_blas = median_seconds(iterations, [&] { thunderc_blas::conv2d_gemm<float>(g, x.data(), w.data(), b.data(), y.data(), col.data()); });
+    const double t_blas = median_seconds(iterations, [&] { thunderc_blas::conv2d_gemm<float>(threads, g, x.data(), w.data(), b.data(), y.data(), col.data()); });
     const double flops = 2.0 * l.oc * l.c * l.k * l.k * oh * oh;
     std::printf("| %s | %lldx%lldx%lld -> %lld | %.3f | %.1f | %.0f%% | %.3f | %.1f | %.2fx |\n", l.name, (long long)l.c,
                 (long long)l.h, (long long)l.h, (long long)l.oc, t_dnnl * 1e3, flops / t_dnnl / 1e9,

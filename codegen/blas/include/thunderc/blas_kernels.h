@@ -1,20 +1,26 @@
 /* Kernels that code generated for the `blas` executor calls (codegen/blas/blas_backend.cpp). Header-only,
- * compiled into each model .so that uses the executor; it links CBLAS (OpenBLAS) and nothing else.
+ * compiled into each model .so that uses the executor; it links CBLAS (OpenBLAS) and OpenMP.
  *
  * Every buffer is dense row-major. Templates take T = float or double (cblas_s* / cblas_d*).
  *
- * Threads: OpenBLAS's thread count is process-global. set_threads() changes it only when the call asks
- * for a different positive count than the current one (openblas_set_num_threads is not free: it may
- * resize OpenBLAS's thread pool), and leaves OpenBLAS's own default when the call says "decide yourself".
- * The other kernels here (im2col, depthwise convolution, bias fills) are single-threaded loops. */
+ * Threads: OpenBLAS's thread count is process-wide, and changing it while another thread is inside a
+ * threaded OpenBLAS call is a race (the OpenMP build frees the per-thread buffers of the threads it drops).
+ * So thunderc never asks OpenBLAS for threads. Each call's `nt` threads are thunderc's own OpenMP team:
+ * a GEMM is split into row or column blocks, one single-threaded OpenBLAS call per thread (inside an active
+ * OpenMP region OpenBLAS runs serially); batched GEMMs split the batch; im2col and depthwise loops split
+ * channels. begin_call() sets OpenBLAS's process-wide count to 1 once, the first time a model calls it
+ * (the pthread build has no other way to run serially); serial calls outside a region also hold the
+ * calling thread's OpenMP count at 1, because the OpenMP build sizes a call by it. See docs/blas.md. */
 #ifndef THUNDERC_BLAS_KERNELS_H_
 #define THUNDERC_BLAS_KERNELS_H_
 
 #include <cblas.h>
+#include <omp.h>
 #include <stdint.h>
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 extern "C" {
 /* OpenBLAS extensions (declared here too, so the generic cblas.h of another CBLAS is enough to compile). */
@@ -24,14 +30,56 @@ int openblas_get_num_threads(void);
 
 namespace thunderc_blas {
 
-inline void set_threads(int32_t n) {
-  if (n > 0 && openblas_get_num_threads() != n) openblas_set_num_threads(n);
+// The variant prologue's call: OpenBLAS serial (once per process and .so), and this call's thread count
+// (the runtime's num_threads, or the calling thread's OpenMP count when it is 0).
+inline int begin_call(int32_t requested) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (openblas_get_num_threads() == 1) return;
+    const int caller = omp_get_max_threads();  // the OpenMP build's setter also sets the caller's OpenMP count
+    openblas_set_num_threads(1);
+    omp_set_num_threads(caller);
+  });
+  return requested > 0 ? requested : omp_get_max_threads();
 }
 
-// C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, row-major; op(X) = X^T when trans_x.
+// Holds the calling thread's OpenMP count at 1 around a serial OpenBLAS call made outside a parallel
+// region: OpenBLAS's OpenMP build otherwise threads the call by that count (and resets its process-wide
+// count to it) whenever something else has changed the count begin_call() set.
+class SerialCall {
+ public:
+  SerialCall() : saved_(omp_in_parallel() ? 1 : omp_get_max_threads()) {
+    if (saved_ != 1) omp_set_num_threads(1);
+  }
+  ~SerialCall() {
+    if (saved_ != 1) omp_set_num_threads(saved_);
+  }
+  SerialCall(const SerialCall&) = delete;
+  SerialCall& operator=(const SerialCall&) = delete;
+
+ private:
+  int saved_;
+};
+
+// Below this many multiply-adds a GEMM runs on one thread (OpenBLAS's own threshold, 65536 x 4): waking
+// a team costs more than it saves.
+constexpr int64_t kParallelMinWork = 262144;
+
+inline bool run_serial(int nt, int64_t work) { return nt <= 1 || work < kParallelMinWork || omp_in_parallel(); }
+
+// [lo, hi) of `extent` for `part` of `parts`: equal blocks, rounded up to 8 (whole vectors of C) when
+// that still gives every part some work.
+inline void block_range(int64_t extent, int part, int parts, int64_t& lo, int64_t& hi) {
+  int64_t chunk = (extent + parts - 1) / parts;
+  if (extent >= 8 * (int64_t)parts) chunk = (chunk + 7) / 8 * 8;
+  lo = std::min<int64_t>(extent, part * chunk);
+  hi = std::min<int64_t>(extent, lo + chunk);
+}
+
+// C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, row-major; op(X) = X^T when trans_x; one thread.
 // M == 1 or N == 1 go to GEMV (OpenBLAS's sgemm has a fixed packing cost that dominates there).
 template <class T>
-inline void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+inline void gemm_serial(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
                  const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {  // nothing to sum: C = beta * C
@@ -40,6 +88,7 @@ inline void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T 
     return;
   }
   const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+  SerialCall serial;
   if ((M == 1 || N == 1) && beta == T(0))  // GEMV scales y by beta: start from zeros, not stale workspace
     for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, T(0));
   if (M == 1) {
@@ -71,6 +120,35 @@ inline void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T 
     cblas_sgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, alpha, (const float*)A, (int)lda, (const float*)B, (int)ldb, beta, (float*)C, (int)ldc);
   else
     cblas_dgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, alpha, (const double*)A, (int)lda, (const double*)B, (int)ldb, beta, (double*)C, (int)ldc);
+}
+
+// Part `part` of `parts` of gemm_serial's product: a block of C's rows (split_m) or of its columns.
+template <class T>
+inline void gemm_part(int part, int parts, bool split_m, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                      T alpha, const T* A, int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  int64_t lo, hi;
+  block_range(split_m ? M : N, part, parts, lo, hi);
+  if (lo >= hi) return;
+  if (split_m)  // rows lo..hi of op(A): rows of A, or columns of A when it is read transposed
+    gemm_serial<T>(trans_a, trans_b, hi - lo, N, K, alpha, trans_a ? A + lo : A + lo * lda, lda, B, ldb, beta,
+                   C + lo * ldc, ldc);
+  else  // columns lo..hi of op(B): columns of B, or rows of B when it is read transposed
+    gemm_serial<T>(trans_a, trans_b, M, hi - lo, K, alpha, A, lda, trans_b ? B + lo * ldb : B + lo, ldb, beta,
+                   C + lo, ldc);
+}
+
+// gemm_serial on `nt` threads: C split along its larger dimension, each block one serial OpenBLAS call.
+template <class T>
+inline void gemm(int nt, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+                 const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  if (run_serial(nt, M * N * K)) {
+    gemm_serial<T>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  const bool split_m = M >= N;
+#pragma omp parallel num_threads(nt)
+  gemm_part<T>(omp_get_thread_num(), omp_get_num_threads(), split_m, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb,
+               beta, C, ldc);
 }
 
 // dst[shape] = scale * src broadcast: src_strides[i] is src's element stride along dst dim i (0 where src
@@ -106,23 +184,34 @@ inline void fill_broadcast(T* dst, const int64_t* shape, int rank, const T* src,
 // Batched C[b] = A[a_off(b)] @ B[b_off(b)] over an output batch of `batch_rank` dims (C's batches are
 // contiguous, M*N apart); a_strides/b_strides are A's/B's element strides per batch dim (0: broadcast).
 template <class T>
-inline void batched_gemm(int batch_rank, const int64_t* batch_shape, const int64_t* a_strides,
+inline void batched_gemm(int nt, int batch_rank, const int64_t* batch_shape, const int64_t* a_strides,
                          const int64_t* b_strides, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
                          const T* B, int64_t ldb, T* C) {
   int64_t count = 1;
   for (int i = 0; i < batch_rank; ++i) count *= batch_shape[i];
-  int64_t idx[16] = {0};
-  int64_t a_off = 0, b_off = 0;
-  for (int64_t c = 0; c < count; ++c) {
-    gemm<T>(false, false, M, N, K, T(1), A + a_off, lda, B + b_off, ldb, T(0), C + c * M * N, N);
+  // Batch c's offsets into A and B: c's index, digit by digit (last dim fastest), times the strides.
+  auto offsets = [&](int64_t c, int64_t& a_off, int64_t& b_off) {
+    a_off = b_off = 0;
     for (int i = batch_rank - 1; i >= 0; --i) {
-      a_off += a_strides[i];
-      b_off += b_strides[i];
-      if (++idx[i] < batch_shape[i]) break;
-      a_off -= a_strides[i] * batch_shape[i];
-      b_off -= b_strides[i] * batch_shape[i];
-      idx[i] = 0;
+      const int64_t d = c % batch_shape[i];
+      c /= batch_shape[i];
+      a_off += d * a_strides[i];
+      b_off += d * b_strides[i];
     }
+  };
+  if (count >= nt && !run_serial(nt, count * M * N * K)) {  // whole GEMMs per thread
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t c = 0; c < count; ++c) {
+      int64_t a_off, b_off;
+      offsets(c, a_off, b_off);
+      gemm_serial<T>(false, false, M, N, K, T(1), A + a_off, lda, B + b_off, ldb, T(0), C + c * M * N, N);
+    }
+    return;
+  }
+  for (int64_t c = 0; c < count; ++c) {  // fewer batches than threads: each GEMM split
+    int64_t a_off, b_off;
+    offsets(c, a_off, b_off);
+    gemm<T>(nt, false, false, M, N, K, T(1), A + a_off, lda, B + b_off, ldb, T(0), C + c * M * N, N);
   }
 }
 
@@ -140,35 +229,35 @@ inline void valid_range(int64_t ow, int64_t s, int64_t off, int64_t w, int64_t& 
   hi = std::max(std::min(hi, ow), lo);
 }
 
+// Channel c's KH*KW rows of im2col:
 // col[(c*KH + kh)*KW + kw][oh*OW + ow] = x[c][oh*sh - ph + kh*dh][ow*sw - pw + kw*dw] (0 outside).
 template <class T>
-inline void im2col(const T* x, int64_t channels, const Conv2d& g, T* col) {
+inline void im2col_channel(const T* x, int64_t c, const Conv2d& g, T* col) {
   const int64_t plane = g.oh * g.ow;
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t ki = 0; ki < g.kh; ++ki)
-      for (int64_t kj = 0; kj < g.kw; ++kj) {
-        T* dst = col + ((c * g.kh + ki) * g.kw + kj) * plane;
-        const int64_t off_w = kj * g.dw - g.pw;
-        int64_t lo, hi;
-        valid_range(g.ow, g.sw, off_w, g.w, lo, hi);
-        for (int64_t o = 0; o < g.oh; ++o) {
-          T* row = dst + o * g.ow;
-          const int64_t ih = o * g.sh - g.ph + ki * g.dh;
-          if (ih < 0 || ih >= g.h) {
-            std::fill(row, row + g.ow, T(0));
-            continue;
-          }
-          const T* src = x + (c * g.h + ih) * g.w + off_w;
-          std::fill(row, row + lo, T(0));
-          if (g.sw == 1) std::memcpy(row + lo, src + lo, sizeof(T) * (size_t)(hi - lo));
-          else
-            for (int64_t j = lo; j < hi; ++j) row[j] = src[j * g.sw];
-          std::fill(row + hi, row + g.ow, T(0));
+  for (int64_t ki = 0; ki < g.kh; ++ki)
+    for (int64_t kj = 0; kj < g.kw; ++kj) {
+      T* dst = col + ((c * g.kh + ki) * g.kw + kj) * plane;
+      const int64_t off_w = kj * g.dw - g.pw;
+      int64_t lo, hi;
+      valid_range(g.ow, g.sw, off_w, g.w, lo, hi);
+      for (int64_t o = 0; o < g.oh; ++o) {
+        T* row = dst + o * g.ow;
+        const int64_t ih = o * g.sh - g.ph + ki * g.dh;
+        if (ih < 0 || ih >= g.h) {
+          std::fill(row, row + g.ow, T(0));
+          continue;
         }
+        const T* src = x + (c * g.h + ih) * g.w + off_w;
+        std::fill(row, row + lo, T(0));
+        if (g.sw == 1) std::memcpy(row + lo, src + lo, sizeof(T) * (size_t)(hi - lo));
+        else
+          for (int64_t j = lo; j < hi; ++j) row[j] = src[j * g.sw];
+        std::fill(row + hi, row + g.ow, T(0));
       }
+    }
 }
 
-// Bytes of im2col scratch for one image and one group (0 when the conv is a plain GEMM or depthwise).
+// Whether a convolution is a plain GEMM on its input (no im2col needed).
 inline bool conv_is_pointwise(const Conv2d& g) {
   return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
 }
@@ -176,30 +265,43 @@ inline bool conv_is_pointwise(const Conv2d& g) {
 // Convolution as GEMMs: per image and group, out[OC/g, OH*OW] = W_g[OC/g, C/g*KH*KW] @ col[C/g*KH*KW, OH*OW].
 // The output starts as the broadcast bias (beta = 1), so the bias costs no extra pass. 1x1 stride-1
 // unpadded convolutions read the input directly (no im2col); `col` is scratch for the others.
+// On `nt` threads: im2col split by channels, the bias rows and the GEMM by gemm_part, in one team per
+// image and group.
 template <class T>
-inline void conv2d_gemm(const Conv2d& g, const T* x, const T* wt, const T* bias, T* y, T* col) {
+inline void conv2d_gemm(int nt, const Conv2d& g, const T* x, const T* wt, const T* bias, T* y, T* col) {
   const int64_t cg = g.c / g.groups, ocg = g.oc / g.groups, plane = g.oh * g.ow, kdim = cg * g.kh * g.kw;
   const bool direct = conv_is_pointwise(g);
+  const bool serial = run_serial(nt, ocg * plane * kdim), split_m = ocg >= plane;
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t gi = 0; gi < g.groups; ++gi) {
       const T* xin = x + (n * g.c + gi * cg) * g.h * g.w;
-      const T* b = xin;
-      if (!direct) {
-        im2col<T>(xin, cg, g, col);
-        b = col;
-      }
+      const T* b = direct ? xin : col;
+      const T* w = wt + gi * ocg * kdim;
       T* out = y + (n * g.oc + gi * ocg) * plane;
-      if (bias)
-        for (int64_t o = 0; o < ocg; ++o) std::fill(out + o * plane, out + (o + 1) * plane, bias[gi * ocg + o]);
-      gemm<T>(false, false, ocg, plane, kdim, T(1), wt + gi * ocg * kdim, kdim, b, plane, bias ? T(1) : T(0), out, plane);
+      const T beta = bias ? T(1) : T(0);
+#pragma omp parallel num_threads(nt) if (!serial)
+      {
+        if (!direct) {
+#pragma omp for schedule(static)
+          for (int64_t c = 0; c < cg; ++c) im2col_channel<T>(xin, c, g, col);
+        }
+        if (bias) {
+#pragma omp for schedule(static)
+          for (int64_t o = 0; o < ocg; ++o) std::fill(out + o * plane, out + (o + 1) * plane, bias[gi * ocg + o]);
+        }
+        gemm_part<T>(omp_get_thread_num(), omp_get_num_threads(), split_m, false, false, ocg, plane, kdim, T(1), w, kdim,
+                     b, plane, beta, out, plane);
+      }
     }
 }
 
 // Depthwise (groups == C, one input channel per group, OC = C * multiplier) as direct loops: for every
-// output row and kernel tap, a contiguous (stride 1: vectorized) multiply-add over the valid columns.
+// output row and kernel tap, a contiguous (stride 1: vectorized) multiply-add over the valid columns;
+// output channels split over `nt` threads.
 template <class T>
-inline void conv2d_depthwise(const Conv2d& g, const T* x, const T* wt, const T* bias, T* y) {
+inline void conv2d_depthwise(int nt, const Conv2d& g, const T* x, const T* wt, const T* bias, T* y) {
   const int64_t mult = g.oc / g.c, plane = g.oh * g.ow;
+#pragma omp parallel for collapse(2) num_threads(nt) schedule(static) if (nt > 1 && g.n * g.oc > 1)
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t oc = 0; oc < g.oc; ++oc) {
       const T* xin = x + (n * g.c + oc / mult) * g.h * g.w;
