@@ -206,6 +206,52 @@ class EncoderLayer(nn.Module):
 
 # --------------------------------------------------------------------------- helpers
 
+class TinyBert(nn.Module):
+    """A BERT-style encoder written the way Hugging Face's BertModel computes (no dependency on transformers):
+    word + position + token-type embeddings, LayerNorm, an extended attention mask built from the int64
+    mask input, (1 - mask) * finfo.min, post-norm layers with erf GELU, and the tanh pooler on the first
+    token. Inputs: input_ids and attention_mask, both int64 [batch, seq]; outputs: the last hidden state and
+    the pooled output, as BertModel(...)[:2] traced with torch.jit.trace."""
+
+    def __init__(self, vocab=96, hidden=32, heads=2, layers=2, ffn=64, max_pos=32, type_vocab=2):
+        super().__init__()
+        self.heads, self.head_size = heads, hidden // heads
+        self.word = nn.Embedding(vocab, hidden, padding_idx=0)
+        self.position = nn.Embedding(max_pos, hidden)
+        self.token_type = nn.Embedding(type_vocab, hidden)
+        self.register_buffer("position_ids", torch.arange(max_pos).expand((1, -1)), persistent=False)
+        self.emb_norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.layers = nn.ModuleList()
+        for _ in range(layers):
+            self.layers.append(nn.ModuleDict({
+                "query": nn.Linear(hidden, hidden), "key": nn.Linear(hidden, hidden), "value": nn.Linear(hidden, hidden),
+                "attn_out": nn.Linear(hidden, hidden), "attn_norm": nn.LayerNorm(hidden, eps=1e-12),
+                "up": nn.Linear(hidden, ffn), "down": nn.Linear(ffn, hidden), "out_norm": nn.LayerNorm(hidden, eps=1e-12),
+            }))
+        self.pooler = nn.Linear(hidden, hidden)
+
+    def heads_first(self, x):
+        b, t, c = x.shape
+        return x.view(b, t, self.heads, self.head_size).permute(0, 2, 1, 3)
+
+    def forward(self, input_ids, attention_mask):
+        b, t = input_ids.shape
+        token_types = torch.zeros((b, t), dtype=torch.long)
+        h = self.word(input_ids) + self.token_type(token_types) + self.position(self.position_ids[:, :t])
+        h = self.emb_norm(h)
+        mask = attention_mask[:, None, None, :].to(h.dtype)
+        mask = (1.0 - mask) * torch.finfo(h.dtype).min
+        for layer in self.layers:
+            q = self.heads_first(layer["query"](h))
+            k = self.heads_first(layer["key"](h))
+            v = self.heads_first(layer["value"](h))
+            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_size) + mask
+            ctx = torch.matmul(scores.softmax(-1), v).permute(0, 2, 1, 3).reshape(b, t, -1)
+            h = layer["attn_norm"](layer["attn_out"](ctx) + h)
+            h = layer["out_norm"](layer["down"](F.gelu(layer["up"](h))) + h)
+        return h, torch.tanh(self.pooler(h[:, 0]))
+
+
 def randomize_norms(model: nn.Module) -> None:
     """Give norm layers non-default parameters/statistics (deterministic: seeded by caller)."""
     with torch.no_grad():
@@ -257,6 +303,28 @@ def save(module, name, shapes, eager):
     return path
 
 
+def save_with_inputs(module, name, inputs, eager):
+    """save() for models whose inputs are not one float tensor: `inputs` is a list of (name, tensor); each is
+    written as <stem>.<name>.npy and every output as <stem>.expected<i>.npy."""
+    path = os.path.join(HERE, name)
+    meta = [{"name": n, "shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")} for n, x in inputs]
+    torch.jit.save(module, path, _extra_files={"thunderc.json": json.dumps({"inputs": meta}, sort_keys=True)})
+    loaded = torch.jit.load(path)
+    args = [x for _, x in inputs]
+    with torch.no_grad():
+        got, want = loaded(*args), eager(*args)
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g.shape != w.shape or not torch.allclose(g, w, rtol=1e-5, atol=1e-5):
+            sys.exit(f"make_samples.py: {name}: loaded module disagrees with eager on output {i}")
+    stem = os.path.join(HERE, name[:-3])
+    for n, x in inputs:
+        numpy.save(f"{stem}.{n}.npy", x.numpy())
+    for i, g in enumerate(got):
+        numpy.save(f"{stem}.expected{i}.npy", g.numpy())
+    print(f"{name:<24} {os.path.getsize(path):>8} bytes  inputs {[(n, list(x.shape), str(x.dtype)) for n, x in inputs]}")
+    return path
+
+
 def shapes_to_check(name, shapes):
     # The any-rank scripted block is also checked on an unbatched [T,C] input (the else branch).
     if name == "gpt_block_scripted.pt":
@@ -304,6 +372,15 @@ def main(argv):
 
     enc = build(EncoderLayer)
     saved.append(save(torch.jit.trace(enc, example((2, 12, 32))), "encoder_layer.pt", [(2, 12, 32)], enc))
+
+    bert = build(TinyBert)
+    g = torch.Generator().manual_seed(SEED + 1)
+    ids = torch.randint(1, 96, (2, 12), generator=g)
+    attention = torch.ones(2, 12, dtype=torch.long)
+    attention[1, 9:] = 0  # the second sequence is padded: its last 3 keys are masked out
+    ids[1, 9:] = 0
+    saved.append(save_with_inputs(torch.jit.trace(bert, (ids, attention)), "bert_tiny.pt",
+                                  [("input_ids", ids), ("attention_mask", attention)], bert))
 
     total = sum(os.path.getsize(p) for p in saved)
     print(f"{'total':<24} {total:>8} bytes")

@@ -5,6 +5,7 @@
 #   bash scripts/test.sh --sanitize address,undefined [ctest args]   # build-asan/, the whole suite
 #   bash scripts/test.sh --sanitize thread [ctest args]              # build-tsan/, the concurrency tests
 #   bash scripts/test.sh --no-libtorch [ctest args]                  # build-nolt/, without LibTorch
+#   bash scripts/test.sh --no-libtorch --sanitize address,undefined  # build-asan-nolt/: both (CI's stage 2)
 #
 # --no-libtorch configures build-nolt/ ($THUNDERC_NOLT_BUILD_DIR overrides it) with
 # -DTHUNDERC_WITH_LIBTORCH=OFF (no TorchScript frontend, no torch executor, no bench --compare: .pt2 only) and
@@ -22,8 +23,21 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 sanitize=""
-if [[ "${1:-}" == --no-libtorch ]]; then
-  shift
+nolt=0
+while (($#)); do
+  case "$1" in
+    --no-libtorch) nolt=1; shift ;;
+    --sanitize)
+      [[ $# -ge 2 ]] || { echo "test.sh: --sanitize needs a value (address,undefined | thread)" >&2; exit 2; }
+      sanitize=$2
+      shift 2
+      ;;
+    --sanitize=*) sanitize=${1#--sanitize=}; shift ;;
+    *) break ;;
+  esac
+done
+
+if ((nolt)) && [[ -z "$sanitize" ]]; then
   bash scripts/install-deps.sh
   build_dir=${THUNDERC_NOLT_BUILD_DIR:-build-nolt}
   generator=()
@@ -33,13 +47,6 @@ if [[ "${1:-}" == --no-libtorch ]]; then
   cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DTHUNDERC_WITH_LIBTORCH=OFF
   cmake --build "$build_dir" -j"$(nproc)"
   exec ctest --test-dir "$build_dir" --output-on-failure -j2 "$@"
-elif [[ "${1:-}" == --sanitize ]]; then
-  [[ $# -ge 2 ]] || { echo "test.sh: --sanitize needs a value (address,undefined | thread)" >&2; exit 2; }
-  sanitize=$2
-  shift 2
-elif [[ "${1:-}" == --sanitize=* ]]; then
-  sanitize=${1#--sanitize=}
-  shift
 fi
 
 if [[ -z "$sanitize" ]]; then
@@ -55,6 +62,7 @@ command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 san_flags="-O1 -g1 -DNDEBUG"
 common_cmake=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_flags"
               "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_flags" "-DTHUNDERC_SANITIZE=$sanitize")
+((nolt)) && common_cmake+=(-DTHUNDERC_WITH_LIBTORCH=OFF)
 
 # Sanitizer options (read by the instrumented test executables and by the thunderc subprocesses they start).
 # - halt_on_error / abort_on_error: a report fails the test (UBSan would otherwise print and continue).
@@ -69,6 +77,7 @@ common_cmake=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINF
 case "$sanitize" in
   *thread*)
     build_dir=${THUNDERC_SANITIZE_BUILD_DIR:-build-tsan}
+    ((nolt)) && build_dir=${THUNDERC_SANITIZE_BUILD_DIR:-build-tsan-nolt}
     export TSAN_OPTIONS="halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:history_size=4${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
     # The runtime's concurrency tests: 8 threads on one model (CPU), 8 threads with their own CUDA streams
     # on the fake driver, the per-stream workspace pool. Not under TSan: cuda-emu (its fibers switch stacks with
@@ -80,6 +89,7 @@ case "$sanitize" in
     ;;
   *)
     build_dir=${THUNDERC_SANITIZE_BUILD_DIR:-build-asan}
+    ((nolt)) && build_dir=${THUNDERC_SANITIZE_BUILD_DIR:-build-asan-nolt}
     export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=0:detect_stack_use_after_return=0:check_initialization_order=1:verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
     export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
     targets=()

@@ -1,6 +1,7 @@
 #include "codegen/cpp/cpp_backend.h"
 
 #include "codegen/cpp/attention.h"
+#include "codegen/cpp/embedding.h"
 #include "codegen/loops/region_lowering.h"
 
 namespace thunderc {
@@ -237,7 +238,7 @@ class CppRegion : public RegionLowering {
 
 LinkInputs CppBackend::link_inputs() const {
   LinkInputs in;
-  in.includes = {"algorithm", "cmath", "omp.h", "thunderc/cpp_math.h"};
+  in.includes = {"algorithm", "cmath", "cstdio", "cstring", "omp.h", "thunderc/cpp_math.h"};
   in.include_dirs = {THUNDERC_CPP_INCLUDE_DIR};
   // -fno-trapping-math lets GCC if-convert comparisons (relu, clamp, the math helpers) so loops vectorize;
   // it changes no result, it only assumes no floating-point trap handler is watching.
@@ -256,6 +257,7 @@ void CppBackend::emit_variant_prologue(SourceWriter& out) const {
 
 void CppBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
   if (sym.op->category == OpCategory::Attention) return emit_cpp_attention(ctx, sym, out);  // never in a region
+  if (sym.op->name == "embedding") return emit_cpp_embedding(ctx, sym, out);              // never in a region
   BoundSymbol region = as_region(sym);
   CppRegion e(ctx.trace(), region, &ctx);
   e.run();
@@ -263,7 +265,7 @@ void CppBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, Sou
 }
 
 std::size_t CppBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {
-  if (sym.op->category == OpCategory::Attention) return 0;  // its state lives on the stack
+  if (sym.op->category == OpCategory::Attention || sym.op->name == "embedding") return 0;  // no scratch
   BoundSymbol region = as_region(sym);
   CppRegion e(trace, region, nullptr);
   e.run();

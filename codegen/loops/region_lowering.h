@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -44,6 +45,11 @@ inline const char* ctype(DType d) {
     case DType::Float32: return "float";
     case DType::Float64: return "double";
     case DType::Bool: return "bool";
+    case DType::UInt8: return "uint8_t";
+    case DType::Int8: return "int8_t";
+    case DType::Int16: return "int16_t";
+    case DType::Int32: return "int32_t";
+    case DType::Int64: return "int64_t";
     case DType::Float16: return "thunderc_f16";
     case DType::BFloat16: return "thunderc_bf16";
     default: internal_error("cpp codegen: unsupported dtype ", dtype_name(d));
@@ -59,6 +65,11 @@ inline const char* atype(DType d) { return ctype(opmath(d)); }
 // float value arithmetic on them starts from).
 inline std::string lit(double v, DType d) {
   if (d == DType::Bool) return v != 0 ? "true" : "false";
+  if (is_integral(d)) {  // (INT64_MIN has no literal: its digits overflow before the minus applies)
+    const long long i = v <= -9223372036854775808.0 ? INT64_MIN : v >= 9223372036854775807.0 ? INT64_MAX : static_cast<long long>(v);
+    const std::string digits = i == INT64_MIN ? "(-9223372036854775807LL - 1)" : "(" + std::to_string(i) + "LL)";
+    return "static_cast<" + std::string(ctype(d)) + ">" + digits;
+  }
   bool f = opmath(d) == DType::Float32;
   if (!std::isfinite(v)) return c_number_literal(v, f);
   std::string s = c_number_literal(v);

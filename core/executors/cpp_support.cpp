@@ -12,6 +12,13 @@ bool ok_dtype(DType d) {
   return K == DeviceKind::CUDA && d == DType::Float16;
 }
 
+// Integer dtypes (is_integral): on the CPU the loops move them (reshape, permute, slice, cat, ...), convert
+// them to floating types and read them as embedding indices; no arithmetic on them yet.
+template <DeviceKind K>
+bool movable_dtype(DType d) {
+  return ok_dtype<K>(d) || (K == DeviceKind::CPU && is_integral(d));
+}
+
 bool gemm_dtype(DType d) { return d == DType::Float32 || d == DType::Float16 || d == DType::BFloat16; }
 
 // Every tensor the symbol touches is on device kind K and has a dtype the generated loops handle.
@@ -27,6 +34,33 @@ bool on_device(const Trace& t, const BoundSymbol& s) {
     if (ty.device.kind != K || !ok_dtype<K>(ty.dtype)) return false;
   }
   return true;
+}
+
+// Data movement: every tensor on device kind K in a dtype the loops can copy (integers on the CPU too).
+template <DeviceKind K>
+bool moves(const Trace& t, const BoundSymbol& s) {
+  for (const Operand& in : s.inputs)
+    if (in.is_tensor() && (t.type(in.value).device.kind != K || !movable_dtype<K>(t.type(in.value).dtype))) return false;
+  for (ValueId o : s.outputs)
+    if (t.type(o).device.kind != K || !movable_dtype<K>(t.type(o).dtype)) return false;
+  return true;
+}
+
+// to_dtype among the loops' dtypes, and (CPU) from an integer dtype to any of them. Floating to integer
+// stays with torch: C++'s conversion of NaN or an out-of-range value is undefined behaviour.
+template <DeviceKind K>
+bool cast(const Trace& t, const BoundSymbol& s) {
+  if (!moves<K>(t, s)) return false;
+  const DType from = t.type(s.inputs[0].value).dtype, to = t.type(s.outputs[0]).dtype;
+  return !is_integral(to) || !is_floating(from);
+}
+
+// embedding on the CPU (codegen/cpp/embedding.cpp, never in a region): rows of a floating table by int32 or
+// int64 indices; an index out of range fails the call with a message, as ATen raises.
+bool cpu_embedding(const Trace& t, const BoundSymbol& s) {
+  if (!moves<DeviceKind::CPU>(t, s)) return false;
+  const DType w = t.type(s.inputs[0].value).dtype, idx = t.type(s.inputs[1].value).dtype;
+  return is_floating(w) && (idx == DType::Int64 || idx == DType::Int32);
 }
 
 template <DeviceKind K>
@@ -89,13 +123,14 @@ void register_loop_impls(Executor& cpp) {
                            "clamp", "add", "sub", "mul", "div", "pow", "maximum", "minimum"})
     cpp.register_impl(name, arithmetic<K>);
   for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge"}) cpp.register_impl(name, compare<K>);
-  for (const char* name : {"logical_not", "logical_and", "logical_or", "to_dtype"}) cpp.register_impl(name, on_device<K>);
+  for (const char* name : {"logical_not", "logical_and", "logical_or"}) cpp.register_impl(name, on_device<K>);
+  cpp.register_impl("to_dtype", cast<K>);
   cpp.register_impl("where", where_like<K>);
   cpp.register_impl("masked_fill", where_like<K>);
   for (const char* name : {"sum", "mean", "amax", "softmax", "log_softmax"}) cpp.register_impl(name, all_floating<K>);
   cpp.register_impl("layer_norm", same_dtype_norm<K>);
   cpp.register_impl("batch_norm", same_dtype_norm<K>);
-  for (const char* name : {"reshape", "permute", "expand", "slice", "select", "cat"}) cpp.register_impl(name, on_device<K>);
+  for (const char* name : {"reshape", "permute", "expand", "slice", "select", "cat"}) cpp.register_impl(name, moves<K>);
   for (const char* name : {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}) cpp.register_impl(name, pooling<K>);
 }
 
@@ -243,6 +278,7 @@ bool cudnn_attention(const Trace& t, const BoundSymbol& s) {
 void register_cpp_impls(Executor& cpp) {
   register_loop_impls<DeviceKind::CPU>(cpp);
   cpp.register_impl("scaled_dot_product_attention", cpu_attention);
+  cpp.register_impl("embedding", cpu_embedding);
 }
 
 void register_nvfuser_impls(Executor& nvfuser) {

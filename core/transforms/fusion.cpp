@@ -80,9 +80,11 @@ bool gemm_backed(const BoundSymbol& s) {
 Trace fuse_cpp_regions(const Trace& trace) { return fuse_regions(trace, "cpp"); }
 
 Trace fuse_regions(const Trace& trace, const std::string& executor) {
-  // Attention has a kernel of its own (codegen/cpp/attention.h): it stays a lone symbol, never in a region.
+  // Attention and embedding have code of their own (codegen/cpp/attention.h, embedding.h): each stays a lone
+  // symbol, never in a region.
   auto is_candidate = [&](const BoundSymbol& s) {
-    return s.executor == executor && !s.is_region() && s.op->category != OpCategory::Attention;
+    return s.executor == executor && !s.is_region() && s.op->category != OpCategory::Attention &&
+           s.op->category != OpCategory::Indexing;
   };
   if (std::none_of(trace.symbols().begin(), trace.symbols().end(), is_candidate)) {
     Trace same = trace;

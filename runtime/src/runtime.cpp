@@ -967,8 +967,6 @@ THUNDERC_API thunderc_status thunderc_model_run_alloc_with_options(thunderc_mode
       t.shape = o->shape;
       t.strides = nullptr;
       t.byte_offset = 0;
-      o->managed.manager_ctx = o;
-      o->managed.deleter = owned_output_deleter;
       outs[i] = t;
     }
     call_entry(model, vi, inputs, num_inputs, outs.data(), num_outputs, device, opts.cuda_stream);

@@ -85,8 +85,10 @@ void check_close(const std::vector<at::Tensor>& got, const std::vector<at::Tenso
 // Parity of one compiled sample against LibTorch on seeded random inputs of the given shapes.
 void check_parity(const std::string& model, const std::vector<std::vector<int64_t>>& shapes, const std::string& flags = "",
                   double rtol = 1e-5, double atol = 1e-6) {
-  // One folder per (model, flags): ctest -j runs test cases that compile the same model in parallel.
-  fs::path dir = tmp_dir(fs::path(model).stem().string() + "_parity_" + std::to_string(std::hash<std::string>{}(flags)));
+  // One folder per (test case, model, flags): ctest -j runs test cases in parallel, and two of them compile
+  // gpt_block.pt with the same flags (tmp_dir empties the folder: a shared one made the attention test flaky).
+  const std::string test_case = doctest::getContextOptions()->currentTest->m_name;
+  fs::path dir = tmp_dir(fs::path(model).stem().string() + "_parity_" + std::to_string(std::hash<std::string>{}(test_case + "\n" + flags)));
   fs::path so = compile(model, dir, flags);
   thunderc::Model compiled(so.string());
   at::manual_seed(7);
@@ -306,6 +308,40 @@ TEST_CASE("every sample compiles --standalone with cpp and blas: no LibTorch at 
     for (const auto& s : c.shapes) inputs.push_back(at::randn(s));
     // Native kernels sum in another order than ATen: float32 within rtol 1e-4, atol 1e-5.
     check_close(thunderc::aten::run(compiled, inputs), torch_forward(c.model, inputs), 1e-4, 1e-5);
+  }
+}
+
+// A BERT-style encoder (samples/make_samples.py TinyBert: Hugging Face BertModel's computation, traced with
+// torch.jit.trace) with int64 input_ids and attention_mask: the embeddings, the int64 mask's reshape and
+// conversion run natively, so --standalone needs no LibTorch. Against LibTorch at rtol 1e-4, atol 1e-5.
+TEST_CASE("a BERT-style model with int64 ids and mask compiles --standalone and matches LibTorch") {
+  fs::path dir = tmp_dir("bert_tiny");
+  fs::path so = compile("bert_tiny.pt", dir, "--standalone");
+  Result needed = thunderc_test::run_shell("readelf -d " + thunderc_test::shell_quote(so.string()));
+  REQUIRE(needed.code == 0);
+  for (const char* lib : {"libtorch", "libc10", "thunderc_aten_shim"}) CHECK(needed.out.find(lib) == std::string::npos);
+
+  thunderc::Model compiled(so.string());
+  at::manual_seed(11);
+  at::Tensor ids = at::randint(0, 96, {2, 12}, at::kLong), mask = at::ones({2, 12}, at::kLong);
+  mask.index_put_({1, at::indexing::Slice(7, at::indexing::None)}, 0);
+  check_close(thunderc::aten::run(compiled, {ids, mask}), torch_forward("bert_tiny.pt", {ids, mask}), 1e-4, 1e-5);
+
+  // The sample's own inputs and PyTorch's outputs, through the CLI.
+  Result r = run_thunderc("run " + so.string() + " " + sample("bert_tiny.input_ids.npy") + " " +
+                          sample("bert_tiny.attention_mask.npy") + " --expect " + sample("bert_tiny.expected0.npy") +
+                          " --expect " + sample("bert_tiny.expected1.npy") + " --output-dir " + (dir / "out").string());
+  INFO(r.out);
+  CHECK(r.code == 0);
+
+  SUBCASE("a token id outside the vocabulary fails the call, as PyTorch raises") {
+    ids.index_put_({0, 3}, 96);
+    try {
+      thunderc::aten::run(compiled, {ids, mask});
+      FAIL("expected an error");
+    } catch (const thunderc::Error& e) {
+      CHECK(std::string(e.what()).find("embedding: index 96 is out of range for a table of 96 rows") != std::string::npos);
+    }
   }
 }
 

@@ -409,3 +409,78 @@ TEST_CASE("values named like generated identifiers") {
   t.set_outputs({s, t.emit1(op("add"), {T(s), T(u)}, {})});
   check_against_torch(t, "ident_collision");
 }
+
+#ifndef THUNDERC_CONFORMANCE_NVFUSER
+// Integer tensors on the CPU (cpp moves and converts them, and reads them as embedding indices): what a
+// Hugging Face encoder does with its int64 input_ids and attention_mask. Integer inputs are in [0, 10).
+TEST_CASE("integer tensors: embedding, data movement, conversion to floating types") {
+  auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
+  Trace t;
+  ValueId ids = t.add_input("ids", ty(DType::Int64, {2, 5})), ids32 = t.add_input("ids32", ty(DType::Int32, {7}));
+  ValueId mask = t.add_input("mask", ty(DType::Int64, {2, 5})), u8 = t.add_input("u8", ty(DType::UInt8, {3, 4}));
+  ValueId flag = t.add_input("flag", b8({4}));
+  ValueId table = t.add_input("table", f32({10, 6})), table64 = t.add_input("table64", f64({12, 3}));
+  std::vector<ValueId> outs;
+  outs.push_back(t.emit1(op("embedding"), {T(table), T(ids)}, {}));
+  outs.push_back(t.emit1(op("embedding"), {T(table64), T(ids32)}, {}));
+  ValueId pos = t.emit1(op("select"), {T(ids)}, {{"dim", std::int64_t{0}}, {"index", std::int64_t{1}}});
+  outs.push_back(t.emit1(op("embedding"), {T(table), T(pos)}, {}));  // indices that are a view
+  // The extended attention mask: (1 - mask[:, None, None, :].float()) * -1e9
+  ValueId m4 = t.emit1(op("reshape"), {T(mask)}, {{"shape", IntList{2, 1, 1, 5}}});
+  ValueId mf = t.emit1(op("to_dtype"), {T(m4)}, {{"dtype", DType::Float32}});
+  ValueId inv = t.emit1(op("sub"), {N(1.0), T(mf)}, {});
+  outs.push_back(t.emit1(op("mul"), {T(inv), N(-1e9)}, {}));
+  outs.push_back(t.emit1(op("permute"), {T(ids)}, {{"dims", IntList{1, 0}}}));
+  ValueId sl = t.emit1(op("slice"), {T(ids)}, {{"dim", std::int64_t{1}}, {"start", std::int64_t{1}}, {"end", std::int64_t{4}}});
+  outs.push_back(t.emit1(op("cat"), {T(sl), T(mask)}, {{"dim", std::int64_t{1}}}));
+  ValueId col = t.emit1(op("reshape"), {T(ids32)}, {{"shape", IntList{7, 1}}});
+  outs.push_back(t.emit1(op("expand"), {T(col)}, {{"shape", IntList{7, 3}}}));
+  ValueId row = t.emit1(op("select"), {T(u8)}, {{"dim", std::int64_t{0}}, {"index", std::int64_t{1}}});
+  outs.push_back(t.emit1(op("to_dtype"), {T(row)}, {{"dtype", DType::Float64}}));
+  outs.push_back(t.emit1(op("to_dtype"), {T(ids)}, {{"dtype", DType::Bool}}));
+  outs.push_back(t.emit1(op("to_dtype"), {T(flag)}, {{"dtype", DType::Int64}}));
+  outs.push_back(t.emit1(op("to_dtype"), {T(ids32)}, {{"dtype", DType::Int64}}));
+  t.set_outputs(outs);
+
+  Trace c = claimed(t, {"cpp", "torch"});
+  INFO(print_trace(c));
+  for (const BoundSymbol& s : c.symbols()) CHECK_MESSAGE(s.executor == "cpp", s.op->name << " left to " << s.executor);
+  check_against_torch(t, "integers", false, Tol{}, 3);
+}
+
+TEST_CASE("integer tensors: what cpp leaves to torch") {
+  Trace t;
+  ValueId f = t.add_input("f", f32({3}));
+  ValueId i = t.add_input("i", TensorType{DType::Int64, {3}, Device::cpu()});
+  ValueId h = t.add_input("h", TensorType{DType::Float16, {4, 2}, Device::cpu()});
+  t.emit1(op("to_dtype"), {T(f)}, {{"dtype", DType::Int64}});  // NaN or out of range: undefined in C++
+  t.emit1(op("mul"), {T(i), T(i)}, {});                         // integer arithmetic
+  t.emit1(op("embedding"), {T(h), T(i)}, {});                   // a float16 table
+  t.set_outputs({t.symbols()[0].outputs[0], t.symbols()[1].outputs[0], t.symbols()[2].outputs[0]});
+  claim_executors(t, {find_executor("cpp"), find_executor("torch")});
+  for (const BoundSymbol& s : t.symbols()) CHECK_MESSAGE(s.executor == "torch", s.op->name);
+}
+
+TEST_CASE("embedding: an index out of range fails the call with a message, as ATen raises") {
+  Trace t;
+  ValueId table = t.add_input("table", f32({10, 4}));
+  ValueId ids = t.add_input("ids", TensorType{DType::Int64, {3}, Device::cpu()});
+  t.set_outputs({t.emit1(op("embedding"), {T(table), T(ids)}, {})});
+  thunderc::Model m(compile(claimed(t, {"cpp"}), {"cpp"}, "embedding_range"));
+  auto in = random_inputs(t, 1, false);
+  for (std::int64_t bad : {std::int64_t{10}, std::int64_t{-1}, std::int64_t{1} << 40}) {
+    CAPTURE(bad);
+    static_cast<std::int64_t*>(in[1].raw())[1] = bad;
+    try {
+      m.run(in);
+      FAIL("an out-of-range index did not fail the call");
+    } catch (const thunderc::Error& e) {
+      CHECK(std::string(e.what()).find("embedding: index " + std::to_string(bad) + " is out of range for a table of 10 rows") !=
+            std::string::npos);
+    }
+  }
+  static_cast<std::int64_t*>(in[1].raw())[1] = 9;  // the last row is fine
+  auto out = m.run(in);
+  for (std::int64_t j = 0; j < 4; ++j) CHECK(element(out[0], 4 + j) == element(in[0], 9 * 4 + j));
+}
+#endif

@@ -71,10 +71,25 @@ class SourceCtx : public EmitContext {
 
 inline DLDataType dl(DType d) {
   if (d == DType::Bool) return dtype_of<bool>();
+  if (is_integral(d)) return {d == DType::UInt8 ? kDLUInt : kDLInt, static_cast<std::uint8_t>(8 * dtype_size(d)), 1};
   return {kDLFloat, static_cast<std::uint8_t>(d == DType::Float64 ? 64 : 32), 1};
 }
 
-// Seeded inputs: normal floats (|x| + 0.1 when `positive`), bools with p = 0.5. With `nan_p` > 0, each float
+// Element i of an integer tensor set to v (its dtype's width).
+inline void set_integer(HostTensor& h, std::size_t i, std::int64_t v) {
+  switch (h.dtype().bits) {
+    case 8:
+      if (h.dtype().code == kDLUInt) static_cast<std::uint8_t*>(h.raw())[i] = static_cast<std::uint8_t>(v);
+      else static_cast<std::int8_t*>(h.raw())[i] = static_cast<std::int8_t>(v);
+      break;
+    case 16: static_cast<std::int16_t*>(h.raw())[i] = static_cast<std::int16_t>(v); break;
+    case 32: static_cast<std::int32_t*>(h.raw())[i] = static_cast<std::int32_t>(v); break;
+    default: static_cast<std::int64_t*>(h.raw())[i] = v;
+  }
+}
+
+// Seeded inputs: normal floats (|x| + 0.1 when `positive`), bools with p = 0.5, integers in [0, 10) (valid
+// indices into any table of 10 rows or more). With `nan_p` > 0, each float
 // element is NaN with that probability, and the first element of every float input is NaN (a NaN that is
 // not first in its row must propagate as well as one that is).
 inline std::vector<HostTensor> random_inputs(const Trace& trace, unsigned seed, bool positive, double nan_p = 0) {
@@ -91,6 +106,7 @@ inline std::vector<HostTensor> random_inputs(const Trace& trace, unsigned seed, 
       if (nan_p > 0 && t.dtype != DType::Bool && ((i == 0 && seed % 2 == 1) || uniform(gen) < nan_p)) x = NAN;
       if (t.dtype == DType::Float32) static_cast<float*>(h.raw())[i] = static_cast<float>(x);
       else if (t.dtype == DType::Float64) static_cast<double*>(h.raw())[i] = x;
+      else if (is_integral(t.dtype)) set_integer(h, i, static_cast<std::int64_t>(uniform(gen) * 10));
       else static_cast<bool*>(h.raw())[i] = x > 0;
     }
     in.push_back(std::move(h));
@@ -99,6 +115,14 @@ inline std::vector<HostTensor> random_inputs(const Trace& trace, unsigned seed, 
 }
 
 inline double element(const HostTensor& h, std::size_t i) {
+  if (h.dtype().code == kDLInt || h.dtype().code == kDLUInt) {
+    switch (h.dtype().bits) {
+      case 8: return h.dtype().code == kDLUInt ? static_cast<const std::uint8_t*>(h.raw())[i] : static_cast<const std::int8_t*>(h.raw())[i];
+      case 16: return static_cast<const std::int16_t*>(h.raw())[i];
+      case 32: return static_cast<const std::int32_t*>(h.raw())[i];
+      default: return static_cast<double>(static_cast<const std::int64_t*>(h.raw())[i]);
+    }
+  }
   if (h.dtype().code == kDLFloat) return h.dtype().bits == 64 ? static_cast<const double*>(h.raw())[i]
                                                              : static_cast<const float*>(h.raw())[i];
   return static_cast<const bool*>(h.raw())[i] ? 1 : 0;

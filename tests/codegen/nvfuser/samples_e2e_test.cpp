@@ -31,8 +31,9 @@ struct Compiled {
 
 // `name`: a TorchScript sample (samples/<name>.pt) or, as "pt2/<name>", a torch.export one (samples/pt2/<name>.pt2).
 Compiled compile_sample(const std::string& name, const std::vector<std::string>& flags) {
-  // One folder per (sample, flags): ctest -j runs the test cases below in parallel.
-  std::string key;
+  // One folder per (test case, sample, flags): ctest -j runs the test cases below in parallel, and several
+  // compile the same sample with the same flags.
+  std::string key = std::string(doctest::getContextOptions()->currentTest->m_name) + "\n";
   for (const std::string& f : flags) key += f + " ";
   const bool pt2 = name.rfind("pt2/", 0) == 0;
   const std::string stem = pt2 ? name.substr(4) : name;
