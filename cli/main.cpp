@@ -3,6 +3,7 @@
 //   thunderc MODEL [-o OUT.so] [...]  compile to OUT.so + OUT.json
 //   thunderc examine MODEL [...]      show what the frontend traced and which executor runs each operation
 //   thunderc --list-executors         every executor, whether it is usable here and why not
+//   thunderc --list-ops [--json]      the operator catalog: executors and ATen names of each operator
 //
 // Exit codes: 0 success; 1 a problem with the user's input (UserError, printed as "thunderc: error: ...");
 // 3 a bug in thunderc (InternalError or any other exception). Command-line mistakes found by CLI11 (an unknown
@@ -20,6 +21,7 @@
 
 #include "cli/commands/bench.h"
 #include "cli/commands/inspect.h"
+#include "cli/commands/list_ops.h"
 #include "cli/commands/run.h"
 #include "cli/messages.h"
 #include "cli/pipeline.h"
@@ -510,6 +512,7 @@ int run(int argc, char** argv) {
       "  thunderc MODEL.pt -o OUT.so [options]     compile\n"
       "  thunderc examine MODEL.pt [options]       show the traced program and its executors\n"
       "  thunderc --list-executors                 list the executors\n"
+      "  thunderc --list-ops [--json|--markdown]   list the operators, their executors and ATen names\n"
       "  thunderc --list-transforms                list the trace transforms and their order",
       "thunderc"};
   app.footer(
@@ -519,6 +522,7 @@ int run(int argc, char** argv) {
       "  thunderc examine samples/cnn.pt                                show the traced program and its executors\n"
       "  thunderc examine samples/gpt_block_scripted.pt --shapes 1x16x64 --verbose\n"
       "  thunderc --list-executors                                      list executors and whether they are usable\n"
+      "  thunderc --list-ops --json                                     the operators, as JSON\n"
       "  thunderc --list-transforms                                     list the trace transforms and their order\n"
       "  thunderc samples/cnn.pt -o out/cnn.so --dump-traces out/traces --time-passes\n"
       "                                                                 keep the trace after every pass, time them\n"
@@ -566,6 +570,12 @@ int run(int argc, char** argv) {
                "backward variants are planned");
   bool list_transforms = false;
   app.add_flag("--list-transforms", list_transforms, "list the trace transforms in pipeline order, and the default list");
+  bool list_ops = false, ops_json = false, ops_markdown = false;
+  app.add_flag("--list-ops", list_ops,
+               "list the operator catalog: each operator's executors and the ATen operators imported as it (docs/ops.md)");
+  app.add_flag("--json", ops_json, "with --list-ops: a JSON array, one object per operator (name, category, aten, "
+                                   "torchscript, pt2, executors)");
+  app.add_flag("--markdown", ops_markdown, "with --list-ops: the Markdown of docs/ops.md");
 
   CLI::App* examine_cmd = app.add_subcommand("examine", "show a model's traced program, operators and executors");
   ModelFlags examine_flags;
@@ -590,6 +600,12 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (list) return list_executors();
+  if ((ops_json || ops_markdown) && !list_ops) user_error("--json and --markdown go with --list-ops (inspect has its own --json)");
+  if (list_ops) {
+    if (ops_json && ops_markdown) user_error("--list-ops takes one of --json and --markdown");
+    std::cout << list_ops_text(ops_json ? ListOpsFormat::Json : ops_markdown ? ListOpsFormat::Markdown : ListOpsFormat::Text);
+    return 0;
+  }
   if (list_transforms) {
     std::cout << list_transforms_text();
     return 0;

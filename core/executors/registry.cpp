@@ -144,7 +144,7 @@ std::vector<std::unique_ptr<Executor>> make_executors() {
 
   Executor::Info cpp;
   cpp.name = "cpp";
-  cpp.description = "fused C++ loops for elementwise, reduction and normalization regions, and attention";
+  cpp.description = "fused C++ loops for elementwise, reduction and normalization regions, attention and embedding";
   cpp.devices = {DeviceKind::CPU};
   cpp.categories = {C::Elementwise, C::Reduction, C::Normalization, C::Shape, C::Pooling, C::Attention};
   cpp.implemented = true;
@@ -166,7 +166,7 @@ std::vector<std::unique_ptr<Executor>> make_executors() {
   Executor::Info onednn;
   onednn.name = "onednn";
   onednn.description = "convolutions through oneDNN (blocked layouts and JIT kernels for the running CPU, weights "
-                       "prepacked once; bias, residual add and relu/sigmoid/silu fused)";
+                       "prepacked once; bias and residual add fused, activations left to cpp: oneDNN's turn NaN into numbers)";
   onednn.devices = {DeviceKind::CPU};
   onednn.implemented = true;
   onednn.categories = {C::Convolution};

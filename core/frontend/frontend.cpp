@@ -44,6 +44,8 @@ std::unique_ptr<ModelFrontend> load_model(const std::string& path) {
   return std::make_unique<TorchScriptFrontend>(TorchScriptModel::load(path));
 }
 
+ImportedOps imported_ops() { return {torchscript_imported_kinds(), pt2_imported_targets()}; }
+
 #else  // !THUNDERC_WITH_LIBTORCH
 
 std::unique_ptr<ModelFrontend> load_model(const std::string& path) {
@@ -55,6 +57,8 @@ std::unique_ptr<ModelFrontend> load_model(const std::string& path) {
              "programs only; ", path, " is not one (a TorchScript model?): export the model with torch.export.export "
              "and torch.export.save (docs/pt2.md), or compile it with a thunderc built with LibTorch");
 }
+
+ImportedOps imported_ops() { return {{}, pt2_imported_targets()}; }
 
 #endif
 

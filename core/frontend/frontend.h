@@ -62,4 +62,11 @@ ModelFormat detect_model_format(const std::string& path);
 // Loads `path` with the frontend detect_model_format picks (core/frontend/frontend.cpp, links LibTorch).
 std::unique_ptr<ModelFrontend> load_model(const std::string& path);
 
+// The operator names each frontend imports: TorchScript node kinds ("aten::relu", "aten::relu_"; none in a
+// build without LibTorch) and torch.export targets ("torch.ops.aten.relu.default"), each sorted.
+struct ImportedOps {
+  std::vector<std::string> torchscript, pt2;
+};
+ImportedOps imported_ops();
+
 }  // namespace thunderc

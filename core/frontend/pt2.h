@@ -156,4 +156,7 @@ class Pt2Model : public ModelFrontend {
   std::optional<Specialization> recorded_;
 };
 
+// Every graph-node target the .pt2 importer handles ("torch.ops.aten.relu.default", ...), sorted.
+std::vector<std::string> pt2_imported_targets();
+
 }  // namespace thunderc

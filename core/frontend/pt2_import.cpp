@@ -887,6 +887,12 @@ const std::map<std::string, Pt2Handler>& pt2_handlers() {
 
 }  // namespace
 
+std::vector<std::string> pt2_imported_targets() {
+  std::vector<std::string> names;
+  for (const auto& [target, handler] : pt2_handlers()) names.push_back(target);
+  return names;
+}
+
 Trace Pt2Model::import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges, bool) const {
   Trace trace;
   trace.constructed_by = "pt2-import";

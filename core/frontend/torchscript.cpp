@@ -22,6 +22,12 @@ using JitValue = torch::jit::Value;
 
 std::string libtorch_version() { return TORCH_VERSION; }
 
+std::vector<std::string> torchscript_imported_kinds() {
+  std::vector<std::string> kinds;
+  for (const auto& [kind, handler] : ts::op_handlers()) kinds.push_back(kind);
+  return kinds;
+}
+
 namespace ts {
 
 DType dtype_from_torch(c10::ScalarType t, const std::string& context) {

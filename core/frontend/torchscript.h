@@ -52,5 +52,7 @@ class TorchScriptModel {
 
 // The version of the LibTorch the frontend was built against ("1.13.0").
 std::string libtorch_version();
+// Every node kind the TorchScript importer handles ("aten::relu", "aten::relu_", ...), sorted.
+std::vector<std::string> torchscript_imported_kinds();
 
 }  // namespace thunderc

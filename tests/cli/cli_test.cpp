@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -656,4 +658,42 @@ TEST_CASE("messages: directories, empty shapes, repeated --shapes, control chara
     CHECK_OUTPUT(name, "characters)");
     CHECK(name.out.size() < 1500);
   }
+}
+
+TEST_CASE("--list-ops: the catalog as text, JSON and the Markdown of docs/ops.md") {
+  Result text = thunderc({"--list-ops"});
+  INFO(text.out);
+  CHECK(text.code == 0);
+  CHECK(has(text, "PyTorch's Core ATen opset (torch 2.15.0): 189 overloads"));
+  CHECK(has(text, "Imported without an operator of their own"));
+  CHECK_FALSE(has(text, "bug:"));
+
+  Result json = thunderc({"--list-ops", "--json"});
+  CHECK(json.code == 0);
+  const nlohmann::json ops = nlohmann::json::parse(json.out);
+  REQUIRE(ops.is_array());
+  CHECK(ops.size() > 60);
+  bool embedding = false;
+  for (const auto& op : ops) {
+    CHECK(op.contains("aten"));
+    CHECK(op.contains("executors"));
+    if (op.at("name") == "embedding") {
+      embedding = true;
+      CHECK(op.at("aten") == nlohmann::json::array({"embedding"}));
+      CHECK(op.at("executors") == nlohmann::json::array({"torch", "cpp"}));
+    }
+  }
+  CHECK(embedding);
+
+  // docs/ops.md is this output, committed: regenerate with
+  //   build/bin/thunderc --list-ops --markdown > docs/ops.md
+  Result md = thunderc({"--list-ops", "--markdown"});
+  CHECK(md.code == 0);
+  std::ifstream in(std::string(THUNDERC_SAMPLES) + "/../docs/ops.md");
+  const std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_MESSAGE(md.out == committed, "docs/ops.md is out of date: build/bin/thunderc --list-ops --markdown > docs/ops.md");
+
+  Result alone = thunderc({"--json"});
+  CHECK(alone.code == 1);
+  CHECK(has(alone, "--json and --markdown go with --list-ops"));
 }

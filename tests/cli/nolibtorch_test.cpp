@@ -126,6 +126,14 @@ TEST_CASE("thunderc binary: the torch executor is unavailable, saying why (exit 
   ProcessResult v = thunderc_run({"--version"});
   CHECK(v.code == 0);
   CHECK_MESSAGE(contains(v.out, "LibTorch: none"), v.out);
+
+  // The operator list: the .pt2 frontend's names only (no TorchScript importer here), every one mapped.
+  ProcessResult ops = thunderc_run({"--list-ops"});
+  INFO(ops.out);
+  CHECK(ops.code == 0);
+  CHECK(contains(ops.out, "the frontends import 0 TorchScript node kinds"));
+  CHECK(contains(ops.out, "PyTorch's Core ATen opset"));
+  CHECK_FALSE(contains(ops.out, "bug:"));
 }
 
 TEST_CASE("thunderc binary: a .pt2 compiles standalone and runs, and bench --compare is refused (exit 1)") {
