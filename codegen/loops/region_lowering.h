@@ -545,6 +545,10 @@ class RegionLowering {
           C = DType::Bool;
           for (const Operand& o : s.inputs)
             if (o.is_tensor()) C = C == DType::Bool ? t_.type(o.value).dtype : promote_types(C, t_.type(o.value).dtype);
+          // A float number against integer tensors compares in the default float dtype (PyTorch's wrapped
+          // numbers promote across categories): int64 `x < 2.5` is not `x < 2`.
+          for (const Operand& o : s.inputs)
+            if (!o.is_tensor() && o.scalar.is_float() && !is_floating(C)) C = DType::Float32;
           C = opmath(C);
         }
         std::vector<NodeP> args;

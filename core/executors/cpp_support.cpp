@@ -81,11 +81,15 @@ bool arithmetic(const Trace& t, const BoundSymbol& s) {
   return true;
 }
 
+// Comparisons of floating tensors, and (CPU) of integer ones: `attention_mask == 0` builds masks.
 template <DeviceKind K>
 bool compare(const Trace& t, const BoundSymbol& s) {
-  if (!on_device<K>(t, s)) return false;
-  for (const Operand& in : s.inputs)
-    if (in.is_tensor() && !is_floating(t.type(in.value).dtype)) return false;
+  if (!moves<K>(t, s)) return false;
+  for (const Operand& in : s.inputs) {
+    if (!in.is_tensor()) continue;
+    const DType d = t.type(in.value).dtype;
+    if (!is_floating(d) && !(K == DeviceKind::CPU && is_integral(d))) return false;
+  }
   return true;
 }
 

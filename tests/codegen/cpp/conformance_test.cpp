@@ -440,6 +440,14 @@ TEST_CASE("integer tensors: embedding, data movement, conversion to floating typ
   outs.push_back(t.emit1(op("to_dtype"), {T(ids)}, {{"dtype", DType::Bool}}));
   outs.push_back(t.emit1(op("to_dtype"), {T(flag)}, {{"dtype", DType::Int64}}));
   outs.push_back(t.emit1(op("to_dtype"), {T(ids32)}, {{"dtype", DType::Int64}}));
+  // Comparisons: DistilBERT's `(mask == 0)` then masked_fill; an int against a float number compares in float.
+  ValueId pad = t.emit1(op("eq"), {T(mask), Operand::number(Scalar(std::int64_t{0}))}, {});
+  ValueId scores = t.emit1(op("embedding"), {T(table), T(ids)}, {});
+  ValueId pad3 = t.emit1(op("reshape"), {T(pad)}, {{"shape", IntList{2, 5, 1}}});
+  outs.push_back(t.emit1(op("masked_fill"), {T(scores), T(pad3), N(-INFINITY)}, {}));
+  outs.push_back(t.emit1(op("lt"), {T(ids), N(2.5)}, {}));
+  outs.push_back(t.emit1(op("ge"), {T(ids), T(mask)}, {}));
+  outs.push_back(t.emit1(op("ne"), {T(ids32), Operand::number(Scalar(std::int64_t{3}))}, {}));
   t.set_outputs(outs);
 
   Trace c = claimed(t, {"cpp", "torch"});
