@@ -252,6 +252,95 @@ class TinyBert(nn.Module):
         return h, torch.tanh(self.pooler(h[:, 0]))
 
 
+class TinyDistilBert(nn.Module):
+    """A DistilBERT-style encoder as Hugging Face's DistilBertModel computes: word + position embeddings
+    (positions from arange), LayerNorm, attention masked by `(attention_mask == 0)` expanded over the scores
+    and masked_fill with finfo.min, q scaled before the product, erf-GELU FFN, post-norm. Inputs: input_ids,
+    attention_mask (int64 [batch, seq]); output: the last hidden state."""
+
+    def __init__(self, vocab=96, dim=32, heads=2, layers=2, hidden=64, max_pos=32):
+        super().__init__()
+        self.heads, self.head_size = heads, dim // heads
+        self.word = nn.Embedding(vocab, dim, padding_idx=0)
+        self.position = nn.Embedding(max_pos, dim)
+        self.emb_norm = nn.LayerNorm(dim, eps=1e-12)
+        self.layers = nn.ModuleList()
+        for _ in range(layers):
+            self.layers.append(nn.ModuleDict({
+                "q_lin": nn.Linear(dim, dim), "k_lin": nn.Linear(dim, dim), "v_lin": nn.Linear(dim, dim),
+                "out_lin": nn.Linear(dim, dim), "sa_layer_norm": nn.LayerNorm(dim, eps=1e-12),
+                "lin1": nn.Linear(dim, hidden), "lin2": nn.Linear(hidden, dim),
+                "output_layer_norm": nn.LayerNorm(dim, eps=1e-12),
+            }))
+
+    def forward(self, input_ids, attention_mask):
+        b, t = input_ids.shape
+        positions = torch.arange(t, dtype=torch.long).unsqueeze(0).expand_as(input_ids)
+        h = self.emb_norm(self.word(input_ids) + self.position(positions))
+        for layer in self.layers:
+            def shape(x):
+                return x.view(b, -1, self.heads, self.head_size).transpose(1, 2)
+            q = shape(layer["q_lin"](h)) / math.sqrt(self.head_size)
+            k, v = shape(layer["k_lin"](h)), shape(layer["v_lin"](h))
+            scores = torch.matmul(q, k.transpose(2, 3))
+            mask = (attention_mask == 0).view(b, 1, 1, t).expand_as(scores)
+            scores = scores.masked_fill(mask, torch.tensor(torch.finfo(scores.dtype).min))
+            ctx = torch.matmul(nn.functional.softmax(scores, dim=-1), v)
+            ctx = ctx.transpose(1, 2).contiguous().view(b, -1, self.heads * self.head_size)
+            h = layer["sa_layer_norm"](layer["out_lin"](ctx) + h)
+            h = layer["output_layer_norm"](layer["lin2"](F.gelu(layer["lin1"](h))) + h)
+        return h
+
+
+class TinyGPT2(nn.Module):
+    """A GPT-2-style decoder as Hugging Face's GPT2Model computes, with its cache outputs: token + position
+    embeddings (positions from arange), pre-norm blocks with Conv1D layers (addmm on [in, out] weights), the
+    causal mask sliced from a `bias` buffer and applied with torch.where(mask, w, finfo.min), tanh-GELU MLP,
+    final LayerNorm. Input: input_ids (int64 [batch, seq]); outputs: the last hidden state and each layer's
+    present key/value, stacked [2, batch, heads, seq, head_size]."""
+
+    def __init__(self, vocab=96, n_embd=32, n_head=2, n_layer=2, n_positions=32):
+        super().__init__()
+        self.n_head, self.head_size = n_head, n_embd // n_head
+        self.wte = nn.Embedding(vocab, n_embd)
+        self.wpe = nn.Embedding(n_positions, n_embd)
+        mask = torch.tril(torch.ones(n_positions, n_positions, dtype=torch.bool))
+        self.register_buffer("bias", mask.view(1, 1, n_positions, n_positions), persistent=False)
+        conv = lambda n_in, n_out: nn.ParameterDict({  # noqa: E731 (HF's Conv1D: weight [in, out])
+            "weight": nn.Parameter(torch.randn(n_in, n_out) * 0.02), "bias": nn.Parameter(torch.randn(n_out) * 0.02)})
+        self.h = nn.ModuleList()
+        for _ in range(n_layer):
+            self.h.append(nn.ModuleDict({
+                "ln_1": nn.LayerNorm(n_embd), "c_attn": conv(n_embd, 3 * n_embd), "c_proj": conv(n_embd, n_embd),
+                "ln_2": nn.LayerNorm(n_embd), "c_fc": conv(n_embd, 4 * n_embd), "mlp_proj": conv(4 * n_embd, n_embd),
+            }))
+        self.ln_f = nn.LayerNorm(n_embd)
+
+    @staticmethod
+    def conv1d(x, p):
+        size_out = x.size()[:-1] + (p["weight"].size(-1),)
+        return torch.addmm(p["bias"], x.view(-1, x.size(-1)), p["weight"]).view(size_out)
+
+    def forward(self, input_ids):
+        b, t = input_ids.shape
+        positions = torch.arange(0, t, dtype=torch.long).unsqueeze(0)
+        h = self.wte(input_ids) + self.wpe(positions)
+        presents = []
+        for block in self.h:
+            q, k, v = self.conv1d(block["ln_1"](h), block["c_attn"]).split(self.n_head * self.head_size, dim=2)
+            q, k, v = (x.view(b, t, self.n_head, self.head_size).permute(0, 2, 1, 3) for x in (q, k, v))
+            presents.append(torch.stack((k, v)))
+            w = torch.matmul(q, k.transpose(-1, -2)) / (float(self.head_size) ** 0.5)
+            causal = self.bias[:, :, 0:t, :t]
+            w = torch.where(causal, w, torch.tensor(torch.finfo(w.dtype).min, dtype=w.dtype))
+            a = torch.matmul(nn.functional.softmax(w, dim=-1), v)
+            a = a.permute(0, 2, 1, 3).contiguous().view(b, t, self.n_head * self.head_size)
+            h = h + self.conv1d(a, block["c_proj"])
+            m = F.gelu(self.conv1d(block["ln_2"](h), block["c_fc"]), approximate="tanh")
+            h = h + self.conv1d(m, block["mlp_proj"])
+        return (self.ln_f(h), *presents)
+
+
 def randomize_norms(model: nn.Module) -> None:
     """Give norm layers non-default parameters/statistics (deterministic: seeded by caller)."""
     with torch.no_grad():
@@ -313,6 +402,8 @@ def save_with_inputs(module, name, inputs, eager):
     args = [x for _, x in inputs]
     with torch.no_grad():
         got, want = loaded(*args), eager(*args)
+    if isinstance(got, torch.Tensor):
+        got, want = (got,), (want,)
     for i, (g, w) in enumerate(zip(got, want)):
         if g.shape != w.shape or not torch.allclose(g, w, rtol=1e-5, atol=1e-5):
             sys.exit(f"make_samples.py: {name}: loaded module disagrees with eager on output {i}")
@@ -381,6 +472,11 @@ def main(argv):
     ids[1, 9:] = 0
     saved.append(save_with_inputs(torch.jit.trace(bert, (ids, attention)), "bert_tiny.pt",
                                   [("input_ids", ids), ("attention_mask", attention)], bert))
+    distil = build(TinyDistilBert)
+    saved.append(save_with_inputs(torch.jit.trace(distil, (ids, attention)), "distilbert_tiny.pt",
+                                  [("input_ids", ids), ("attention_mask", attention)], distil))
+    gpt2 = build(TinyGPT2)
+    saved.append(save_with_inputs(torch.jit.trace(gpt2, (ids,)), "gpt2_tiny.pt", [("input_ids", ids)], gpt2))
 
     total = sum(os.path.getsize(p) for p in saved)
     print(f"{'total':<24} {total:>8} bytes")

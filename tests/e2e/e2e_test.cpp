@@ -311,33 +311,47 @@ TEST_CASE("every sample compiles --standalone with cpp and blas: no LibTorch at 
   }
 }
 
-// A BERT-style encoder (samples/make_samples.py TinyBert: Hugging Face BertModel's computation, traced with
-// torch.jit.trace) with int64 input_ids and attention_mask: the embeddings, the int64 mask's reshape and
-// conversion run natively, so --standalone needs no LibTorch. Against LibTorch at rtol 1e-4, atol 1e-5.
-TEST_CASE("a BERT-style model with int64 ids and mask compiles --standalone and matches LibTorch") {
-  fs::path dir = tmp_dir("bert_tiny");
-  fs::path so = compile("bert_tiny.pt", dir, "--standalone");
-  Result needed = thunderc_test::run_shell("readelf -d " + thunderc_test::shell_quote(so.string()));
-  REQUIRE(needed.code == 0);
-  for (const char* lib : {"libtorch", "libc10", "thunderc_aten_shim"}) CHECK(needed.out.find(lib) == std::string::npos);
+// Hugging Face-style models (samples/make_samples.py: TinyBert, TinyDistilBert, TinyGPT2 compute as BertModel,
+// DistilBertModel and GPT2Model do, traced with torch.jit.trace) with int64 input_ids (and attention_mask): the
+// embeddings, the int64 mask's reshape, comparison and conversion run natively, so --standalone needs no
+// LibTorch. GPT-2 also returns its per-layer key/value cache. Against LibTorch at rtol 1e-4, atol 1e-5.
+TEST_CASE("Hugging Face-style BERT, DistilBERT and GPT-2 compile --standalone and match LibTorch") {
+  struct Case {
+    const char* model;
+    bool mask;
+    int outputs;
+  };
+  for (const Case& c : {Case{"bert_tiny", true, 2}, Case{"distilbert_tiny", true, 1}, Case{"gpt2_tiny", false, 3}}) {
+    CAPTURE(c.model);
+    fs::path dir = tmp_dir(c.model);
+    fs::path so = compile(std::string(c.model) + ".pt", dir, "--standalone");
+    Result needed = thunderc_test::run_shell("readelf -d " + thunderc_test::shell_quote(so.string()));
+    REQUIRE(needed.code == 0);
+    for (const char* lib : {"libtorch", "libc10", "thunderc_aten_shim"}) CHECK(needed.out.find(lib) == std::string::npos);
 
-  thunderc::Model compiled(so.string());
-  at::manual_seed(11);
-  at::Tensor ids = at::randint(0, 96, {2, 12}, at::kLong), mask = at::ones({2, 12}, at::kLong);
-  mask.index_put_({1, at::indexing::Slice(7, at::indexing::None)}, 0);
-  check_close(thunderc::aten::run(compiled, {ids, mask}), torch_forward("bert_tiny.pt", {ids, mask}), 1e-4, 1e-5);
+    thunderc::Model compiled(so.string());
+    at::manual_seed(11);
+    at::Tensor ids = at::randint(0, 96, {2, 12}, at::kLong), mask = at::ones({2, 12}, at::kLong);
+    mask.index_put_({1, at::indexing::Slice(7, at::indexing::None)}, 0);
+    std::vector<at::Tensor> inputs = {ids};
+    if (c.mask) inputs.push_back(mask);
+    const auto want = torch_forward(std::string(c.model) + ".pt", inputs);
+    CHECK(want.size() == static_cast<std::size_t>(c.outputs));
+    check_close(thunderc::aten::run(compiled, inputs), want, 1e-4, 1e-5);
 
-  // The sample's own inputs and PyTorch's outputs, through the CLI.
-  Result r = run_thunderc("run " + so.string() + " " + sample("bert_tiny.input_ids.npy") + " " +
-                          sample("bert_tiny.attention_mask.npy") + " --expect " + sample("bert_tiny.expected0.npy") +
-                          " --expect " + sample("bert_tiny.expected1.npy") + " --output-dir " + (dir / "out").string());
-  INFO(r.out);
-  CHECK(r.code == 0);
+    // The sample's own inputs and PyTorch's outputs, through the CLI.
+    std::string args = "run " + so.string() + " " + sample(std::string(c.model) + ".input_ids.npy");
+    if (c.mask) args += " " + sample(std::string(c.model) + ".attention_mask.npy");
+    for (int i = 0; i < c.outputs; ++i) args += " --expect " + sample(std::string(c.model) + ".expected" + std::to_string(i) + ".npy");
+    Result r = run_thunderc(args + " --output-dir " + (dir / "out").string());
+    INFO(r.out);
+    CHECK(r.code == 0);
 
-  SUBCASE("a token id outside the vocabulary fails the call, as PyTorch raises") {
-    ids.index_put_({0, 3}, 96);
+    // A token id outside the vocabulary fails the call, as PyTorch raises.
+    inputs[0] = ids.clone();
+    inputs[0].index_put_({0, 3}, 96);
     try {
-      thunderc::aten::run(compiled, {ids, mask});
+      thunderc::aten::run(compiled, inputs);
       FAIL("expected an error");
     } catch (const thunderc::Error& e) {
       CHECK(std::string(e.what()).find("embedding: index 96 is out of range for a table of 96 rows") != std::string::npos);
