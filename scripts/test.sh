@@ -74,6 +74,8 @@ common_cmake=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINF
 # - check_initialization_order=1: static-initialization-order bugs between our translation units.
 # - verify_asan_link_order=0: every instrumented executable here has libasan first anyway; the check only
 #   gets in the way when a tool preloads a library (LD_PRELOAD) into a test.
+# - allocator_may_return_null=1: an allocation too large to satisfy fails as it does without ASan (malloc
+#   returns NULL, the nothrow new the runtime uses too), so the tests of "out of memory" messages still run.
 case "$sanitize" in
   *thread*)
     build_dir=${THUNDERC_SANITIZE_BUILD_DIR:-build-tsan}
@@ -90,7 +92,7 @@ case "$sanitize" in
   *)
     build_dir=${THUNDERC_SANITIZE_BUILD_DIR:-build-asan}
     ((nolt)) && build_dir=${THUNDERC_SANITIZE_BUILD_DIR:-build-asan-nolt}
-    export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=0:detect_stack_use_after_return=0:check_initialization_order=1:verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+    export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=0:detect_stack_use_after_return=0:check_initialization_order=1:verify_asan_link_order=0:allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
     export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
     targets=()
     select=()

@@ -76,8 +76,12 @@ struct AlignedAllocator {
   static constexpr std::size_t kAlignment = 64;
   AlignedAllocator() = default;
   template <class U> AlignedAllocator(const AlignedAllocator<U>&) noexcept {}
+  // The nothrow form, then bad_alloc: the same for callers, and under AddressSanitizer (whose throwing
+  // operator new aborts instead of throwing) an allocation that fails is still a bad_alloc to report.
   T* allocate(std::size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{kAlignment}));
+    void* p = n > SIZE_MAX / sizeof(T) ? nullptr : ::operator new(n * sizeof(T), std::align_val_t{kAlignment}, std::nothrow);
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
   }
   void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{kAlignment}); }
   template <class U> bool operator==(const AlignedAllocator<U>&) const noexcept { return true; }

@@ -86,6 +86,16 @@ __asm__(
 extern "C" __attribute__((visibility("hidden"))) void thunderc_emu_switch(void** save, void* to);
 #endif
 
+// Under AddressSanitizer every switch is announced (__sanitizer_start/finish_switch_fiber), so that ASan knows
+// which stack is current (exceptions unwinding on a fiber stack, no-return calls), and a fiber stack is
+// unpoisoned before it is reused: a finished fiber never returns through its frames' epilogues, so their
+// redzones would stay poisoned under the next block's fiber.
+#if defined(__SANITIZE_ADDRESS__)
+#define THUNDERC_EMU_ASAN 1
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 #define THUNDERC_DYNAMIC_SHARED(T, name) T* const name = reinterpret_cast<T*>(::thunderc_emu::detail::dynamic_shared())
 
 // ---------------------------------------------------------------------------------------------------------
@@ -157,6 +167,9 @@ struct Fiber {
 #else
   ucontext_t ctx;
 #endif
+#ifdef THUNDERC_EMU_ASAN
+  void* stack = nullptr;  // the lowest address of its stack (kStackBytes)
+#endif
   uint3 tid{0, 0, 0};
   unsigned linear = 0;
   Wait wait = Wait::Ready;
@@ -221,6 +234,10 @@ struct Launch {
 #endif
   unsigned char* dynamic_shared = nullptr;
   unsigned dynamic_shared_bytes = 0;
+#ifdef THUNDERC_EMU_ASAN
+  const void* scheduler_stack = nullptr;  // the launching thread's stack, as ASan reports it
+  std::size_t scheduler_stack_size = 0;
+#endif
 };
 
 inline thread_local Launch* tl_launch = nullptr;
@@ -263,21 +280,41 @@ inline std::string thread_name(const Fiber& f) {
   return os.str();
 }
 
+// On a fiber, right after a switch to it: ASan learns the scheduler's stack, for the switch back.
+inline void asan_arrived_on_fiber(Launch& l) {
+#ifdef THUNDERC_EMU_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &l.scheduler_stack, &l.scheduler_stack_size);
+#else
+  (void)l;
+#endif
+}
+
 // Switch from the current fiber back to the scheduler; returns when the scheduler resumes this fiber.
 inline void yield_to_scheduler(Fiber& f) {
   Launch& l = *tl_launch;
+#ifdef THUNDERC_EMU_ASAN
+  __sanitizer_start_switch_fiber(nullptr, l.scheduler_stack, l.scheduler_stack_size);  // no fake stacks here
+#endif
 #ifdef THUNDERC_EMU_ASM_SWITCH
   thunderc_emu_switch(&f.sp, l.scheduler_sp);
 #else
   swapcontext(&f.ctx, &l.scheduler);
 #endif
+  asan_arrived_on_fiber(l);
 }
 
 inline void resume_fiber(Launch& l, Fiber& f) {
+#ifdef THUNDERC_EMU_ASAN
+  void* fake_stack = nullptr;
+  __sanitizer_start_switch_fiber(&fake_stack, f.stack, kStackBytes);
+#endif
 #ifdef THUNDERC_EMU_ASM_SWITCH
   thunderc_emu_switch(&l.scheduler_sp, f.sp);
 #else
   swapcontext(&l.scheduler, &f.ctx);
+#endif
+#ifdef THUNDERC_EMU_ASAN
+  __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
 #endif
 }
 
@@ -285,6 +322,7 @@ inline void resume_fiber(Launch& l, Fiber& f) {
 inline void fiber_main() {
   Launch& l = *tl_launch;
   Fiber& f = *l.current;
+  asan_arrived_on_fiber(l);
   try {
     l.invoke(l.body);
   } catch (...) {
@@ -509,6 +547,10 @@ struct LaunchScope {
 // A fresh stack that thunderc_emu_switch "returns" into fiber_main with the ABI's alignment: from the top,
 // a null return address (ends backtraces), fiber_main's address, rbp rbx r12-r15 = 0, MXCSR/x87 defaults.
 inline void init_fiber_context(Fiber& f, void* stack) {
+#ifdef THUNDERC_EMU_ASAN
+  f.stack = stack;
+  __asan_unpoison_memory_region(stack, kStackBytes);
+#endif
   auto top = reinterpret_cast<std::uintptr_t>(stack) + kStackBytes;
   top &= ~static_cast<std::uintptr_t>(15);
   auto* words = reinterpret_cast<std::uint64_t*>(top);
@@ -522,6 +564,10 @@ inline void init_fiber_context(Fiber& f, void* stack) {
 #else
 // Kept out of line: getcontext returns twice, which would make GCC warn about (and pessimize) the caller.
 __attribute__((noinline)) inline void init_fiber_context(Fiber& f, void* stack) {
+#ifdef THUNDERC_EMU_ASAN
+  f.stack = stack;
+  __asan_unpoison_memory_region(stack, kStackBytes);
+#endif
   getcontext(&f.ctx);
   f.ctx.uc_stack.ss_sp = stack;
   f.ctx.uc_stack.ss_size = kStackBytes;
