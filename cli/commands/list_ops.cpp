@@ -17,11 +17,6 @@ std::string join(const std::vector<std::string>& v, const std::string& sep = ", 
   return s;
 }
 
-bool native_cpu(const OpCoverage::Op& op) {
-  return std::any_of(op.executors.begin(), op.executors.end(),
-                     [](const std::string& e) { return e == "cpp" || e == "blas" || e == "onednn"; });
-}
-
 struct CoreCounts {
   std::size_t total = 0, forward = 0, imported = 0, native = 0;
 };
@@ -36,7 +31,7 @@ CoreCounts core_counts(const OpCoverage& c) {
     ++n.total;
     n.forward += a.overload.find("_backward") == std::string::npos;
     n.imported += a.imported;
-    n.native += a.imported && !a.op.empty() && native_cpu(*by_name.at(a.op));
+    n.native += a.imported && !a.op.empty() && by_name.at(a.op)->native_cpu;
   }
   return n;
 }
@@ -53,7 +48,7 @@ std::string core_summary(const OpCoverage& c) {
 std::string summary(const OpCoverage& c) {
   std::size_t native = 0, ts = 0, pt2 = 0;
   for (const auto& op : c.ops) {
-    native += native_cpu(op);
+    native += op.native_cpu;
     ts += op.torchscript.size();
     pt2 += op.pt2.size();
   }

@@ -13,8 +13,10 @@ namespace thunderc {
 
 namespace {
 
-// ATen operators the frontends import as catalog operators of another name (one entry per ATen name; the
-// handlers in torchscript_ops.cpp and pt2_import.cpp are the code behind each line).
+// ATen operators the frontends import as a catalog operator of another name: the one that computes it, for a
+// composite its main one (baddbmm -> bmm, then mul and add). The handlers in torchscript_ops.cpp and
+// pt2_import.cpp are the code behind each line. "__and___"/"__or___": the TorchScript table's in-place
+// spelling of the dunder ops (aten_base_name keeps a name that ends in "__").
 const std::map<std::string, std::string>& aten_aliases() {
   static const std::map<std::string, std::string> table = {
       // Renames and internal spellings.
@@ -154,7 +156,10 @@ OpCoverage op_coverage() {
     op.category = op_category_name(d->category);
     op.doc = d->doc;
     for (const Executor* e : all_executors())
-      if (e->implements(d->name)) op.executors.push_back(e->name());
+      if (e->implements(d->name)) {
+        op.executors.push_back(e->name());
+        op.native_cpu = op.native_cpu || (e->serves(DeviceKind::CPU) && !e->is_always());
+      }
     index[op.name] = cov.ops.size();
     cov.ops.push_back(std::move(op));
   }

@@ -12,8 +12,6 @@
 
 #include <omp.h>
 
-#include <thread>
-
 #include "blas_test_util.h"
 
 extern "C" {
@@ -183,19 +181,7 @@ TEST_CASE("a blas model's call leaves the caller's OpenMP count alone and never 
   CHECK(openblas_get_num_threads() != 2);
 
   // Two models called at once with 1 and 2 threads, each checked on every call.
-  double worst[2] = {0, 0};
-  auto worker = [&](int slot, int threads) {
-    OpenOptions o;
-    o.num_threads = threads;
-    thunderc::Model mm(so, o);
-    for (int iter = 0; iter < 20; ++iter) {
-      auto out = mm.run(in);
-      for (std::size_t i = 0; i < out.size(); ++i) worst[slot] = std::max(worst[slot], worst_ratio(out[i], expected[i], 1e-4, 1e-5));
-    }
-  };
-  std::thread a(worker, 0, 1), b(worker, 1, 2);
-  a.join();
-  b.join();
+  const auto worst = worst_ratio_concurrent(so, in, expected, 1e-4, 1e-5);
   CHECK(worst[0] <= 1.0);
   CHECK(worst[1] <= 1.0);
 }

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <array>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "codegen/compile.h"
@@ -117,6 +119,26 @@ inline const std::vector<ConvCase>& conv_cases() {
       {{2, 3, 13, 4}, {5, 3, 4, 2}, true, {3, 2}, {2, 1}, {2, 1}, 1},
   };
   return cases;
+}
+
+// Two threads call the model at `so` at once, one opened with 1 thread and one with 2, 20 calls each: the
+// worst worst_ratio of any output against `expected`, per caller (both must stay <= 1).
+inline std::array<double, 2> worst_ratio_concurrent(const std::string& so, const std::vector<HostTensor>& in,
+                                                    const std::vector<HostTensor>& expected, double rtol, double atol) {
+  std::array<double, 2> worst = {0, 0};
+  auto caller = [&](int slot, int threads) {
+    OpenOptions opts;
+    opts.num_threads = threads;
+    Model m(so, opts);
+    for (int iter = 0; iter < 20; ++iter) {
+      auto got = m.run(in);
+      for (std::size_t i = 0; i < got.size(); ++i) worst[slot] = std::max(worst[slot], worst_ratio(got[i], expected[i], rtol, atol));
+    }
+  };
+  std::thread a(caller, 0, 1), b(caller, 1, 2);
+  a.join();
+  b.join();
+  return worst;
 }
 
 }  // namespace blastest

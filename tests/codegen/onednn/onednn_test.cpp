@@ -9,7 +9,6 @@
 #include <functional>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include "blas_test_util.h"
 #include "common/run_process.h"
@@ -173,19 +172,7 @@ TEST_CASE("onednn at 1 and 2 threads, and two models called concurrently with di
   thunderc::Model want(compile(s.t, {"torch"}, "concurrent_torch"));
   const auto in = random_inputs(s.t, 3);
   const auto expected = want.run(in);
-  double worst[2] = {0, 0};
-  auto worker = [&](int slot, int threads) {
-    OpenOptions opts;
-    opts.num_threads = threads;
-    thunderc::Model m(so, opts);
-    for (int iter = 0; iter < 20; ++iter) {
-      auto got = m.run(in);
-      for (std::size_t i = 0; i < got.size(); ++i) worst[slot] = std::max(worst[slot], worst_ratio(got[i], expected[i], kRtol, kAtol));
-    }
-  };
-  std::thread a(worker, 0, 1), b(worker, 1, 2);
-  a.join();
-  b.join();
+  const auto worst = worst_ratio_concurrent(so, in, expected, kRtol, kAtol);
   CHECK(worst[0] <= 1.0);
   CHECK(worst[1] <= 1.0);
 }
