@@ -27,6 +27,7 @@
 #include "cli/pipeline.h"
 #include "codegen/build.h"
 #include "codegen/compile.h"
+#include "codegen/resources.h"
 #include "core/util/sha256.h"
 #include "cli/torch_support.h"
 #include "core/executors/executor.h"
@@ -182,6 +183,12 @@ void print_version() {
   std::cout << "thunderc " << THUNDERC_VERSION << "\n"
             << "LibTorch: none (built with -DTHUNDERC_WITH_LIBTORCH=OFF: torch.export .pt2 programs only)\n";
 #endif
+  // Where generated code's headers come from: an installed prefix, or the tree this binary was built in.
+  const ResourcePaths& r = resource_paths();
+  if (r.installed)
+    std::cout << "kernel headers: " << r.codegen_include << " (installed under " << r.prefix << ")\n";
+  else
+    std::cout << "kernel headers: the build tree (" << r.codegen_include << ", ...)\n";
 }
 
 std::string status_str(const Executor& e) {

@@ -19,6 +19,7 @@
 #include "codegen/cudalib/cudalib_backend.h"
 #include "codegen/nvfuser/nvfuser_backend.h"
 #include "codegen/onednn/onednn_backend.h"
+#include "codegen/resources.h"
 #include "core/ir/error.h"
 
 extern char** environ;
@@ -32,11 +33,12 @@ Toolchain Toolchain::from_build() {
   const char* cxx = std::getenv("THUNDERC_CXX");
   if (!cxx || !*cxx) cxx = std::getenv("CXX");
   t.cxx = cxx && *cxx ? cxx : "c++";
-  t.include_dirs = {THUNDERC_RUNTIME_INCLUDE_DIR, THUNDERC_CODEGEN_INCLUDE_DIR, THUNDERC_DLPACK_INCLUDE_DIR};
+  const ResourcePaths& r = resource_paths();
+  t.include_dirs = {r.runtime_include, r.codegen_include, THUNDERC_DLPACK_INCLUDE_DIR};
 #if THUNDERC_WITH_LIBTORCH
-  t.aten_shim.include_dir = THUNDERC_ATEN_SHIM_INCLUDE_DIR;
-  t.aten_shim.library = THUNDERC_ATEN_SHIM_LIBRARY;
-  t.aten_shim.library_dir = fs::path(THUNDERC_ATEN_SHIM_LIBRARY).parent_path().string();
+  t.aten_shim.include_dir = r.aten_shim_include;
+  t.aten_shim.library = r.aten_shim_library;
+  t.aten_shim.library_dir = fs::path(r.aten_shim_library).parent_path().string();
 #endif
   return t;
 }

@@ -8,4 +8,4 @@ if(NOT THUNDERC_OPENBLAS_LIBRARY)
 endif()
 target_sources(thunderc_codegen PRIVATE ${CMAKE_CURRENT_LIST_DIR}/blas_backend.cpp)
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/blas_backend.cpp PROPERTIES COMPILE_DEFINITIONS
-  "THUNDERC_BLAS_INCLUDE_DIR=\"${CMAKE_CURRENT_LIST_DIR}/include\";THUNDERC_OPENBLAS_LIBRARY=\"${_thunderc_openblas}\"")
+  "THUNDERC_OPENBLAS_LIBRARY=\"${_thunderc_openblas}\"")

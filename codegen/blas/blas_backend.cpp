@@ -2,6 +2,7 @@
 // thunderc_blas:: kernels (include/thunderc/blas_kernels.h) with every shape, stride and offset
 // computed here, at compile time, as integer literals. See docs/blas.md for the choices and numbers.
 #include "codegen/blas/blas_backend.h"
+#include "codegen/resources.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -188,7 +189,7 @@ class Emitter {
 
 BlasLocation BlasLocation::from_build() {
   BlasLocation l;
-  l.kernels_include_dir = THUNDERC_BLAS_INCLUDE_DIR;
+  l.kernels_include_dir = resource_paths().blas_include;
   l.library = THUNDERC_OPENBLAS_LIBRARY;
   if (!l.library.empty()) {
     std::string dir = std::filesystem::path(l.library).parent_path().string();

@@ -3,6 +3,7 @@
 #include "codegen/cpp/attention.h"
 #include "codegen/cpp/embedding.h"
 #include "codegen/loops/region_lowering.h"
+#include "codegen/resources.h"
 
 namespace thunderc {
 
@@ -239,7 +240,7 @@ class CppRegion : public RegionLowering {
 LinkInputs CppBackend::link_inputs() const {
   LinkInputs in;
   in.includes = {"algorithm", "cmath", "cstdio", "cstring", "omp.h", "thunderc/cpp_math.h"};
-  in.include_dirs = {THUNDERC_CPP_INCLUDE_DIR};
+  in.include_dirs = {resource_paths().cpp_include};
   // -fno-trapping-math lets GCC if-convert comparisons (relu, clamp, the math helpers) so loops vectorize;
   // it changes no result, it only assumes no floating-point trap handler is watching.
   // The instruction set comes from --cpu-target (-march=x86-64-v3 by default, for the whole model.cpp; the

@@ -4,6 +4,7 @@
 // size as a literal: symbolic variants merge those literals into expressions (codegen/symbolic_code.h), so the
 // spec is a plain local and the call site's plan cache is the only static.
 #include "codegen/onednn/onednn_backend.h"
+#include "codegen/resources.h"
 
 #include <optional>
 
@@ -28,7 +29,7 @@ std::optional<ValueId> residual_of(const BoundSymbol& sym) {
 }  // namespace
 
 OnednnLocation OnednnLocation::from_build() {
-  return {THUNDERC_ONEDNN_KERNELS_DIR, THUNDERC_ONEDNN_INCLUDE_DIR, THUNDERC_ONEDNN_LIBRARY};
+  return {resource_paths().onednn_include, THUNDERC_ONEDNN_INCLUDE_DIR, THUNDERC_ONEDNN_LIBRARY};
 }
 
 OnednnBackend::OnednnBackend(OnednnLocation location) : location_(std::move(location)) {}
