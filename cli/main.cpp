@@ -16,10 +16,12 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/commands/bench.h"
+#include "cli/commands/cache.h"
 #include "cli/commands/inspect.h"
 #include "cli/commands/list_ops.h"
 #include "cli/commands/run.h"
@@ -27,6 +29,7 @@
 #include "cli/pipeline.h"
 #include "codegen/build.h"
 #include "codegen/compile.h"
+#include "codegen/compile_cache.h"
 #include "codegen/resources.h"
 #include "core/util/sha256.h"
 #include "cli/torch_support.h"
@@ -367,7 +370,27 @@ struct CompileFlags {
   bool cuda_graphs = false;
   std::string cpu_target = "x86-64-v3";
   std::string cache;  // empty: not given ("constant values", or "symbolic values" for a model's declared Dims)
+  std::string cache_dir;  // the compile cache: resolve_cache_dir(cache_dir, given)
+  CLI::Option* cache_dir_option = nullptr;
+  // What the compile cache's key covers of the command line: every option given, by name, with its values as
+  // given (new options are covered without being listed here); see cache_key_options.
+  std::vector<std::string> key_options;
 };
+
+// Options that do not change the outputs' bytes: where they go, the cache itself, what is printed.
+std::vector<std::string> cache_key_options(const CLI::App& app) {
+  std::vector<std::string> parts;
+  for (const CLI::Option* o : app.get_options()) {
+    std::string name = o->get_name(true);  // MODEL for the positional
+    if (name.empty()) name = o->get_name();  // the long name: --shapes
+    if (o->count() == 0 || name == "--output" || name == "--cache-dir" || name == "--verbose" || name == "--time-passes")
+      continue;
+    std::string part = "option " + name + "=";
+    for (const std::string& v : o->results()) part += std::to_string(v.size()) + ":" + v;
+    parts.push_back(part);
+  }
+  return parts;
+}
 
 // thunder.jit's cache values ("constant values", ...); hyphens are accepted for spaces.
 std::string cache_mode(std::string text) {
@@ -452,13 +475,40 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
     user_error("--cuda-graphs applies to CUDA variants only; add --device cuda (or --executors nvfuser)");
   options.symbolic = cache == "symbolic values";
   options.symbolic_if_declared = out.cache.empty() && options.device.kind != DeviceKind::CUDA;
-  report_torch_cuda_support();
+  report_torch_cuda_support();  // before the cache key, which covers the executors' availability
   auto started = std::chrono::steady_clock::now();
+  const Toolchain toolchain = Toolchain::from_build();
+
+  // The compile cache: after every check of the options (a bad command never hits), before any work.
+  std::optional<CompileCache> compile_cache;
+  std::vector<std::string> key_parts;
+  std::string key;
+  const std::string cache_dir = resolve_cache_dir(out.cache_dir, out.cache_dir_option && out.cache_dir_option->count() > 0);
+  const std::string out_json = manifest_path_for(out_so);
+  if (!cache_dir.empty()) {
+    if (!out.keep_sources.empty() || !options.dump_traces_dir.empty()) {
+      std::printf("thunderc: the compile cache is not used with --keep-sources or --dump-traces (they need a compile)\n");
+    } else {
+      compile_cache.emplace(cache_dir);
+      key_parts = toolchain_key_parts(toolchain);
+      key_parts.push_back("model-sha256=" + sha256_file(flags.model));
+      key_parts.insert(key_parts.end(), out.key_options.begin(), out.key_options.end());
+      key = cache_key(key_parts);
+      if (compile_cache->fetch(key, out_so, out_json)) {
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        std::printf("thunderc: compiled %s -> %s + %s\n", flags.model.c_str(), out_so.c_str(), out_json.c_str());
+        std::printf("  compile cache hit: copied entry %s from %s (the bytes a compile writes); %.2f s\n",
+                    key.substr(0, 16).c_str(), cache_dir.c_str(), seconds);
+        return 0;
+      }
+    }
+  }
+
   PipelineResult r = run_pipeline(options);
 
   CompileRequest request;
   request.out_so = out_so;
-  request.out_json = manifest_path_for(request.out_so);
+  request.out_json = out_json;
   if (!out.keep_sources.empty()) request.keep_sources = out.keep_sources;
   if (options.device.kind == DeviceKind::CUDA) request.cuda_archs = parse_cuda_archs(out.cuda_arch);
   request.source = {flags.model, sha256_file(flags.model), r.model->format()};
@@ -484,7 +534,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   {
     ProgressLine progress(true);
     progress.show("thunderc: generating and compiling C++ for " + plural(r.specializations.size(), "variant") + " ...");
-    summary = compile_model(request, Toolchain::from_build());
+    summary = compile_model(request, toolchain);
   }
   double codegen_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - codegen_started).count();
   if (flags.time_passes) std::cerr << pass_timing_table(r.timings, {{"codegen + C++ build", codegen_ms, 1, PassTiming::kNoSymbols}});
@@ -507,6 +557,16 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
     for (const std::string& a : request.cuda_archs) archs += (archs.empty() ? "" : ", ") + a;
     std::printf("  CUDA: %zu kernels, %zu library calls (cuBLASLt/cuDNN, loaded at run time), cubins for %s + PTX for the newest\n",
                 summary.cuda_kernels, summary.library_calls, archs.c_str());
+  }
+  if (compile_cache) {
+    // The outputs are written; a cache that cannot take them (read-only, full) costs the next compile only.
+    try {
+      compile_cache->store(key, out_so, out_json, key_parts);
+      std::printf("  compile cache miss: stored as entry %s in %s\n", key.substr(0, 16).c_str(), cache_dir.c_str());
+    } catch (const UserError& e) {
+      std::fprintf(stderr, "thunderc: warning: compile cache: %s (the outputs are written; the cache is not)\n",
+                   printable_message(e.what()).c_str());
+    }
   }
   return 0;
 }
@@ -533,6 +593,7 @@ int run(int argc, char** argv) {
       "  thunderc --list-transforms                                     list the trace transforms and their order\n"
       "  thunderc samples/cnn.pt -o out/cnn.so --dump-traces out/traces --time-passes\n"
       "                                                                 keep the trace after every pass, time them\n"
+      "  thunderc samples/cnn.pt -o out/cnn.so --cache-dir ~/.cache/thunderc   reuse an identical earlier compile\n"
       "\n"
       "Exit codes: 0 ok, 1 user error, 3 internal error (a bug).");
 
@@ -563,6 +624,13 @@ int run(int argc, char** argv) {
                  "\"no caching\" (selected afresh on every call, nothing remembered), \"symbolic values\" (one variant whose "
                  "kernels take the sizes named in --shapes at run time, within --dim's ranges; cpp, blas and torch executors)")
       ->type_name("MODE");
+  out.cache_dir_option =
+      app.add_option("--cache-dir", out.cache_dir,
+                     "compile cache: reuse an earlier compile of the same model, options, thunderc and C++ "
+                     "compiler from DIR (a hit writes the same bytes and says so), else compile and store there; "
+                     "safe for concurrent jobs (default: $THUNDERC_CACHE_DIR; an empty value turns it off; "
+                     "`thunderc cache --clear` empties it)")
+          ->type_name("DIR");
   app.add_option("--cpu-target", out.cpu_target,
                  "instruction set of the model's host code (its CPU kernels): x86-64-v3 (default: AVX2, FMA; every "
                  "x86-64 server CPU since 2013-2015), x86-64-v4 (AVX-512), x86-64-v2 (SSE4.2) or x86-64 (any); the "
@@ -594,6 +662,7 @@ int run(int argc, char** argv) {
   add_run_command(app);
   add_inspect_command(app);
   add_bench_command(app);
+  add_cache_command(app);
   app.require_subcommand(0, 1);
 
   try {
@@ -618,7 +687,9 @@ int run(int argc, char** argv) {
     return 0;
   }
   // run, inspect and bench do their work in their callbacks, during parse().
-  if (app.got_subcommand("run") || app.got_subcommand("inspect") || app.got_subcommand("bench")) return 0;
+  if (app.got_subcommand("run") || app.got_subcommand("inspect") || app.got_subcommand("bench") ||
+      app.got_subcommand("cache"))
+    return 0;
   if (examine_cmd->parsed()) {
     examine_flags.verbose = verbose;
     return examine(examine_flags, verbose);
@@ -627,6 +698,7 @@ int run(int argc, char** argv) {
     std::cout << app.help();
     return kExitUserError;
   }
+  out.key_options = cache_key_options(app);
   return compile(compile_flags, out);
 }
 

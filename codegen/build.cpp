@@ -115,8 +115,8 @@ bool is_keep_sources_file(const std::string& name) {
   return name.rfind("cuda_", 0) == 0 && (ends_with(".cubin") || ends_with(".ptx"));
 }
 
-// Copies `from` to `to` through a temporary file created exclusively (mkstemp) in `to`'s directory and renamed
-// into place: a reader never sees a half-written file, and a planted file or symlink cannot redirect the write.
+}  // namespace
+
 void install_file(const fs::path& from, const std::string& to) {
   std::error_code ec;
   fs::path target(to);
@@ -166,7 +166,16 @@ void install_file(const fs::path& from, const std::string& to) {
   guard.done = true;
 }
 
-}  // namespace
+std::string compiler_identity(const Toolchain& toolchain) {
+  std::string tmpl = (fs::temp_directory_path() / "thunderc-cxx-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) user_error("cannot create a temporary directory: ", std::strerror(errno));
+  std::string log;
+  const int rc = run_in(tmpl, {toolchain.cxx, "--version"}, log);
+  std::error_code ec;
+  fs::remove_all(tmpl, ec);
+  if (rc != 0) user_error("the C++ compiler '", toolchain.cxx, "' failed to report its version (exit ", rc, "): ", log);
+  return toolchain.cxx + "\n" + log;
+}
 
 void check_keep_sources_dir(const std::string& dir_text) {
   std::error_code ec;

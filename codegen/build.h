@@ -3,6 +3,7 @@
 // depend on where or when it was built.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,15 @@ BackendSet make_backends(const Toolchain& toolchain, const std::string& precisio
 // manifest.json, kernels.cu, cuda_*.cubin/.ptx, compile.log, model.so) are then replaced and other files left
 // alone: thunderc never overwrites a file it did not write.
 void check_keep_sources_dir(const std::string& dir);
+
+// Copies `from` to `to` through a temporary file created exclusively (mkstemp) in `to`'s directory and renamed
+// into place: a reader never sees a half-written file, and a planted file or symlink cannot redirect the write.
+// Creates `to`'s directory. UserError on failure.
+void install_file(const std::filesystem::path& from, const std::string& to);
+
+// The compiler driver's path and its `--version` output (what the compile cache keys on). UserError if it
+// cannot be run.
+std::string compiler_identity(const Toolchain& toolchain);
 
 // Writes model.cpp, model_data.S, weights.bin and manifest.json into a temporary directory (or
 // `keep_sources_dir`, which is created and kept; see check_keep_sources_dir), compiles them and installs
