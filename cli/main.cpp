@@ -12,8 +12,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -24,6 +28,7 @@
 #include "cli/commands/cache.h"
 #include "cli/commands/inspect.h"
 #include "cli/commands/list_ops.h"
+#include "cli/commands/pack.h"
 #include "cli/commands/run.h"
 #include "cli/messages.h"
 #include "cli/pipeline.h"
@@ -31,6 +36,7 @@
 #include "codegen/compile.h"
 #include "codegen/compile_cache.h"
 #include "codegen/resources.h"
+#include "core/util/diagnostics.h"
 #include "core/util/sha256.h"
 #include "cli/torch_support.h"
 #include "core/executors/executor.h"
@@ -39,6 +45,7 @@
 #endif
 #include "core/ir/error.h"
 #include "codegen/nvfuser/nvrtc.h"
+#include "core/ir/dot.h"
 #include "core/ir/printer.h"
 
 namespace thunderc {
@@ -291,11 +298,34 @@ void print_operator_table(const Trace& t) {
               << "  " << (r.executor.empty() ? "(none)" : r.executor) << "\n";
 }
 
-int examine(const ModelFlags& flags, bool verbose) {
+// Writes `text` to `path` through a temporary file renamed into place.
+void write_text_output(const std::string& path, const std::string& text, const std::string& what) {
+  const std::filesystem::path tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) user_error(what, " ", quote_text(path), ": cannot write (", std::strerror(errno), ")");
+    out << text;
+    if (!out) user_error(what, " ", quote_text(path), ": write failed (", std::strerror(errno), ")");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) user_error(what, " ", quote_text(path), ": cannot write (", ec.message(), ")");
+}
+
+int examine(const ModelFlags& flags, bool verbose, const std::string& dot_path) {
   PipelineOptions options = flags.pipeline_options();
   report_torch_cuda_support();
   PipelineResult r = run_pipeline(options);
   const ModelFrontend& model = *r.model;
+  auto dot = [&] {
+    std::vector<DotGraph> graphs;
+    for (const SpecializedTrace& s : r.specializations) graphs.push_back({specialization_label(s), &s.trace});
+    return traces_to_dot(graphs);
+  };
+  if (dot_path == "-") {  // the picture alone, for a pipe into `dot`
+    std::cout << dot();
+    return 0;
+  }
 
   std::string inputs;
   // Names come from the model file: a plain identifier prints as is, anything else quoted and escaped.
@@ -355,6 +385,11 @@ int examine(const ModelFlags& flags, bool verbose) {
   }
   std::cout << "\nOK: every operation is supported and claimed (" << plural(r.specializations.size(), "specialization")
             << ", " << plural(total_ops, "operation") << ").\n";
+  if (!dot_path.empty()) {
+    write_text_output(dot_path, dot(), "--dot");
+    std::cout << "Wrote the final trace" << (r.specializations.size() == 1 ? "" : "s") << " as Graphviz DOT to "
+              << dot_path << " (render: dot -Tsvg " << dot_path << " -o graph.svg)\n";
+  }
   if (flags.time_passes) std::cerr << pass_timing_table(r.timings);
   return 0;
 }
@@ -370,6 +405,9 @@ struct CompileFlags {
   bool cuda_graphs = false;
   std::string cpu_target = "x86-64-v3";
   std::string cache;  // empty: not given ("constant values", or "symbolic values" for a model's declared Dims)
+  std::string emit_build;  // --emit-build DIR
+  int jobs = 0;            // -j: 0 = the machine's cores
+  std::size_t split_lines = kDefaultSplitLines;
   std::string cache_dir;  // the compile cache: resolve_cache_dir(cache_dir, given)
   CLI::Option* cache_dir_option = nullptr;
   // What the compile cache's key covers of the command line: every option given, by name, with its values as
@@ -383,7 +421,8 @@ std::vector<std::string> cache_key_options(const CLI::App& app) {
   for (const CLI::Option* o : app.get_options()) {
     std::string name = o->get_name(true);  // MODEL for the positional
     if (name.empty()) name = o->get_name();  // the long name: --shapes
-    if (o->count() == 0 || name == "--output" || name == "--cache-dir" || name == "--verbose" || name == "--time-passes")
+    if (o->count() == 0 || name == "--output" || name == "--cache-dir" || name == "--verbose" ||
+        name == "--time-passes" || name == "--jobs")
       continue;
     std::string part = "option " + name + "=";
     for (const std::string& v : o->results()) part += std::to_string(v.size()) + ":" + v;
@@ -453,7 +492,20 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   const std::string out_so =
       out.output.empty() ? std::filesystem::path(flags.model).stem().string() + ".so" : out.output;
   check_model_path(flags.model);
-  check_output_paths(flags.model, out_so, manifest_path_for(out_so), out.keep_sources);
+  const bool emit = !out.emit_build.empty();
+  if (emit && !out.output.empty())
+    user_error("--emit-build ", quote_text(out.emit_build), " writes the sources and a build.ninja that builds model.so "
+               "and model.json in that folder; -o does not apply (copy them where they belong after `ninja -C ",
+               quote_text(out.emit_build), "`)");
+  if (emit && !out.keep_sources.empty()) user_error("--emit-build and --keep-sources both write the sources; give one");
+  if (out.jobs < 0) user_error("-j/--jobs must be 1 or more (0: one per core), got ", out.jobs);
+  if (out.split_lines == 0) user_error("--split-lines must be 1 or more");
+  if (emit) {
+    if (same_path(out.emit_build, flags.model)) user_error("--emit-build ", quote_text(out.emit_build), " is the input model");
+    check_keep_sources_dir(out.emit_build, "--emit-build");
+  } else {
+    check_output_paths(flags.model, out_so, manifest_path_for(out_so), out.keep_sources);
+  }
   PipelineOptions options = flags.pipeline_options();
   // --dim without --shapes: one symbolic variant over the model's own dynamic dimensions.
   const bool declared_symbolic = !options.dims.empty() && options.shapes.empty();
@@ -477,7 +529,8 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   options.symbolic_if_declared = out.cache.empty() && options.device.kind != DeviceKind::CUDA;
   report_torch_cuda_support();  // before the cache key, which covers the executors' availability
   auto started = std::chrono::steady_clock::now();
-  const Toolchain toolchain = Toolchain::from_build();
+  Toolchain toolchain = Toolchain::from_build();
+  if (out.jobs > 0) toolchain.jobs = out.jobs;
 
   // The compile cache: after every check of the options (a bad command never hits), before any work.
   std::optional<CompileCache> compile_cache;
@@ -486,8 +539,9 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   const std::string cache_dir = resolve_cache_dir(out.cache_dir, out.cache_dir_option && out.cache_dir_option->count() > 0);
   const std::string out_json = manifest_path_for(out_so);
   if (!cache_dir.empty()) {
-    if (!out.keep_sources.empty() || !options.dump_traces_dir.empty()) {
-      std::printf("thunderc: the compile cache is not used with --keep-sources or --dump-traces (they need a compile)\n");
+    if (!out.keep_sources.empty() || !options.dump_traces_dir.empty() || emit) {
+      std::printf("thunderc: the compile cache is not used with --keep-sources, --dump-traces or --emit-build (they "
+                  "need a compile)\n");
     } else {
       compile_cache.emplace(cache_dir);
       key_parts = toolchain_key_parts(toolchain);
@@ -510,6 +564,8 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.out_so = out_so;
   request.out_json = out_json;
   if (!out.keep_sources.empty()) request.keep_sources = out.keep_sources;
+  if (emit) request.emit_build = out.emit_build;
+  request.split_lines = out.split_lines;
   if (options.device.kind == DeviceKind::CUDA) request.cuda_archs = parse_cuda_archs(out.cuda_arch);
   request.source = {flags.model, sha256_file(flags.model), r.model->format()};
   request.options.executors = r.executors.names();
@@ -533,13 +589,18 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   CompileSummary summary;
   {
     ProgressLine progress(true);
-    progress.show("thunderc: generating and compiling C++ for " + plural(r.specializations.size(), "variant") + " ...");
+    progress.show("thunderc: generating " + std::string(emit ? "" : "and compiling ") + "C++ for " +
+                  plural(r.specializations.size(), "variant") + " ...");
     summary = compile_model(request, toolchain);
   }
   double codegen_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - codegen_started).count();
   if (flags.time_passes) std::cerr << pass_timing_table(r.timings, {{"codegen + C++ build", codegen_ms, 1, PassTiming::kNoSymbols}});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::printf("thunderc: compiled %s -> %s + %s\n", flags.model.c_str(), request.out_so.c_str(), request.out_json.c_str());
+  if (emit)
+    std::printf("thunderc: wrote %s's sources and build.ninja (%zu steps) to %s; build with: ninja -C %s\n",
+                flags.model.c_str(), summary.build_steps, out.emit_build.c_str(), out.emit_build.c_str());
+  else
+    std::printf("thunderc: compiled %s -> %s + %s\n", flags.model.c_str(), request.out_so.c_str(), request.out_json.c_str());
   std::printf("  %s, %s, executors %s\n", plural(r.specializations.size(), "variant").c_str(),
               plural(ops, "operation").c_str(), r.executors.names_str().c_str());
   for (const std::string& note : r.executors.notes) std::printf("  note: %s\n", note.c_str());
@@ -550,8 +611,14 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
     std::printf("  symbolic sizes: %s (read from the inputs at run time%s)\n", ranges.c_str(),
                 r.shapes_recorded ? "; the model's dynamic dimensions" : "");
   }
-  std::printf("  weights: %zu tensors, %s embedded; %.1f s\n", summary.weight_count,
-              format_bytes(summary.weight_bytes).c_str(), seconds);
+  std::string sources_note = summary.cpp_sources == 1 ? std::string("1 C++ source")
+                                                      : std::to_string(summary.cpp_sources) + " C++ sources (--split-lines " +
+                                                            std::to_string(out.split_lines) + ")";
+  if (!emit && summary.cpp_sources > 1) sources_note += ", compiled " + std::to_string(toolchain.jobs) + " at a time";
+  std::printf("  weights: %zu tensors, %s embedded; %s; %.1f s\n", summary.weight_count,
+              format_bytes(summary.weight_bytes).c_str(),
+              sources_note.c_str(),
+              seconds);
   if (options.device.kind == DeviceKind::CUDA) {
     std::string archs;
     for (const std::string& a : request.cuda_archs) archs += (archs.empty() ? "" : ", ") + a;
@@ -564,8 +631,9 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
       compile_cache->store(key, out_so, out_json, key_parts);
       std::printf("  compile cache miss: stored as entry %s in %s\n", key.substr(0, 16).c_str(), cache_dir.c_str());
     } catch (const UserError& e) {
-      std::fprintf(stderr, "thunderc: warning: compile cache: %s (the outputs are written; the cache is not)\n",
-                   printable_message(e.what()).c_str());
+      emit_diagnostic({"warning", "compile-cache",
+                       "compile cache: " + printable_message(e.what()) + " (the outputs are written; the cache is not)", ""},
+                      std::cerr);
     }
   }
   return 0;
@@ -580,7 +648,9 @@ int run(int argc, char** argv) {
       "  thunderc examine MODEL.pt [options]       show the traced program and its executors\n"
       "  thunderc --list-executors                 list the executors\n"
       "  thunderc --list-ops [--json|--markdown]   list the operators, their executors and ATen names\n"
-      "  thunderc --list-transforms                list the trace transforms and their order",
+      "  thunderc --list-transforms                list the trace transforms and their order\n"
+      "  thunderc run|inspect|bench|pack OUT.so    run, summarize, time or bundle a compiled model\n"
+      "  thunderc cache [--clear]                  the compile cache (--cache-dir)",
       "thunderc"};
   app.footer(
       "Examples:\n"
@@ -598,6 +668,17 @@ int run(int argc, char** argv) {
       "Exit codes: 0 ok, 1 user error, 3 internal error (a bug).");
 
   bool version = false, list = false;
+  // Set while parsing (each), so that errors met in the subcommands' callbacks already use the format.
+  if (const char* env = std::getenv("THUNDERC_DIAGNOSTICS"); env && std::string(env) == "json")
+    set_diagnostic_format(DiagnosticFormat::Json);
+  app.add_option("--diagnostics", "errors, warnings and sharp edges on stderr as text (default) or json: one object "
+                                  "per line with severity, code, message, location (for CI annotations; "
+                                  "$THUNDERC_DIAGNOSTICS=json sets it too); give it before a subcommand")
+      ->type_name("text|json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->each([](const std::string& v) {
+        set_diagnostic_format(v == "json" ? DiagnosticFormat::Json : DiagnosticFormat::Text);
+      });
   app.add_flag("--version", version, "print the thunderc and LibTorch versions");
   app.add_flag("--list-executors", list, "list every executor, whether it is available here, and the defaults");
 
@@ -624,6 +705,20 @@ int run(int argc, char** argv) {
                  "\"no caching\" (selected afresh on every call, nothing remembered), \"symbolic values\" (one variant whose "
                  "kernels take the sizes named in --shapes at run time, within --dim's ranges; cpp, blas and torch executors)")
       ->type_name("MODE");
+  app.add_option("-j,--jobs", out.jobs,
+                 "C++ compiles to run at once (default 0: one per core); large models are split into several "
+                 "sources (--split-lines)")
+      ->type_name("N");
+  app.add_option("--split-lines", out.split_lines,
+                 "split a variant whose generated code exceeds N lines into sources of about N lines, compiled in "
+                 "parallel (default " + std::to_string(kDefaultSplitLines) + "; the split depends on the code only, "
+                 "so the output is the same on every machine)")
+      ->type_name("N");
+  app.add_option("--emit-build", out.emit_build,
+                 "write the generated sources and a build.ninja into DIR instead of compiling (`ninja -C DIR` builds "
+                 "DIR/model.so and DIR/model.json, byte-identical to thunderc's own build), e.g. for distributed "
+                 "builds; $THUNDERC_CXX_LAUNCHER (ccache, sccache, distcc) prefixes the compile commands")
+      ->type_name("DIR");
   out.cache_dir_option =
       app.add_option("--cache-dir", out.cache_dir,
                      "compile cache: reuse an earlier compile of the same model, options, thunderc and C++ "
@@ -658,11 +753,18 @@ int run(int argc, char** argv) {
   examine_flags.add_to(*examine_cmd, true);
   examine_cmd->add_flag("-v,--verbose", verbose,
                         "also print the TorchScript graph and source locations, and one line per pass on stderr");
+  std::string dot_path;
+  examine_cmd->add_option("--dot", dot_path,
+                          "also write the final trace as a Graphviz DOT picture (operations coloured by executor, "
+                          "fusion regions as clusters, edges labelled with shapes) to FILE (\"-\": print only the "
+                          "picture, on stdout)")
+      ->type_name("FILE");
 
   add_run_command(app);
   add_inspect_command(app);
   add_bench_command(app);
   add_cache_command(app);
+  add_pack_command(app);
   app.require_subcommand(0, 1);
 
   try {
@@ -688,11 +790,11 @@ int run(int argc, char** argv) {
   }
   // run, inspect and bench do their work in their callbacks, during parse().
   if (app.got_subcommand("run") || app.got_subcommand("inspect") || app.got_subcommand("bench") ||
-      app.got_subcommand("cache"))
+      app.got_subcommand("cache") || app.got_subcommand("pack"))
     return 0;
   if (examine_cmd->parsed()) {
     examine_flags.verbose = verbose;
-    return examine(examine_flags, verbose);
+    return examine(examine_flags, verbose, dot_path);
   }
   if (compile_flags.model.empty()) {
     std::cout << app.help();
@@ -705,24 +807,37 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace thunderc
 
+namespace {
+
+// The last words of a failed run: text as always, or one JSON diagnostic (--diagnostics json).
+int fail(const char* code, const std::string& text_line, const std::string& message, int exit_code) {
+  if (thunderc::diagnostic_format() == thunderc::DiagnosticFormat::Json)
+    std::cerr << thunderc::diagnostic_json({"error", code, message, ""}) << "\n";
+  else
+    std::cerr << text_line << "\n";
+  return exit_code;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  using thunderc::printable_message;
   try {
     return thunderc::run(argc, argv);
   } catch (const thunderc::UserError& e) {
-    std::cerr << "thunderc: error: " << thunderc::printable_message(e.what()) << "\n";
-    return thunderc::kExitUserError;
+    const std::string m = printable_message(e.what());
+    return fail("user-error", "thunderc: error: " + m, m, thunderc::kExitUserError);
   } catch (const thunderc::InternalError& e) {
-    std::cerr << "thunderc: " << thunderc::printable_message(e.what(), 8000) << "\n";
-    return thunderc::kExitInternalError;
+    const std::string m = printable_message(e.what(), 8000);
+    return fail("internal-error", "thunderc: " + m, m, thunderc::kExitInternalError);
   } catch (const std::bad_alloc&) {
-    std::cerr << "thunderc: error: out of memory (the model or its shapes need more memory than this machine can "
-                 "give)\n";
-    return thunderc::kExitUserError;
+    const std::string m = "out of memory (the model or its shapes need more memory than this machine can give)";
+    return fail("out-of-memory", "thunderc: error: " + m, m, thunderc::kExitUserError);
   } catch (const std::exception& e) {
-    std::cerr << "thunderc: internal error (this is a bug in thunderc, please report it): " << e.what() << "\n";
-    return thunderc::kExitInternalError;
+    const std::string m = std::string("internal error (this is a bug in thunderc, please report it): ") + e.what();
+    return fail("internal-error", "thunderc: " + m, m, thunderc::kExitInternalError);
   } catch (...) {
-    std::cerr << "thunderc: internal error (this is a bug in thunderc, please report it): unknown exception\n";
-    return thunderc::kExitInternalError;
+    const std::string m = "internal error (this is a bug in thunderc, please report it): unknown exception";
+    return fail("internal-error", "thunderc: " + m, m, thunderc::kExitInternalError);
   }
 }

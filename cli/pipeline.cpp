@@ -17,6 +17,7 @@
 #include "core/ir/verifier.h"
 #include "core/transforms/autocast.h"
 #include "core/transforms/decompose.h"
+#include "core/util/diagnostics.h"
 
 namespace thunderc {
 
@@ -132,7 +133,9 @@ void check_model_path(const std::string& path) {
     user_error("the model ", quote_text(path), " is a directory; give a TorchScript file (.pt)");
 }
 
-ProgressLine::ProgressLine(bool enabled) : active_(enabled && isatty(STDERR_FILENO)) {}
+// Never with --diagnostics json: stderr then carries JSON lines only.
+ProgressLine::ProgressLine(bool enabled)
+    : active_(enabled && isatty(STDERR_FILENO) && diagnostic_format() == DiagnosticFormat::Text) {}
 ProgressLine::~ProgressLine() { clear(); }
 
 void ProgressLine::show(const std::string& text) {

@@ -56,3 +56,11 @@ install(FILES ${CMAKE_BINARY_DIR}/cmake/thunderc-runtime.pc DESTINATION ${CMAKE_
 # In this build tree too: thunderc_add_model() with the thunderc just built.
 add_executable(thunderc::thunderc ALIAS thunderc)
 include(cmake/thunderc_add_model.cmake)
+
+# The Python package (docs/python.md) in PREFIX/lib/python3/dist-packages/thunderc: Debian's python3 reads that
+# folder under /usr; for another prefix, add it to PYTHONPATH. The package finds the runtime in the prefix.
+option(THUNDERC_INSTALL_PYTHON "Install the thunderc Python package with cmake --install" ON)
+if(THUNDERC_INSTALL_PYTHON)
+  install(DIRECTORY python/thunderc DESTINATION lib/python3/dist-packages
+          FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+endif()

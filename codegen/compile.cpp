@@ -12,7 +12,7 @@ CompileSummary compile_model(const CompileRequest& request, const Toolchain& bui
   BackendSet backends = make_backends(toolchain, request.options.precision);
   ModulePlan plan = plan_module(request.variants, backends);
   GeneratedModule module = generate_module(request.variants, plan, backends, "source model: " + request.source.path,
-                                           request.cuda_archs);
+                                           request.cuda_archs, request.split_lines);
   // The CUDA module is compiled first: the manifest records each kernel's registers and shared memory.
   CudaCompileResult cuda;
   if (!module.cuda_source.empty()) {
@@ -29,8 +29,12 @@ CompileSummary compile_model(const CompileRequest& request, const Toolchain& bui
   }
   module.manifest = write_manifest(request.source, request.options, request.input_names, request.variants, plan,
                                    ManifestCuda{request.cuda_archs, &module, &cuda.resources});
-  build_shared_object(module, toolchain, request.out_so, request.out_json, request.keep_sources);
   CompileSummary summary;
+  if (request.emit_build)
+    summary.build_steps = write_build_dir(module, toolchain, *request.emit_build);
+  else
+    build_shared_object(module, toolchain, request.out_so, request.out_json, request.keep_sources);
+  summary.cpp_sources = 1 + module.part_sources.size();
   summary.weight_count = plan.weights.count;
   summary.weight_bytes = plan.weights.bytes.size();
   for (const auto& m : plan.memory) summary.workspace_bytes.push_back(m.workspace_bytes);

@@ -19,6 +19,9 @@ struct CompileRequest {
   std::string out_so;
   std::string out_json;
   std::optional<std::string> keep_sources;
+  // --emit-build DIR: write the sources and DIR/build.ninja instead of compiling (out_so/out_json unused).
+  std::optional<std::string> emit_build;
+  std::size_t split_lines = kDefaultSplitLines;  // --split-lines
   std::vector<std::string> cuda_archs = {"sm_80", "sm_90"};  // for CUDA variants (--cuda-arch), oldest first
 };
 
@@ -28,6 +31,8 @@ struct CompileSummary {
   std::vector<std::size_t> workspace_bytes;  // per variant
   std::size_t cuda_kernels = 0;              // kernels in the CUDA module (0: none)
   std::size_t library_calls = 0;             // cuBLASLt/cuDNN calls (each with a fallback kernel)
+  std::size_t cpp_sources = 0;               // model.cpp and its parts
+  std::size_t build_steps = 0;               // --emit-build: the build.ninja's steps
 };
 
 CompileSummary compile_model(const CompileRequest& request, const Toolchain& toolchain);

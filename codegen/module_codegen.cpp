@@ -127,22 +127,14 @@ std::string shape_array(const Shape& s) {
   return out + "}";
 }
 
-void emit_variant(std::size_t index, const ModuleVariant& variant, const VariantMemoryPlan& mem,
-                  const BackendSet& backends, KernelSink& sink, SourceWriter& out) {
+// What every function of a variant starts with: the backends' prologues (thread counts), the workspace,
+// symbolic sizes read from the inputs, and one buffer variable per value (in id order: stable). It only names
+// memory, so repeating it in each part of a split variant changes nothing.
+void emit_prologue(const ModuleVariant& variant, const VariantMemoryPlan& mem, const BackendSet& backends,
+                   const std::vector<std::string>& vars, SourceWriter& out) {
   const Trace& t = *variant.trace;
   const bool cuda = is_cuda_variant(t);
-  out.comment(std::string(100, '-'));
-  out.comment("Variant " + std::to_string(index) + ": " + variant.label + "  (workspace " +
-              std::to_string(mem.workspace_bytes) + " bytes)");
-  if (variant.symbolic) {
-    std::string ranges;
-    for (const SymbolRange& r : variant.symbolic->symbols)
-      ranges += (ranges.empty() ? "" : ", ") + r.name + " in [" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]";
-    out.comment("Symbolic sizes: " + ranges + "; the trace below is shown at the maxima (the workspace holds them)");
-  }
-  out.comment(print_trace(t, {false, false}));
-  out.line("extern \"C\" THUNDERC_EXPORT int32_t " + variant_entry(index) + "(const thunderc_call* call) {");
-  out.indent();
+  const SymbolicTrace* sym = variant.symbolic;
   std::set<std::string> used;
   for (const BoundSymbol& s : t.symbols()) used.insert(s.executor);
   for (const std::string& e : used) backends.at(e)->emit_variant_prologue(out);
@@ -153,17 +145,13 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
     out.line("const unsigned char* const weights = static_cast<const unsigned char*>(call->weights);");
     out.line("(void)weights;");
   }
-  const SymbolicTrace* sym = variant.symbolic;
-  std::vector<std::string> vars;
   if (sym) {
-    vars = symbol_vars(*sym);
     for (std::size_t k = 0; k < sym->symbols.size(); ++k)
       out.line("const int64_t " + vars[k] + " = call->inputs[" + std::to_string(sym->source[k].first) + "]->shape[" +
                std::to_string(sym->source[k].second) + "];  " +
                c_comment(sym->symbols[k].name + " in [" + std::to_string(sym->symbols[k].lo) + ", " +
                          std::to_string(sym->symbols[k].hi) + "], checked by the runtime"));
   }
-  // One buffer variable per value, in id order (stable).
   for (const auto& [v, where] : mem.buffers) {
     const TensorType& type = t.type(v);
     std::string data;
@@ -190,57 +178,72 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
     out.line("const thunderc_buffer " + var(t, v) + " = {" + data + ", " + shape + ", " + std::to_string(type.rank()) +
              ", " + std::to_string(static_cast<int>(type.dtype)) + "};");
   }
-  for (std::size_t i = 0; i < t.symbols().size(); ++i) {
-    const BoundSymbol& s = t.symbols()[i];
-    out.line();
-    out.comment(symbol_str(t, s));
-    if (shares_input_buffer(s) && mem.buffers.at(s.outputs[0]).storage == Storage::Alias) {
-      out.comment("(shares its input's buffer)");
-      continue;
-    }
-    THUNDERC_CHECK(!s.executor.empty(), "symbol '", symbol_str(t, s), "' reached codegen unclaimed");
-    auto b = backends.find(s.executor);
-    THUNDERC_CHECK(b != backends.end(), "executor '", s.executor, "' has no code generation");
-    auto scratch = mem.scratch.find(i);
-    const std::string scratch_expr = scratch == mem.scratch.end() ? "nullptr" : "ws + " + std::to_string(scratch->second);
-    std::vector<std::string> int_exprs;
-    bool symbolic_ints = false;
-    if (sym && s.executor != "torch") {
-      // Native code: printed at each sample binding, merged into one text with sizes read at run time.
-      THUNDERC_CHECK(!cuda, "symbolic CUDA variants are refused before codegen");
-      THUNDERC_CHECK(!sym->sample_traces.empty(), "symbolic variant without code samples for ", s.executor);
-      std::vector<CodeSample> samples;
-      std::size_t max_sample = 0;
-      for (std::size_t k = 0; k < sym->sample_traces.size(); ++k) {
-        const Trace& tk = *sym->sample_traces[k];
-        THUNDERC_CHECK(tk.symbols().size() == t.symbols().size(), "a code sample is not the variant's program");
-        SourceWriter text;
-        b->second->emit_symbol(VariantContext(tk, scratch_expr, nullptr, &sink, index, i, &t, true), tk.symbols()[i], text);
-        samples.push_back({sym->sample_values[k], text.str()});
-        bool top = true;
-        for (std::size_t v = 0; v < sym->symbols.size(); ++v) top = top && sym->sample_values[k][v] == sym->symbols[v].hi;
-        if (top) max_sample = k;
-      }
-      std::string ops = s.op->name;
-      if (s.is_region()) {
-        ops += " of";
-        for (std::size_t m = 0; m < std::min<std::size_t>(s.subsymbols.size(), 4); ++m)
-          ops += (m ? ", " : " ") + s.subsymbols[m].op->name;
-        if (s.subsymbols.size() > 4) ops += ", ...";
-      }
-      std::string what = "operation " + std::to_string(i + 1) + " (" + ops + " on " + s.executor +
-                         (s.source.empty() ? std::string() : " at " + s.source) + ")";
-      out.lines(generalize_code(sym->symbols, vars, samples, max_sample, what));
-      continue;
-    }
-    if (sym) {
-      if (auto a = sym->attr_ints.find(i); a != sym->attr_ints.end()) {
-        for (const Affine& f : a->second) int_exprs.push_back(f.c_expr(vars));
-        symbolic_ints = true;
-      }
-    }
-    b->second->emit_symbol(VariantContext(t, scratch_expr, symbolic_ints ? &int_exprs : nullptr, &sink, index, i), s, out);
+}
+
+// The code of operation `i` (its trace line as a comment, then its executor's code).
+void emit_operation(std::size_t index, std::size_t i, const ModuleVariant& variant, const VariantMemoryPlan& mem,
+                    const BackendSet& backends, const std::vector<std::string>& vars, KernelSink& sink,
+                    SourceWriter& out) {
+  const Trace& t = *variant.trace;
+  const bool cuda = is_cuda_variant(t);
+  const SymbolicTrace* sym = variant.symbolic;
+  const BoundSymbol& s = t.symbols()[i];
+  out.line();
+  out.comment(symbol_str(t, s));
+  if (shares_input_buffer(s) && mem.buffers.at(s.outputs[0]).storage == Storage::Alias) {
+    out.comment("(shares its input's buffer)");
+    return;
   }
+  THUNDERC_CHECK(!s.executor.empty(), "symbol '", symbol_str(t, s), "' reached codegen unclaimed");
+  auto b = backends.find(s.executor);
+  THUNDERC_CHECK(b != backends.end(), "executor '", s.executor, "' has no code generation");
+  auto scratch = mem.scratch.find(i);
+  const std::string scratch_expr = scratch == mem.scratch.end() ? "nullptr" : "ws + " + std::to_string(scratch->second);
+  std::vector<std::string> int_exprs;
+  bool symbolic_ints = false;
+  if (sym && s.executor != "torch") {
+    // Native code: printed at each sample binding, merged into one text with sizes read at run time.
+    THUNDERC_CHECK(!cuda, "symbolic CUDA variants are refused before codegen");
+    THUNDERC_CHECK(!sym->sample_traces.empty(), "symbolic variant without code samples for ", s.executor);
+    std::vector<CodeSample> samples;
+    std::size_t max_sample = 0;
+    for (std::size_t k = 0; k < sym->sample_traces.size(); ++k) {
+      const Trace& tk = *sym->sample_traces[k];
+      THUNDERC_CHECK(tk.symbols().size() == t.symbols().size(), "a code sample is not the variant's program");
+      SourceWriter text;
+      b->second->emit_symbol(VariantContext(tk, scratch_expr, nullptr, &sink, index, i, &t, true), tk.symbols()[i], text);
+      samples.push_back({sym->sample_values[k], text.str()});
+      bool top = true;
+      for (std::size_t v = 0; v < sym->symbols.size(); ++v) top = top && sym->sample_values[k][v] == sym->symbols[v].hi;
+      if (top) max_sample = k;
+    }
+    std::string ops = s.op->name;
+    if (s.is_region()) {
+      ops += " of";
+      for (std::size_t m = 0; m < std::min<std::size_t>(s.subsymbols.size(), 4); ++m)
+        ops += (m ? ", " : " ") + s.subsymbols[m].op->name;
+      if (s.subsymbols.size() > 4) ops += ", ...";
+    }
+    std::string what = "operation " + std::to_string(i + 1) + " (" + ops + " on " + s.executor +
+                       (s.source.empty() ? std::string() : " at " + s.source) + ")";
+    out.lines(generalize_code(sym->symbols, vars, samples, max_sample, what));
+    return;
+  }
+  if (sym) {
+    if (auto a = sym->attr_ints.find(i); a != sym->attr_ints.end()) {
+      for (const Affine& f : a->second) int_exprs.push_back(f.c_expr(vars));
+      symbolic_ints = true;
+    }
+  }
+  b->second->emit_symbol(VariantContext(t, scratch_expr, symbolic_ints ? &int_exprs : nullptr, &sink, index, i), s, out);
+}
+
+// Outputs whose values live elsewhere (an input, a weight, another output) are copied last.
+void emit_output_copies(const ModuleVariant& variant, const VariantMemoryPlan& mem, const std::vector<std::string>& vars,
+                        SourceWriter& out) {
+  const Trace& t = *variant.trace;
+  const bool cuda = is_cuda_variant(t);
+  const SymbolicTrace* sym = variant.symbolic;
   for (const auto& copy : mem.output_copies) {
     std::string bytes = std::to_string(t.type(copy.value).nbytes());
     if (sym && sym->shapes.count(copy.value)) {
@@ -256,6 +259,92 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
       out.line("std::memcpy(tensor_data(call->outputs[" + std::to_string(copy.output) + "]), " + var(t, copy.value) +
                ".data, " + bytes + ");");
   }
+}
+
+// Emits variant `index`: its trace as a comment and its exported entry into `out`. A CPU variant whose
+// operations take more than `split_lines` lines is split: its operations go, in order, into part functions
+// (one source file each, appended to `parts`) that the entry calls one after the other, each starting with
+// the prologue. The split depends on the code alone, never on the machine, so the output stays deterministic.
+void emit_variant(std::size_t index, const ModuleVariant& variant, const VariantMemoryPlan& mem,
+                  const BackendSet& backends, KernelSink& sink, std::size_t split_lines, SourceWriter& out,
+                  std::vector<std::string>& parts) {
+  const Trace& t = *variant.trace;
+  const bool cuda = is_cuda_variant(t);
+  out.comment(std::string(100, '-'));
+  out.comment("Variant " + std::to_string(index) + ": " + variant.label + "  (workspace " +
+              std::to_string(mem.workspace_bytes) + " bytes)");
+  if (variant.symbolic) {
+    std::string ranges;
+    for (const SymbolRange& r : variant.symbolic->symbols)
+      ranges += (ranges.empty() ? "" : ", ") + r.name + " in [" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]";
+    out.comment("Symbolic sizes: " + ranges + "; the trace below is shown at the maxima (the workspace holds them)");
+  }
+  out.comment(print_trace(t, {false, false}));
+  const std::vector<std::string> vars = variant.symbolic ? symbol_vars(*variant.symbolic) : std::vector<std::string>{};
+  SourceWriter prologue, tail;
+  emit_prologue(variant, mem, backends, vars, prologue);
+  std::vector<std::string> blocks;  // one per operation
+  for (std::size_t i = 0; i < t.symbols().size(); ++i) {
+    SourceWriter block;
+    emit_operation(index, i, variant, mem, backends, vars, sink, block);
+    blocks.push_back(block.str());
+  }
+  emit_output_copies(variant, mem, vars, tail);
+
+  // Parts: consecutive operations up to split_lines lines each (one operation longer than that is a part).
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;  // [first, last) per part
+  auto count_lines = [](const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); };
+  std::size_t total = 0;
+  for (const std::string& b : blocks) total += count_lines(b);
+  if (!cuda && total > split_lines) {
+    std::size_t first = 0, lines = 0;
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      const std::size_t n = count_lines(blocks[i]);
+      if (i > first && lines + n > split_lines) {
+        ranges.push_back({first, i});
+        first = i, lines = 0;
+      }
+      lines += n;
+    }
+    ranges.push_back({first, blocks.size()});
+  }
+
+  const std::string entry = "extern \"C\" THUNDERC_EXPORT int32_t " + variant_entry(index) + "(const thunderc_call* call) {";
+  if (ranges.size() <= 1) {
+    out.line(entry);
+    out.indent();
+    out.lines(prologue.str());
+    for (const std::string& b : blocks) out.lines(b);
+    out.lines(tail.str());
+    out.line("return 0;");
+    out.dedent();
+    out.line("}");
+    out.line();
+    return;
+  }
+  std::vector<std::string> names;
+  for (std::size_t k = 0; k < ranges.size(); ++k) {
+    const std::string name = variant_entry(index) + "_part" + std::to_string(k);
+    names.push_back(name);
+    SourceWriter part;
+    part.comment("Variant " + std::to_string(index) + ", part " + std::to_string(k + 1) + " of " +
+                 std::to_string(ranges.size()) + ": operations " + std::to_string(ranges[k].first + 1) + " to " +
+                 std::to_string(ranges[k].second) + " of " + std::to_string(blocks.size()));
+    part.line("extern \"C\" __attribute__((visibility(\"hidden\"))) int32_t " + name + "(const thunderc_call* call) {");
+    part.indent();
+    part.lines(prologue.str());
+    for (std::size_t i = ranges[k].first; i < ranges[k].second; ++i) part.lines(blocks[i]);
+    if (k + 1 == ranges.size()) part.lines(tail.str());
+    part.line("return 0;");
+    part.dedent();
+    part.line("}");
+    parts.push_back(part.str());
+  }
+  out.comment("Split into " + std::to_string(names.size()) + " parts, one source file each (compiled in parallel).");
+  for (const std::string& n : names) out.line("extern \"C\" int32_t " + n + "(const thunderc_call* call);");
+  out.line(entry);
+  out.indent();
+  for (const std::string& n : names) out.line("if (const int32_t rc = " + n + "(call)) return rc;");
   out.line("return 0;");
   out.dedent();
   out.line("}");
@@ -264,9 +353,11 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
 
 }  // namespace
 
+std::string part_source_name(std::size_t k) { return "model_part" + std::to_string(k) + ".cpp"; }
+
 GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, const ModulePlan& plan,
                                 const BackendSet& backends, const std::string& header,
-                                const std::vector<std::string>& cuda_archs) {
+                                const std::vector<std::string>& cuda_archs, std::size_t split_lines) {
   GeneratedModule m;
   m.weights = plan.weights.bytes;
   std::set<std::string> used;
@@ -289,26 +380,33 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
     append(m.link.link_flags, in.link_flags);
   }
 
+  // What every source file starts with: includes, the embedded data's symbols, helpers, backend preludes.
+  auto begin_source = [&](SourceWriter& out, const std::string& what) {
+    out.comment("Generated by thunderc " THUNDERC_VERSION ". Do not edit.");
+    out.comment(header);
+    if (!what.empty()) out.comment(what);
+    out.line("#include <stdint.h>");
+    out.line("#include <string.h>");
+    out.line("#include <cstring>");
+    out.line();
+    out.line("#include \"thunderc/abi.h\"");
+    out.line("#include \"thunderc/buffer.h\"");
+    for (const std::string& inc : m.link.includes) out.line("#include " + c_string_literal(inc));
+    out.line();
+    out.line("#define THUNDERC_EXPORT __attribute__((visibility(\"default\")))");
+    out.line("extern \"C\" const unsigned char thunderc_weights[];        // model_data.S: weights.bin");
+    out.line("extern \"C\" const unsigned char thunderc_manifest_json[];  // model_data.S: manifest.json");
+    out.line("extern \"C\" const unsigned char thunderc_manifest_json_end[];");
+    out.line();
+    out.line("static inline void* tensor_data(const DLTensor* t) {");
+    out.line("  return static_cast<char*>(t->data) + t->byte_offset;");
+    out.line("}");
+    out.line();
+    for (const std::string& e : used) backends.at(e)->emit_module_prelude(out);
+  };
+
   SourceWriter out;
-  out.comment("Generated by thunderc " THUNDERC_VERSION ". Do not edit.");
-  out.comment(header);
-  out.line("#include <stdint.h>");
-  out.line("#include <string.h>");
-  out.line("#include <cstring>");
-  out.line();
-  out.line("#include \"thunderc/abi.h\"");
-  out.line("#include \"thunderc/buffer.h\"");
-  for (const std::string& inc : m.link.includes) out.line("#include " + c_string_literal(inc));
-  out.line();
-  out.line("#define THUNDERC_EXPORT __attribute__((visibility(\"default\")))");
-  out.line("extern \"C\" const unsigned char thunderc_weights[];        // model_data.S: weights.bin");
-  out.line("extern \"C\" const unsigned char thunderc_manifest_json[];  // model_data.S: manifest.json");
-  out.line("extern \"C\" const unsigned char thunderc_manifest_json_end[];");
-  out.line();
-  out.line("static inline void* tensor_data(const DLTensor* t) {");
-  out.line("  return static_cast<char*>(t->data) + t->byte_offset;");
-  out.line("}");
-  out.line();
+  begin_source(out, "");
   out.line("extern \"C\" THUNDERC_EXPORT uint32_t thunderc_abi_version(void) { return THUNDERC_ABI_VERSION; }");
   out.line();
   out.line("extern \"C\" THUNDERC_EXPORT const char* thunderc_embedded_manifest(size_t* len) {");
@@ -316,9 +414,16 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
   out.line("  return reinterpret_cast<const char*>(thunderc_manifest_json);");
   out.line("}");
   out.line();
-  for (const std::string& e : used) backends.at(e)->emit_module_prelude(out);
   KernelSink sink;
-  for (std::size_t i = 0; i < variants.size(); ++i) emit_variant(i, variants[i], plan.memory[i], backends, sink, out);
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < variants.size(); ++i)
+    emit_variant(i, variants[i], plan.memory[i], backends, sink, split_lines, out, parts);
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    SourceWriter part;
+    begin_source(part, part_source_name(k) + ": a part of model.cpp's variant code (--split-lines)");
+    part.lines(parts[k]);
+    m.part_sources.push_back(part.str());
+  }
   std::string images_asm;
   // Every model with a CUDA variant exports its CUDA module, even one without kernels (only views).
   bool any_cuda = std::any_of(variants.begin(), variants.end(), [](const ModuleVariant& v) { return is_cuda_variant(*v.trace); });

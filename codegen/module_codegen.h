@@ -56,6 +56,7 @@ struct CudaImageFile {
 
 struct GeneratedModule {
   std::string cpp;        // model.cpp
+  std::vector<std::string> part_sources;  // model_part<k>.cpp: parts of split variants (generate_module)
   std::string assembly;   // model_data.S, .incbin's weights.bin, manifest.json and the CUDA images
   std::vector<unsigned char> weights;
   std::string manifest;   // set by the caller before building (model.cpp does not depend on it)
@@ -70,10 +71,18 @@ struct GeneratedModule {
   std::vector<CudaImageFile> cuda_images;
 };
 
+// Lines of operation code above which a CPU variant is split into parts, one source file each, so that a
+// large model compiles on several cores (--split-lines; docs/install.md#parallel-and-distributed-builds).
+constexpr std::size_t kDefaultSplitLines = 1500;
+
+// The name of part_sources[k].
+std::string part_source_name(std::size_t k);
+
 // `header` is a comment for the top of model.cpp (e.g. the command line); any text is safe. `cuda_archs`
 // ("sm_80", ...) are the architectures CUDA variants are compiled for.
 GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, const ModulePlan& plan,
                                 const BackendSet& backends, const std::string& header,
-                                const std::vector<std::string>& cuda_archs = {});
+                                const std::vector<std::string>& cuda_archs = {},
+                                std::size_t split_lines = kDefaultSplitLines);
 
 }  // namespace thunderc

@@ -13,6 +13,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(build-essential cmake libtorch-dev libcli11-dev nlohmann-json3-dev
           doctest-dev libdlpack-dev libopenblas-dev libopenblas0-openmp libdnnl-dev
+          # tests of --emit-build (runs the build.ninja), the installed package (pkg-config), examine --dot
+          ninja-build pkg-config graphviz
           # the Python package's tests (tests/python): Debian's numpy and torch, and an offline pip install
           python3-numpy python3-torch python3-venv python3-pip python3-setuptools python3-wheel)
 

@@ -13,6 +13,7 @@
 
 #include "cli/messages.h"
 #include "core/ir/error.h"
+#include "core/util/diagnostics.h"
 #include "thunderc/npy.hpp"
 
 namespace thunderc {
@@ -22,6 +23,12 @@ int parse_error_exit(CLI::App& app, const CLI::ParseError& e) {
   if (e.get_exit_code() == 0) return app.exit(e);  // --help and the like
   std::string what = e.what();
   // CLI11 writes a range check's bounds in full (hundreds of digits); thunderc checks its numbers itself.
+  if (diagnostic_format() == DiagnosticFormat::Json) {
+    std::cerr << diagnostic_json({"error", "usage", escape_text(what, 300) + " (run '" + app.get_name() +
+                                                        " --help' for the options)", ""})
+              << "\n";
+    return 1;
+  }
   std::cerr << "thunderc: error: " << escape_text(what, 300) << "\n"
             << "(run '" << app.get_name() << " --help' for the options)\n";
   return 1;

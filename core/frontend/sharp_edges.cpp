@@ -1,6 +1,7 @@
 #include "core/frontend/sharp_edges.h"
 
 #include "core/ir/error.h"
+#include "core/util/diagnostics.h"
 
 namespace thunderc {
 
@@ -29,10 +30,13 @@ std::string describe(const SharpEdge& e) {
 void apply_sharp_edge_mode(const std::vector<SharpEdge>& edges, SharpEdgeMode mode, const std::string& context,
                            std::ostream& warn_to) {
   if (edges.empty() || mode == SharpEdgeMode::Allow) return;
-  if (mode == SharpEdgeMode::Warn) {
-    for (const SharpEdge& e : edges) warn_to << "thunderc: warning: sharp edge in " << context << ": " << describe(e) << "\n";
-    return;
-  }
+  const std::string severity = mode == SharpEdgeMode::Warn ? "warning" : "error";
+  // As errors, each edge is its own diagnostic in JSON only; the text lists them in the one error below.
+  if (mode == SharpEdgeMode::Warn || diagnostic_format() == DiagnosticFormat::Json)
+    for (const SharpEdge& e : edges)
+      emit_diagnostic({severity, "sharp-edge/" + e.kind, "sharp edge in " + context + ": " + describe(e), e.location},
+                      warn_to);
+  if (mode == SharpEdgeMode::Warn) return;
   std::string msg = context + " has " + std::to_string(edges.size()) + " sharp edge" + (edges.size() == 1 ? "" : "s") +
                     " (--sharp-edges error):";
   for (const SharpEdge& e : edges) msg += "\n  " + describe(e);

@@ -5,7 +5,8 @@
 #   3. tests/install/consumer, configured against the prefix (find_package), compiles MODEL at build time with
 #      thunderc_add_model and runs it against EXPECTED (the consumer checks the tolerance);
 #   4. a rebuild compiles nothing; touching the model or changing an option re-runs thunderc;
-#   5. pkg-config's flags build and link a C program against the runtime.
+#   5. the installed Python package runs the model (rtol 1e-4, atol 1e-5), finding the prefix's runtime itself;
+#   6. pkg-config's flags build and link a C program against the runtime.
 # usage: install_test.sh BUILD_DIR SOURCE_DIR WORK_DIR MODEL INPUT.npy EXPECTED.npy SHAPE_SPEC...
 set -euo pipefail
 build_dir=$1 source_dir=$2 work=$3 model=$4 input=$5 expected=$6
@@ -61,6 +62,15 @@ configure "-DCONSUMER_OPTIONS=--standalone;--cpu-target;x86-64-v2"
 grep -q '"x86-64-v2"' "$work/consumer/consumer_model.json" || fail "the new option is not in the manifest"
 "$work/consumer/consumer" "$input" "$expected" || fail "the consumer's output does not match after the option change"
 [[ $(build) == unchanged ]] || fail "a rebuild after the option change compiled the model again"
+
+echo "== the Python package, from the prefix: finds the prefix's runtime by itself"
+PYTHONPATH="$prefix/lib/python3/dist-packages" PYTHONDONTWRITEBYTECODE=1 env -u THUNDERC_RUNTIME_LIBRARY /usr/bin/python3 -c '
+import sys, numpy, thunderc
+m = thunderc.load(sys.argv[1])
+y = m(numpy.load(sys.argv[2]))
+numpy.testing.assert_allclose(y, numpy.load(sys.argv[3]), rtol=1e-4, atol=1e-5)
+print("python: max abs diff", float(abs(y - numpy.load(sys.argv[3])).max()))
+' "$work/consumer/consumer_model.so" "$input" "$expected" || fail "the installed Python package"
 
 echo "== pkg-config"
 cat > "$work/version.c" <<'C'
