@@ -62,6 +62,12 @@ namespace {
 // underscore, so two different values can never get the same name (values "x" and "x_shape" give
 // "v3_x", "z3_x" and "v4_x_shape"); the name is only for the reader. Locals of the variant function
 // (call, ws, weights, thunderc_*) and of the backends' blocks start with none of v<digit>, z<digit>, s<digit>.
+// A part of a split variant: its function's text and the executors it calls.
+struct PartSource {
+  std::string text;
+  std::set<std::string> executors;
+};
+
 std::string var(const Trace& t, ValueId v) { return "v" + std::to_string(v) + "_" + sanitize_identifier(t.value(v).name); }
 std::string shape_var(const Trace& t, ValueId v) {
   return "z" + std::to_string(v) + "_" + sanitize_identifier(t.value(v).name);
@@ -127,17 +133,15 @@ std::string shape_array(const Shape& s) {
   return out + "}";
 }
 
-// What every function of a variant starts with: the backends' prologues (thread counts), the workspace,
-// symbolic sizes read from the inputs, and one buffer variable per value (in id order: stable). It only names
-// memory, so repeating it in each part of a split variant changes nothing.
+// What every function of a variant starts with: the prologues of the backends of `executors` (thread counts),
+// the workspace, symbolic sizes read from the inputs, and one buffer variable per value (in id order: stable).
+// It only names memory, so repeating it in each part of a split variant changes nothing.
 void emit_prologue(const ModuleVariant& variant, const VariantMemoryPlan& mem, const BackendSet& backends,
-                   const std::vector<std::string>& vars, SourceWriter& out) {
+                   const std::set<std::string>& executors, const std::vector<std::string>& vars, SourceWriter& out) {
   const Trace& t = *variant.trace;
   const bool cuda = is_cuda_variant(t);
   const SymbolicTrace* sym = variant.symbolic;
-  std::set<std::string> used;
-  for (const BoundSymbol& s : t.symbols()) used.insert(s.executor);
-  for (const std::string& e : used) backends.at(e)->emit_variant_prologue(out);
+  for (const std::string& e : executors) backends.at(e)->emit_variant_prologue(out);
   out.line("unsigned char* const ws = static_cast<unsigned char*>(call->workspace);");
   out.line("(void)ws;");
   if (cuda) {
@@ -267,7 +271,7 @@ void emit_output_copies(const ModuleVariant& variant, const VariantMemoryPlan& m
 // the prologue. The split depends on the code alone, never on the machine, so the output stays deterministic.
 void emit_variant(std::size_t index, const ModuleVariant& variant, const VariantMemoryPlan& mem,
                   const BackendSet& backends, KernelSink& sink, std::size_t split_lines, SourceWriter& out,
-                  std::vector<std::string>& parts) {
+                  std::vector<PartSource>& parts) {
   const Trace& t = *variant.trace;
   const bool cuda = is_cuda_variant(t);
   out.comment(std::string(100, '-'));
@@ -281,8 +285,9 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
   }
   out.comment(print_trace(t, {false, false}));
   const std::vector<std::string> vars = variant.symbolic ? symbol_vars(*variant.symbolic) : std::vector<std::string>{};
-  SourceWriter prologue, tail;
-  emit_prologue(variant, mem, backends, vars, prologue);
+  std::set<std::string> used;
+  for (const BoundSymbol& s : t.symbols()) used.insert(s.executor);
+  SourceWriter tail;
   std::vector<std::string> blocks;  // one per operation
   for (std::size_t i = 0; i < t.symbols().size(); ++i) {
     SourceWriter block;
@@ -311,6 +316,8 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
 
   const std::string entry = "extern \"C\" THUNDERC_EXPORT int32_t " + variant_entry(index) + "(const thunderc_call* call) {";
   if (ranges.size() <= 1) {
+    SourceWriter prologue;
+    emit_prologue(variant, mem, backends, used, vars, prologue);
     out.line(entry);
     out.indent();
     out.lines(prologue.str());
@@ -332,13 +339,18 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
                  std::to_string(ranges[k].second) + " of " + std::to_string(blocks.size()));
     part.line("extern \"C\" __attribute__((visibility(\"hidden\"))) int32_t " + name + "(const thunderc_call* call) {");
     part.indent();
+    // Only this part's executors: their prologues, and (begin_source) their headers.
+    std::set<std::string> executors;
+    for (std::size_t i = ranges[k].first; i < ranges[k].second; ++i) executors.insert(t.symbols()[i].executor);
+    SourceWriter prologue;
+    emit_prologue(variant, mem, backends, executors, vars, prologue);
     part.lines(prologue.str());
     for (std::size_t i = ranges[k].first; i < ranges[k].second; ++i) part.lines(blocks[i]);
     if (k + 1 == ranges.size()) part.lines(tail.str());
     part.line("return 0;");
     part.dedent();
     part.line("}");
-    parts.push_back(part.str());
+    parts.push_back({part.str(), executors});
   }
   out.comment("Split into " + std::to_string(names.size()) + " parts, one source file each (compiled in parallel).");
   for (const std::string& n : names) out.line("extern \"C\" int32_t " + n + "(const thunderc_call* call);");
@@ -381,7 +393,7 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
   }
 
   // What every source file starts with: includes, the embedded data's symbols, helpers, backend preludes.
-  auto begin_source = [&](SourceWriter& out, const std::string& what) {
+  auto begin_source = [&](SourceWriter& out, const std::string& what, const std::set<std::string>& executors) {
     out.comment("Generated by thunderc " THUNDERC_VERSION ". Do not edit.");
     out.comment(header);
     if (!what.empty()) out.comment(what);
@@ -391,7 +403,16 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
     out.line();
     out.line("#include \"thunderc/abi.h\"");
     out.line("#include \"thunderc/buffer.h\"");
-    for (const std::string& inc : m.link.includes) out.line("#include " + c_string_literal(inc));
+    // The executors' headers in the order of m.link.includes (stable), only those of `executors`: a part
+    // without onednn symbols does not parse oneDNN's C++ header.
+    std::vector<std::string> includes;
+    for (const std::string& e : executors) {
+      auto b = backends.find(e);
+      if (b == backends.end()) continue;
+      for (const std::string& inc : b->second->link_inputs().includes) includes.push_back(inc);
+    }
+    for (const std::string& inc : m.link.includes)
+      if (std::find(includes.begin(), includes.end(), inc) != includes.end()) out.line("#include " + c_string_literal(inc));
     out.line();
     out.line("#define THUNDERC_EXPORT __attribute__((visibility(\"default\")))");
     out.line("extern \"C\" const unsigned char thunderc_weights[];        // model_data.S: weights.bin");
@@ -402,11 +423,11 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
     out.line("  return static_cast<char*>(t->data) + t->byte_offset;");
     out.line("}");
     out.line();
-    for (const std::string& e : used) backends.at(e)->emit_module_prelude(out);
+    for (const std::string& e : executors) backends.at(e)->emit_module_prelude(out);
   };
 
   SourceWriter out;
-  begin_source(out, "");
+  begin_source(out, "", used);
   out.line("extern \"C\" THUNDERC_EXPORT uint32_t thunderc_abi_version(void) { return THUNDERC_ABI_VERSION; }");
   out.line();
   out.line("extern \"C\" THUNDERC_EXPORT const char* thunderc_embedded_manifest(size_t* len) {");
@@ -415,13 +436,13 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
   out.line("}");
   out.line();
   KernelSink sink;
-  std::vector<std::string> parts;
+  std::vector<PartSource> parts;
   for (std::size_t i = 0; i < variants.size(); ++i)
     emit_variant(i, variants[i], plan.memory[i], backends, sink, split_lines, out, parts);
   for (std::size_t k = 0; k < parts.size(); ++k) {
     SourceWriter part;
-    begin_source(part, part_source_name(k) + ": a part of model.cpp's variant code (--split-lines)");
-    part.lines(parts[k]);
+    begin_source(part, part_source_name(k) + ": a part of model.cpp's variant code (--split-lines)", parts[k].executors);
+    part.lines(parts[k].text);
     m.part_sources.push_back(part.str());
   }
   std::string images_asm;

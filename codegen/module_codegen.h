@@ -73,7 +73,7 @@ struct GeneratedModule {
 
 // Lines of operation code above which a CPU variant is split into parts, one source file each, so that a
 // large model compiles on several cores (--split-lines; docs/install.md#parallel-and-distributed-builds).
-constexpr std::size_t kDefaultSplitLines = 1500;
+constexpr std::size_t kDefaultSplitLines = 3000;
 
 // The name of part_sources[k].
 std::string part_source_name(std::size_t k);

@@ -71,6 +71,17 @@ TEST_CASE("--split-lines: several sources, the same result as PyTorch, the same 
   CHECK(contains(model_cpp, "Split into " + std::to_string(parts) + " parts"));
   CHECK(contains(model_cpp, "if (const int32_t rc = thunderc_variant_0_part0(call)) return rc;"));
   CHECK(contains(read_file(dir / "src1" / "model_part1.cpp"), "int32_t thunderc_variant_0_part1(const thunderc_call* call) {"));
+  // A part includes only the headers of the executors it calls: model.cpp includes blas's, some part not.
+  CHECK(contains(model_cpp, "#include \"thunderc/blas_kernels.h\""));
+  std::size_t without_blas = 0;
+  for (std::size_t k = 0; k < parts; ++k) {
+    const std::string part = read_file(dir / "src1" / ("model_part" + std::to_string(k) + ".cpp"));
+    if (!contains(part, "thunderc_blas::")) {
+      ++without_blas;
+      CHECK_FALSE(contains(part, "thunderc/blas_kernels.h"));
+    }
+  }
+  CHECK(without_blas > 0);
   check_parity(dir / "one.so");
 
   ProcessResult three = thunderc({sample("gpt_block.pt2"), "-o", (dir / "three.so").string(), "--split-lines", "40", "-j", "3"});
