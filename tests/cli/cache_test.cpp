@@ -5,40 +5,18 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "common/run_process.h"
+#include "pt2_binary_util.h"
 
-namespace fs = std::filesystem;
-using thunderc_test::ProcessResult;
+using namespace pt2_binary;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-std::string sample(const std::string& name) { return std::string(THUNDERC_SAMPLES) + "/pt2/" + name; }
-
-fs::path tmp_dir(const std::string& name) {
-  fs::path dir = fs::path(THUNDERC_TEST_TMP) / "cache" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-ProcessResult thunderc(const std::vector<std::string>& args, const std::string& env = "") {
-  return thunderc_test::run_shell(env + (env.empty() ? "" : " ") + thunderc_test::command_line(THUNDERC_BIN, args));
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+fs::path tmp_dir(const std::string& name) { return pt2_binary::tmp_dir("cache", name); }
 
 // The cache's entries (64-hex-digit folders).
 std::vector<fs::path> entries(const fs::path& cache) {
@@ -99,9 +77,9 @@ TEST_CASE("what the key covers misses: options, the model's bytes, its path, and
   REQUIRE_MESSAGE(miss(r), r.out);
   r = compile({"--cache-dir", cache, "--cpu-target", "x86-64-v2"});
   CHECK_MESSAGE(miss(r), r.out);
-  r = compile({"--cache-dir", cache, "--executors", "cpp"});
+  r = compile({"--cache-dir", cache, "--executors", "cpp,blas"});
   CHECK_MESSAGE(miss(r), r.out);
-  r = compile({"--cache-dir", cache, "--executors", "cpp"});
+  r = compile({"--cache-dir", cache, "--executors", "cpp,blas"});
   CHECK_MESSAGE(hit(r), r.out);
   CHECK(entries(cache).size() == 3);
 
@@ -185,7 +163,7 @@ TEST_CASE("thunderc cache: counts, --clear removes only thunderc's entries, clea
   CHECK_FALSE(fs::exists(cache));  // reporting never creates it
 
   REQUIRE(thunderc({sample("mlp.pt2"), "-o", (dir / "a.so").string(), "--cache-dir", cache}).code == 0);
-  REQUIRE(thunderc({sample("mlp.pt2"), "-o", (dir / "a.so").string(), "--cache-dir", cache, "--executors", "cpp"}).code == 0);
+  REQUIRE(thunderc({sample("mlp.pt2"), "-o", (dir / "a.so").string(), "--cache-dir", cache, "--executors", "cpp,blas"}).code == 0);
   { std::ofstream(fs::path(cache) / "README") << "not thunderc's\n"; }
   fs::create_directories(fs::path(cache) / "mine");
   r = thunderc({"cache", "--cache-dir", cache});

@@ -1,45 +1,24 @@
-// Parallel and emitted builds through the thunderc binary, on .pt2 samples (builds with and without LibTorch):
+// Deployment tools through the thunderc binary, on .pt2 samples (builds with and without LibTorch):
 // --split-lines splits a variant into several sources whose library matches PyTorch and is byte-identical
 // whatever -j; --emit-build writes a build.ninja that ninja turns into the same bytes thunderc writes;
-// $THUNDERC_CXX_LAUNCHER prefixes the compile steps only. Label: cli.
+// $THUNDERC_CXX_LAUNCHER prefixes the compile steps only; examine --dot renders with Graphviz; --diagnostics
+// json prints one object per line; pack makes a reproducible bundle a C program builds and runs against.
+// Label: cli.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "common/run_process.h"
+#include "pt2_binary_util.h"
 
-namespace fs = std::filesystem;
-using thunderc_test::ProcessResult;
+using namespace pt2_binary;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-std::string sample(const std::string& name) { return std::string(THUNDERC_SAMPLES) + "/pt2/" + name; }
-
-fs::path tmp_dir(const std::string& name) {
-  fs::path dir = fs::path(THUNDERC_TEST_TMP) / "parallel_build" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-ProcessResult thunderc(const std::vector<std::string>& args, const std::string& env = "") {
-  return thunderc_test::run_shell(env + (env.empty() ? "" : " ") + thunderc_test::command_line(THUNDERC_BIN, args));
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+fs::path tmp_dir(const std::string& name) { return pt2_binary::tmp_dir("deployment", name); }
 
 std::size_t count_parts(const fs::path& dir) {
   std::size_t n = 0;
@@ -282,7 +261,9 @@ int main(int argc, char** argv) {
   ProcessResult cc = thunderc_test::run_shell(
       "cc " + thunderc_test::shell_quote((dir / "app.c").string()) + " -o " + thunderc_test::shell_quote((dir / "app").string()) +
       " -I " + thunderc_test::shell_quote((b / "include").string()) + " -L " + thunderc_test::shell_quote((b / "lib").string()) +
-      " -lthunderc_runtime");
+      " -lthunderc_runtime" +
+      // In a sanitizer build the bundled runtime is instrumented: so is the program, which loads the sanitizer first.
+      (std::string(THUNDERC_TEST_SANITIZE).empty() ? "" : " -fsanitize=" + std::string(THUNDERC_TEST_SANITIZE)));
   REQUIRE_MESSAGE(cc.code == 0, cc.out);
   ProcessResult app = thunderc_test::run_shell("LD_LIBRARY_PATH=" + thunderc_test::shell_quote((b / "lib").string()) + " " +
                                                thunderc_test::shell_quote((dir / "app").string()) + " " +
