@@ -43,6 +43,12 @@ void check_keep_sources_dir(const std::string& dir, const std::string& flag = "-
 // Creates `to`'s directory. UserError on failure.
 void install_file(const std::filesystem::path& from, const std::string& to);
 
+// Runs argv (no shell) in `dir` with stdout+stderr captured into dir/`log_name` and returned in `output`; the
+// exit status, or 128 + the signal that killed it. This process's working directory never changes. UserError
+// when it cannot start: "cannot run 'ARGV0': WHY (HINT)".
+int run_program(const std::filesystem::path& dir, const std::vector<std::string>& argv, const std::string& log_name,
+                std::string& output, const std::string& hint);
+
 // The compiler driver's path and its `--version` output (what the compile cache keys on). UserError if it
 // cannot be run.
 std::string compiler_identity(const Toolchain& toolchain);

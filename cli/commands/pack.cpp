@@ -3,14 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <dlfcn.h>
 #include <elf.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,12 +18,11 @@
 #include <vector>
 
 #include "cli/commands/run.h"
+#include "codegen/build.h"
 #include "codegen/resources.h"
 #include "core/ir/error.h"
 #include "core/util/sha256.h"
 #include "thunderc/runtime.hpp"
-
-extern char** environ;
 
 namespace thunderc {
 
@@ -90,19 +86,6 @@ fs::path runtime_library() {
   if (!dladdr(reinterpret_cast<void*>(&thunderc_runtime_version), &info) || !info.dli_fname)
     internal_error("pack: cannot locate libthunderc_runtime.so (dladdr failed)");
   return fs::canonical(info.dli_fname);
-}
-
-int run_tar(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  if (int rc = posix_spawnp(&pid, "tar", nullptr, nullptr, args.data(), environ); rc != 0)
-    user_error("pack: cannot run tar (", std::strerror(rc), "); install GNU tar and gzip");
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
 void pack_command(const PackFlags& flags) {
@@ -178,13 +161,17 @@ void pack_command(const PackFlags& flags) {
 
   // Reproducible: the same inputs give the same bytes.
   const fs::path tmp_out = fs::absolute(out).string() + ".tmp";
-  const int rc = run_tar({"tar", "--sort=name", "--mtime=@0", "--owner=0", "--group=0", "--numeric-owner",
-                          "--mode=u+rw,go+r,go-w", "--use-compress-program=gzip -n", "-cf", tmp_out.string(), "-C",
-                          tmpl, name});
+  // tar's log goes beside the bundle's folder, not into it.
+  std::string tar_output;
+  const int rc = run_program(tmpl,
+                             {"tar", "--sort=name", "--mtime=@0", "--owner=0", "--group=0", "--numeric-owner",
+                              "--mode=u+rw,go+r,go-w", "--use-compress-program=gzip -n", "-cf", tmp_out.string(),
+                              "-C", tmpl, name},
+                             "tar.log", tar_output, "install GNU tar and gzip");
   if (rc != 0) {
     std::error_code ec;
     fs::remove(tmp_out, ec);
-    user_error("pack: tar failed (exit ", rc, ") writing ", out.string());
+    user_error("pack: tar failed (exit ", rc, ") writing ", out.string(), ": ", tar_output.substr(0, 2000));
   }
   std::error_code ec;
   fs::rename(tmp_out, out, ec);
