@@ -91,6 +91,22 @@ inline bool contains(const std::string& haystack, const std::string& needle) {
 
 inline std::int64_t I(std::int64_t v) { return v; }
 
+// Groups t's first `count` symbols into one region of `executor` named "<executor>_fusion0" (as the fusion pass
+// would), reading `inputs` and giving `outputs`; the other symbols follow it unchanged.
+inline void group_first_symbols(Trace& t, std::size_t count, const std::string& executor, std::vector<Operand> inputs,
+                                std::vector<ValueId> outputs) {
+  BoundSymbol region;
+  region.op = &op("fusion");
+  region.executor = executor;
+  region.inputs = std::move(inputs);
+  region.attrs = {{"name", executor + "_fusion0"}};
+  region.outputs = std::move(outputs);
+  region.subsymbols.assign(t.symbols().begin(), t.symbols().begin() + static_cast<std::ptrdiff_t>(count));
+  std::vector<BoundSymbol> symbols = {region};
+  symbols.insert(symbols.end(), t.symbols().begin() + static_cast<std::ptrdiff_t>(count), t.symbols().end());
+  t.mutable_symbols() = std::move(symbols);
+}
+
 }  // namespace coretest
 
 #define CORETEST_CAT2(a, b) a##b

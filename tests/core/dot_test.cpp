@@ -19,17 +19,9 @@ Trace build() {
   ValueId t1 = t.emit1(op("mul"), {Operand::tensor(t0), Operand::number(2.0)}, {});
   ValueId t2 = t.emit1(op("add"), {Operand::tensor(t1), Operand::tensor(w)}, {});
   t.set_outputs({t2});
-  BoundSymbol region;
-  region.op = &op("fusion");
-  region.executor = "cpp";
-  region.inputs = {Operand::tensor(x)};
-  region.attrs = {{"name", std::string("cpp_fusion0")}};
-  region.outputs = {t1};
-  region.subsymbols = {t.symbols()[0], t.symbols()[1]};
-  for (BoundSymbol& s : region.subsymbols) s.executor = "cpp";
-  BoundSymbol rest = t.symbols()[2];
-  rest.executor = "torch";
-  t.mutable_symbols() = {region, rest};
+  group_first_symbols(t, 2, "cpp", {Operand::tensor(x)}, {t1});
+  for (BoundSymbol& s : t.mutable_symbols()[0].subsymbols) s.executor = "cpp";
+  t.mutable_symbols()[1].executor = "torch";
   return t;
 }
 

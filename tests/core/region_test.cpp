@@ -18,15 +18,7 @@ struct RegionTrace {
     t1 = t.emit1(op("mul"), {Operand::tensor(t0), Operand::number(2.0)}, {});
     t2 = t.emit1(op("add"), {Operand::tensor(t1), Operand::tensor(x)}, {});
     t.set_outputs({t2});
-    BoundSymbol region;
-    region.op = &op("fusion");
-    region.executor = "cpp";
-    region.inputs = {Operand::tensor(x)};
-    region.attrs = {{"name", std::string("cpp_fusion0")}};
-    region.outputs = {t1};
-    region.subsymbols = {t.symbols()[0], t.symbols()[1]};
-    BoundSymbol rest = t.symbols()[2];
-    t.mutable_symbols() = {region, rest};
+    group_first_symbols(t, 2, "cpp", {Operand::tensor(x)}, {t1});
   }
 };
 
