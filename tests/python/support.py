@@ -127,3 +127,12 @@ def import_torch():
             "these tests need torch: install Debian's python3-torch (bash scripts/install-deps.sh) and run them "
             f"with /usr/bin/python3 ({e})") from e
     return torch
+
+
+def open_shared_models():
+    """The models test_numpy and test_torch run: mlp, dynamic_batch (cpp,blas) and two_variants, opened."""
+    import thunderc  # here, not at the top: test_torch imports torch first, so a missing torch is reported first
+
+    return (thunderc.load(compile_pt2("mlp")),
+            thunderc.load(compile_pt2("dynamic_batch", "--executors", "cpp,blas")),
+            thunderc.load(test_model("two_variants")))

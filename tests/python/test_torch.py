@@ -13,9 +13,7 @@ import thunderc  # noqa: E402  (after torch: the failure above should be the fir
 
 def setUpModule():
     global mlp, db, two
-    mlp = thunderc.load(support.compile_pt2("mlp"))
-    db = thunderc.load(support.compile_pt2("dynamic_batch", "--executors", "cpp,blas"))
-    two = thunderc.load(support.test_model("two_variants"))
+    mlp, db, two = support.open_shared_models()
 
 
 def tearDownModule():
