@@ -9,6 +9,7 @@
 // 3 a bug in thunderc (InternalError or any other exception). Command-line mistakes found by CLI11 (an unknown
 // flag, a missing or malformed value) are user errors too: a short message and exit 1 (commands::parse_error_exit).
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -298,18 +299,23 @@ void print_operator_table(const Trace& t) {
               << "  " << (r.executor.empty() ? "(none)" : r.executor) << "\n";
 }
 
-// Writes `text` to `path` through a temporary file renamed into place.
+// Writes `text` to `path` the way compile outputs are written (install_file: an exclusive temporary file beside
+// it, renamed into place), staged in a private temporary file first.
 void write_text_output(const std::string& path, const std::string& text, const std::string& what) {
-  const std::filesystem::path tmp = path + ".tmp";
+  std::string staged = (std::filesystem::temp_directory_path() / "thunderc-out-XXXXXX").string();
+  const int fd = mkstemp(staged.data());
+  if (fd < 0) user_error(what, ": cannot create a temporary file (", std::strerror(errno), ")");
+  ::close(fd);
+  struct Remove {
+    std::string p;
+    ~Remove() { std::remove(p.c_str()); }
+  } remove{staged};
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) user_error(what, " ", quote_text(path), ": cannot write (", std::strerror(errno), ")");
+    std::ofstream out(staged, std::ios::binary | std::ios::trunc);
     out << text;
     if (!out) user_error(what, " ", quote_text(path), ": write failed (", std::strerror(errno), ")");
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) user_error(what, " ", quote_text(path), ": cannot write (", ec.message(), ")");
+  install_file(staged, path);
 }
 
 int examine(const ModelFlags& flags, bool verbose, const std::string& dot_path) {
