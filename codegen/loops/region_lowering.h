@@ -426,9 +426,16 @@ class RegionLowering {
     auto k = [&](double v) { return lit(v, C); };
     if (!op.empty() && op[0] == '@') return op.substr(1);  // a variable the target declares (e.g. "@acc")
     const std::string& x = a[0];
+    const bool integer = !is_floating(C);  // an integer or bool compute type
+    const std::string T = ctype(C);
+    // Integer add, sub, mul and neg wrap around as ATen's do: computed in uint64 (signed overflow is undefined in
+    // C++), converted back (modular).
+    auto wrapped = [&](const std::string& l, const std::string& o, const std::string& r) {
+      return "static_cast<" + T + ">(static_cast<uint64_t>(" + l + ") " + o + " static_cast<uint64_t>(" + r + "))";
+    };
     if (op == "relu") return "(" + x + " < " + k(0) + " ? " + k(0) + " : " + x + ")";
-    if (op == "neg") return "-" + x;
-    if (op == "abs") return "std::abs(" + x + ")";
+    if (op == "neg") return integer ? wrapped(k(0), "-", x) : "-" + x;
+    if (op == "abs") return integer ? "(" + x + " < " + k(0) + " ? " + wrapped(k(0), "-", x) + " : " + x + ")" : "std::abs(" + x + ")";
     // float32 exp/tanh/erf use the inline, vectorizable versions in thunderc/cpp_math.h.
     auto fn = [&](const std::string& name) {
       return C == DType::Float32 && (name == "exp" || name == "tanh" || name == "erf") ? "thunderc_" + name + "f"
@@ -436,6 +443,19 @@ class RegionLowering {
     };
     if (op == "exp" || op == "log" || op == "sqrt" || op == "sin" || op == "cos" || op == "erf" || op == "tanh")
       return fn(op) + "(" + x + ")";
+    static const std::set<std::string> math = {"tan",   "asin",  "acos",  "atan",  "sinh", "cosh", "asinh",
+                                               "acosh", "atanh", "expm1", "log1p", "log2", "log10"};
+    if (math.count(op)) return "std::" + op + "(" + x + ")";
+    if (op == "ceil" || op == "floor" || op == "trunc") return integer ? x : "std::" + op + "(" + x + ")";
+    if (op == "round") return integer ? x : "std::nearbyint(" + x + ")";  // the default rounding: halves to even
+    if (op == "sign")  // (0 < x) - (x < 0), as ATen: 0 for NaN and for -0.0; a bool is its own sign
+      return C == DType::Bool ? x : "static_cast<" + T + ">((" + k(0) + " < " + x + ") - (" + x + " < " + k(0) + "))";
+    if (op == "isnan") return integer ? "false" : "std::isnan(" + x + ")";
+    if (op == "isinf") return integer ? "false" : "std::isinf(" + x + ")";
+    if (op == "bitwise_not") return C == DType::Bool ? "!" + x : "static_cast<" + T + ">(~" + x + ")";
+    if (op == "elu")  // params: alpha, scale, input_scale
+      return "(" + x + " > " + k(0) + " ? " + x + " * " + k(p[1]) + " : std::expm1(" + x + " * " + k(p[2]) + ") * " +
+             k(p[0] * p[1]) + ")";
     if (op == "rsqrt") return k(1) + " / std::sqrt(" + x + ")";
     if (op == "reciprocal") return k(1) + " / " + x;
     if (op == "sigmoid") return k(1) + " / (" + k(1) + " + " + fn("exp") + "(-" + x + "))";
@@ -463,14 +483,15 @@ class RegionLowering {
     }
     if (op == "logical_not") return "!" + x;
     if (op == "cast") return x;
-    if (op == "add") return x + " + " + a[1];
-    if (op == "sub") return x + " - " + a[1];
-    if (op == "mul") return x + " * " + a[1];
+    if (op == "add") return integer ? wrapped(x, "+", a[1]) : x + " + " + a[1];
+    if (op == "sub") return integer ? wrapped(x, "-", a[1]) : x + " - " + a[1];
+    if (op == "mul") return integer ? wrapped(x, "*", a[1]) : x + " * " + a[1];
     if (op == "div") return x + " / " + a[1];
     if (op == "square") return x + " * " + x;
     if (op == "pow") return "std::pow(" + x + ", " + a[1] + ")";
     if (op == "maximum" || op == "minimum") {
       std::string f = op == "maximum" ? "std::max" : "std::min";
+      if (integer) return f + "(" + x + ", " + a[1] + ")";
       return "(std::isnan(" + x + ") ? " + x + " : (std::isnan(" + a[1] + ") ? " + a[1] + " : " + f + "(" + x + ", " +
              a[1] + ")))";
     }
@@ -479,6 +500,17 @@ class RegionLowering {
     if (cmp.count(op)) return "(" + x + " " + cmp.at(op) + " " + a[1] + ")";
     if (op == "logical_and") return "(" + x + " && " + a[1] + ")";
     if (op == "logical_or") return "(" + x + " || " + a[1] + ")";
+    if (op == "logical_xor") return "(" + x + " != " + a[1] + ")";
+    if (op == "bitwise_and") return "static_cast<" + T + ">(" + x + " & " + a[1] + ")";
+    if (op == "bitwise_or") return "static_cast<" + T + ">(" + x + " | " + a[1] + ")";
+    if (op == "bitwise_xor") return "static_cast<" + T + ">(" + x + " ^ " + a[1] + ")";
+    if (op == "atan2") return "std::atan2(" + x + ", " + a[1] + ")";
+    if (op == "fmod") return "std::fmod(" + x + ", " + a[1] + ")";
+    if (op == "remainder") {  // fmod, moved into the sign of the divisor, as ATen
+      const std::string m = "std::fmod(" + x + ", " + a[1] + ")";
+      return "(" + m + " != " + k(0) + " && ((" + a[1] + " < " + k(0) + ") != (" + m + " < " + k(0) + ")) ? " + m +
+             " + " + a[1] + " : " + m + ")";
+    }
     if (op == "where") return "(" + x + " ? " + a[1] + " : " + a[2] + ")";
     if (op == "masked_fill") return "(" + a[1] + " ? " + a[2] + " : " + x + ")";
     internal_error("cpp codegen: no formula for ", op);
@@ -551,6 +583,8 @@ class RegionLowering {
             if (!o.is_tensor() && o.scalar.is_float() && !is_floating(C)) C = DType::Float32;
           C = opmath(C);
         }
+        // isnan / isinf test the input's own value.
+        if (op == "isnan" || op == "isinf") C = opmath(t_.type(s.inputs[0].value).dtype);
         std::vector<NodeP> args;
         for (std::size_t i = 0; i < s.inputs.size(); ++i) args.push_back(operand(s.inputs[i], ot.shape, C).e);
         std::string name = op;
@@ -558,6 +592,7 @@ class RegionLowering {
         if (op == "gelu" && s.attrs.get_string("approximate") == "tanh") name = "gelu_tanh";
         if (op == "hardtanh") params = {s.attrs.get_float("min_val"), s.attrs.get_float("max_val"), 1, 1};
         if (op == "leaky_relu") params = {s.attrs.get_float("negative_slope")};
+        if (op == "elu") params = {s.attrs.get_float("alpha"), s.attrs.get_float("scale"), s.attrs.get_float("input_scale")};
         if (op == "clamp")
           params = {s.attrs.is_none("min") ? 0.0 : s.attrs.get_float("min"), s.attrs.is_none("max") ? 0.0 : s.attrs.get_float("max"),
                     s.attrs.is_none("min") ? 0.0 : 1.0, s.attrs.is_none("max") ? 0.0 : 1.0};

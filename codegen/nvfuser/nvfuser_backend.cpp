@@ -682,11 +682,35 @@ THUNDERC_UNARY(cos, ::cosf, ::cos)
 THUNDERC_UNARY(erf, ::erff, ::erf)
 THUNDERC_UNARY(tanh, ::tanhf, ::tanh)
 THUNDERC_UNARY(abs, ::fabsf, ::fabs)
+THUNDERC_UNARY(tan, ::tanf, ::tan)
+THUNDERC_UNARY(asin, ::asinf, ::asin)
+THUNDERC_UNARY(acos, ::acosf, ::acos)
+THUNDERC_UNARY(atan, ::atanf, ::atan)
+THUNDERC_UNARY(sinh, ::sinhf, ::sinh)
+THUNDERC_UNARY(cosh, ::coshf, ::cosh)
+THUNDERC_UNARY(asinh, ::asinhf, ::asinh)
+THUNDERC_UNARY(acosh, ::acoshf, ::acosh)
+THUNDERC_UNARY(atanh, ::atanhf, ::atanh)
+THUNDERC_UNARY(expm1, ::expm1f, ::expm1)
+THUNDERC_UNARY(log1p, ::log1pf, ::log1p)
+THUNDERC_UNARY(log2, ::log2f, ::log2)
+THUNDERC_UNARY(log10, ::log10f, ::log10)
+THUNDERC_UNARY(ceil, ::ceilf, ::ceil)
+THUNDERC_UNARY(floor, ::floorf, ::floor)
+THUNDERC_UNARY(trunc, ::truncf, ::trunc)
+THUNDERC_UNARY(nearbyint, ::rintf, ::rint)
 #undef THUNDERC_UNARY
-__device__ __forceinline__ float pow(float a, float b) { return ::powf(a, b); }
-__device__ __forceinline__ double pow(double a, double b) { return ::pow(a, b); }
+#define THUNDERC_BINARY(name, f, d) \
+  __device__ __forceinline__ float name(float a, float b) { return f(a, b); } \
+  __device__ __forceinline__ double name(double a, double b) { return d(a, b); }
+THUNDERC_BINARY(pow, ::powf, ::pow)
+THUNDERC_BINARY(atan2, ::atan2f, ::atan2)
+THUNDERC_BINARY(fmod, ::fmodf, ::fmod)
+#undef THUNDERC_BINARY
 __device__ __forceinline__ bool isnan(float x) { return x != x; }
 __device__ __forceinline__ bool isnan(double x) { return x != x; }
+__device__ __forceinline__ bool isinf(float x) { return ::fabsf(x) == __int_as_float(0x7f800000); }
+__device__ __forceinline__ bool isinf(double x) { return ::fabs(x) == __longlong_as_double(0x7ff0000000000000LL); }
 template <class T> __device__ __forceinline__ T min(T a, T b) { return b < a ? b : a; }
 template <class T> __device__ __forceinline__ T max(T a, T b) { return a < b ? b : a; }
 }  // namespace std

@@ -1,5 +1,7 @@
 #include "core/executors/cpp_support.h"
 
+#include <set>
+
 namespace thunderc {
 
 namespace {
@@ -73,11 +75,88 @@ bool all_floating(const Trace& t, const BoundSymbol& s) {
   return true;
 }
 
-// Arithmetic: floating output and floating tensor operands.
+// Integer tensors the CPU loops compute with: integer dtypes on the CPU, none on CUDA yet.
+template <DeviceKind K>
+bool loop_integer(DType d) {
+  return K == DeviceKind::CPU && is_integral(d);
+}
+
+// A number the generated code can hold as a literal of an integer type: literals are made from a double, so
+// integers beyond 2^53 (which a double does not hold exactly) are left to torch.
+bool exact_integer_number(const Operand& in) {
+  if (in.scalar.is_bool()) return true;
+  if (in.scalar.is_float()) return false;
+  const std::int64_t v = in.scalar.to_int();
+  return v <= (std::int64_t{1} << 53) && v >= -(std::int64_t{1} << 53);
+}
+
+// Arithmetic. A floating result: from floating operands, and from integer (CPU) and bool ones, converted to
+// it first as ATen does (1.0 - mask, mask * -1e4). An integer result (CPU): add, sub, mul, neg, abs, relu,
+// maximum and minimum of integer (and bool) tensors and numbers, wrapping around on overflow as ATen. Integer division,
+// remainder and powers stay with torch: ATen raises on a zero divisor or a negative power.
 template <DeviceKind K>
 bool arithmetic(const Trace& t, const BoundSymbol& s) {
-  if (!all_floating<K>(t, s)) return false;
-  if (s.op->name == "div" && !s.attrs.is_none("rounding_mode")) return false;
+  if (!moves<K>(t, s)) return false;
+  const std::string& name = s.op->name;
+  if (name == "div" && !s.attrs.is_none("rounding_mode")) return false;
+  const DType out = t.type(s.outputs[0]).dtype;
+  if (is_floating(out)) {
+    for (const Operand& in : s.inputs) {
+      if (!in.is_tensor()) continue;
+      const DType d = t.type(in.value).dtype;
+      if (!ok_dtype<K>(d) && !loop_integer<K>(d)) return false;
+    }
+    return true;
+  }
+  static const std::set<std::string> integer_ops = {"add", "sub", "mul", "neg", "abs", "relu", "maximum", "minimum"};
+  if (!loop_integer<K>(out) || !integer_ops.count(name)) return false;
+  for (const Operand& in : s.inputs) {
+    if (in.is_tensor() ? !is_bool(t.type(in.value).dtype) && !loop_integer<K>(t.type(in.value).dtype)
+                       : !exact_integer_number(in))
+      return false;
+  }
+  return true;
+}
+
+// Math with a floating result (exp, atan, log1p, ...): floating operands, and on the CPU integer or bool ones
+// too, converted to the result's dtype first as ATen's int-to-float ops do.
+template <DeviceKind K>
+bool to_float(const Trace& t, const BoundSymbol& s) {
+  if (!moves<K>(t, s) || !is_floating(t.type(s.outputs[0]).dtype)) return false;
+  for (const Operand& in : s.inputs) {
+    if (!in.is_tensor()) continue;
+    const DType d = t.type(in.value).dtype;
+    if (!ok_dtype<K>(d) && !loop_integer<K>(d)) return false;
+  }
+  return true;
+}
+
+// Rounding and sign (ceil, floor, round, trunc, sign): floating tensors, and on the CPU integer ones (which
+// they leave unchanged, sign aside); sign of a bool tensor is itself.
+template <DeviceKind K>
+bool rounding(const Trace& t, const BoundSymbol& s) {
+  if (!moves<K>(t, s)) return false;
+  const DType d = t.type(s.outputs[0]).dtype;
+  return is_floating(d) || loop_integer<K>(d) || (s.op->name == "sign" && is_bool(d));
+}
+
+// isnan / isinf: a floating tensor (or, on the CPU, an integer one: never NaN) to bool.
+template <DeviceKind K>
+bool predicate(const Trace& t, const BoundSymbol& s) {
+  if (!moves<K>(t, s)) return false;
+  const DType d = t.type(s.inputs[0].value).dtype;
+  return is_floating(d) || loop_integer<K>(d);
+}
+
+// Bitwise ops: bool tensors, and integer ones on the CPU, with numbers a literal holds exactly.
+template <DeviceKind K>
+bool bitwise(const Trace& t, const BoundSymbol& s) {
+  if (!moves<K>(t, s)) return false;
+  for (const Operand& in : s.inputs) {
+    if (in.is_tensor() ? !is_bool(t.type(in.value).dtype) && !loop_integer<K>(t.type(in.value).dtype)
+                       : !exact_integer_number(in))
+      return false;
+  }
   return true;
 }
 
@@ -122,12 +201,19 @@ bool same_dtype_norm(const Trace& t, const BoundSymbol& s) {
 
 template <DeviceKind K>
 void register_loop_impls(Executor& cpp) {
-  for (const char* name : {"relu", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "erf",
-                           "sigmoid", "tanh", "gelu", "silu", "hardswish", "hardsigmoid", "hardtanh", "leaky_relu",
-                           "clamp", "add", "sub", "mul", "div", "pow", "maximum", "minimum"})
+  for (const char* name : {"relu", "neg", "abs", "gelu", "silu", "hardswish", "hardsigmoid", "hardtanh", "leaky_relu",
+                           "elu", "clamp", "add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2", "fmod",
+                           "remainder"})
     cpp.register_impl(name, arithmetic<K>);
+  for (const char* name : {"exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "erf", "sigmoid", "tanh", "tan",
+                           "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log1p", "log2",
+                           "log10"})
+    cpp.register_impl(name, to_float<K>);
+  for (const char* name : {"ceil", "floor", "trunc", "round", "sign"}) cpp.register_impl(name, rounding<K>);
+  for (const char* name : {"isnan", "isinf"}) cpp.register_impl(name, predicate<K>);
+  for (const char* name : {"bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor"}) cpp.register_impl(name, bitwise<K>);
   for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge"}) cpp.register_impl(name, compare<K>);
-  for (const char* name : {"logical_not", "logical_and", "logical_or"}) cpp.register_impl(name, on_device<K>);
+  for (const char* name : {"logical_not", "logical_and", "logical_or", "logical_xor"}) cpp.register_impl(name, on_device<K>);
   cpp.register_impl("to_dtype", cast<K>);
   cpp.register_impl("where", where_like<K>);
   cpp.register_impl("masked_fill", where_like<K>);

@@ -37,12 +37,12 @@ const std::map<std::string, std::string>& aten_aliases() {
       {"relu6", "hardtanh"},
       {"max", "maximum"},  // max(a, b) of two tensors; the reducing overloads are refused
       {"min", "minimum"},
-      {"__and__", "logical_and"},  // bool tensors only
-      {"__and___", "logical_and"},
-      {"bitwise_and", "logical_and"},
-      {"__or__", "logical_or"},
-      {"__or___", "logical_or"},
-      {"bitwise_or", "logical_or"},
+      {"__and__", "bitwise_and"},  // on bool tensors: logical_and
+      {"__and___", "bitwise_and"},
+      {"__or__", "bitwise_or"},
+      {"__or___", "bitwise_or"},
+      {"__xor__", "bitwise_xor"},
+      {"__xor___", "bitwise_xor"},
       // Convolutions: 1-D ones as 2-D ones of height 1.
       {"_convolution", "conv2d"},
       {"convolution", "conv2d"},

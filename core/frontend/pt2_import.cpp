@@ -462,10 +462,18 @@ struct Table {
 
 void elementwise(Table& t) {
   for (const char* name : {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "neg", "abs", "erf", "reciprocal", "sin",
-                           "cos", "silu", "hardswish", "hardsigmoid", "logical_not"}) {
+                           "cos", "silu", "hardswish", "hardsigmoid", "logical_not", "tan", "asin", "acos", "atan", "sinh",
+                           "cosh", "asinh", "acosh", "atanh", "expm1", "log1p", "log2", "log10", "ceil", "floor", "trunc",
+                           "round", "sign", "isnan", "isinf", "bitwise_not"}) {
     std::string op_name = name;
     t.def(name, {"default"}, [op_name](Pt2Importer& m, const Pt2Node& n) { return m.emit(op_name, {m.operand(n, "self")}); });
   }
+  t.def("elu", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("elu", {m.operand(n, "self")},
+                  {{"alpha", m.float_arg(n, "alpha", 1.0)},
+                   {"scale", m.float_arg(n, "scale", 1.0)},
+                   {"input_scale", m.float_arg(n, "input_scale", 1.0)}});
+  });
   t.def("gelu", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
     std::string approx = m.string_arg(n, "approximate", "none");
     if (approx != "none" && approx != "tanh") m.fail(n, "approximate must be 'none' or 'tanh', got '" + approx + "'");
@@ -494,13 +502,14 @@ void elementwise(Table& t) {
     if (alpha != 1.0) self = Operand::tensor(m.emit("mul", {self, Operand::number(Scalar(alpha))}));
     return m.emit("sub", {m.operand(n, "other"), self});
   });
-  for (const char* name : {"mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"}) {
+  for (const char* name : {"mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+                           "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "atan2", "fmod", "remainder"}) {
     std::string op_name = name;
     t.def(name, {"Tensor", "Scalar", "default"}, [op_name](Pt2Importer& m, const Pt2Node& n) {
       return m.emit(op_name, {m.operand(n, "self"), m.operand(n, "other")});
     });
   }
-  t.def("pow", {"Tensor_Scalar", "Tensor_Tensor"}, [](Pt2Importer& m, const Pt2Node& n) {
+  t.def("pow", {"Tensor_Scalar", "Tensor_Tensor", "Scalar"}, [](Pt2Importer& m, const Pt2Node& n) {
     return m.emit("pow", {m.operand(n, "self"), m.operand(n, "exponent")});
   });
   t.def("div", {"Tensor", "Scalar", "Tensor_mode", "Scalar_mode"}, [](Pt2Importer& m, const Pt2Node& n) {
@@ -866,7 +875,9 @@ const std::map<std::string, Pt2Handler>& pt2_handlers() {
     static const std::set<std::string> inplace = {
         "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "neg", "abs", "erf", "reciprocal", "sin", "cos",
         "silu", "hardswish", "hardsigmoid", "logical_not", "gelu", "hardtanh", "leaky_relu", "add", "sub", "mul",
-        "div", "pow", "masked_fill", "clamp", "clamp_min", "clamp_max"};
+        "div", "pow", "masked_fill", "clamp", "clamp_min", "clamp_max", "tan", "asin", "acos", "atan", "sinh", "cosh",
+        "asinh", "acosh", "atanh", "expm1", "log1p", "log2", "log10", "ceil", "floor", "trunc", "round", "sign",
+        "bitwise_not", "elu", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "atan2", "fmod", "remainder"};
     const std::string prefix = "torch.ops.aten.";
     std::map<std::string, Pt2Handler> variants;
     for (const auto& [target, handler] : t.handlers) {

@@ -68,6 +68,8 @@ class Importer {
   [[noreturn]] void fail(const torch::jit::Node* n, const std::string& why) const;
   void sharp_edge(const torch::jit::Node* n, const std::string& kind, const std::string& message);
   const std::vector<SharpEdge>& sharp_edges() const { return edges_; }
+  // Whether the model updates v in place later (itself or through a view of it).
+  bool mutated_later(const torch::jit::Value* v) const { return mutated_.count(v) > 0; }
   std::string location(const torch::jit::Node* n) const;
 
   Trace& trace() { return trace_; }

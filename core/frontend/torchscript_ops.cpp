@@ -160,10 +160,25 @@ struct Table {
 
 void unary_ops(Table& t) {
   for (const char* name : {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "neg", "abs", "erf", "reciprocal",
-                           "sin", "cos", "silu", "hardswish", "hardsigmoid", "logical_not"}) {
+                           "sin", "cos", "silu", "hardswish", "hardsigmoid", "logical_not", "tan", "asin", "acos", "atan",
+                           "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log1p", "log2", "log10", "ceil", "floor",
+                           "trunc", "sign", "bitwise_not"}) {
     std::string op_name = name;
     t.def(name, [op_name](Importer& m, const Node* n) { return m.emit(op_name, {m.operand(n, 0)}); });
   }
+  for (const char* name : {"isnan", "isinf"}) {  // no in-place forms: the result is bool
+    std::string op_name = name;
+    t.def(name, [op_name](Importer& m, const Node* n) { return m.emit(op_name, {m.operand(n, 0)}); }, false);
+  }
+  t.def("round", [](Importer& m, const Node* n) {
+    if (has_arg(m, n, "decimals") && m.int_arg(n, need_arg(n, "decimals")) != 0)
+      m.fail(n, "round with decimals is not supported; only round(x) (decimals=0)");
+    return m.emit("round", {m.operand(n, 0)});
+  });
+  t.def("elu", [](Importer& m, const Node* n) {
+    return m.emit("elu", {m.operand(n, 0)},
+                  {{"alpha", m.float_arg(n, 1)}, {"scale", m.float_arg(n, 2)}, {"input_scale", m.float_arg(n, 3)}});
+  });
   t.def("gelu", [](Importer& m, const Node* n) {
     std::string approx = has_arg(m, n, "approximate") ? m.string_arg(n, need_arg(n, "approximate")) : "none";
     if (approx != "none" && approx != "tanh") m.fail(n, "approximate must be 'none' or 'tanh', got '" + approx + "'");
@@ -219,7 +234,7 @@ void binary_ops(Table& t) {
     return m.emit("sub", {m.operand(n, 1), self});
   }, false);
   for (const char* name : {"mul", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-                           "logical_or"}) {
+                           "logical_or", "logical_xor", "atan2", "fmod", "remainder"}) {
     std::string op_name = name;
     t.def(name, [op_name](Importer& m, const Node* n) { return m.emit(op_name, {m.operand(n, 0), m.operand(n, 1)}); });
   }
@@ -232,17 +247,19 @@ void binary_ops(Table& t) {
   t.def("floor_divide", [](Importer& m, const Node* n) {
     return m.emit("div", {m.operand(n, 0), m.operand(n, 1)}, {{"rounding_mode", std::string("floor")}});
   });
-  // bool tensors: & and | are the logical ops.
-  for (auto [name, op_name] : {std::pair{"__and__", "logical_and"}, {"bitwise_and", "logical_and"},
-                               {"__or__", "logical_or"}, {"bitwise_or", "logical_or"}}) {
-    std::string op_str = op_name;
-    t.def(name, [op_str](Importer& m, const Node* n) {
+  // &, | and ^: the bitwise ops; on bools only (masks), the logical ones, which mean the same there.
+  for (auto [name, bitwise, logical] :
+       {std::tuple{"__and__", "bitwise_and", "logical_and"}, {"bitwise_and", "bitwise_and", "logical_and"},
+        {"__or__", "bitwise_or", "logical_or"}, {"bitwise_or", "bitwise_or", "logical_or"},
+        {"__xor__", "bitwise_xor", "logical_xor"}, {"bitwise_xor", "bitwise_xor", "logical_xor"}}) {
+    std::string bitwise_op = bitwise, logical_op = logical;
+    t.def(name, [bitwise_op, logical_op](Importer& m, const Node* n) {
+      bool all_bool = true;
       for (int i = 0; i < 2; ++i) {
         Operand o = m.operand(n, i);
-        if (o.is_tensor() ? !is_bool(m.type(o.value).dtype) : !o.scalar.is_bool())
-          m.fail(n, "bitwise operations are supported on bool tensors only");
+        all_bool = all_bool && (o.is_tensor() ? is_bool(m.type(o.value).dtype) : o.scalar.is_bool());
       }
-      return m.emit(op_str, {m.operand(n, 0), m.operand(n, 1)});
+      return m.emit(all_bool ? logical_op : bitwise_op, {m.operand(n, 0), m.operand(n, 1)});
     });
   }
   // max(a, b) / min(a, b) on two tensors are maximum / minimum; the reducing overloads are not supported.
@@ -264,9 +281,17 @@ void binary_ops(Table& t) {
 
 // Ops whose result is their input: at inference they copy nothing or are no-ops.
 void identity_ops(Table& t) {
-  for (const char* name : {"aten::contiguous", "aten::clone", "aten::detach", "aten::lift_fresh", "aten::alias",
-                           "aten::lift_fresh_copy"})
+  for (const char* name : {"aten::contiguous", "aten::detach", "aten::lift_fresh", "aten::alias"})
     t.raw(name, [](Importer& m, const Node* n) { m.bind_tensor(n, 0, m.tensor(n, 0)); });
+  // A copy is its input's value too, unless the model then updates the copy in place: the update must not reach
+  // the original (in-place results replace every holder of the value they update), so the copy is a value of its
+  // own, an identity reshape.
+  for (const char* name : {"aten::clone", "aten::lift_fresh_copy"})
+    t.raw(name, [](Importer& m, const Node* n) {
+      ValueId x = m.tensor(n, 0);
+      if (m.mutated_later(n->output(0))) x = m.emit("reshape", {Operand::tensor(x)}, {{"shape", m.type(x).shape}});
+      m.bind_tensor(n, 0, x);
+    });
   for (const char* name : {"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout", "aten::feature_alpha_dropout",
                            "aten::dropout_", "aten::feature_dropout_", "aten::alpha_dropout_", "aten::feature_alpha_dropout_"})
     t.raw(name, [](Importer& m, const Node* n) {

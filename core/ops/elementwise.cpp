@@ -12,7 +12,8 @@ enum class UnaryDType {
   Same,       // relu(int) stays int
   ToFloat,    // exp(int) -> float32, as PyTorch's int-to-float ops
   FloatOnly,  // gelu, silu, ...: PyTorch rejects integer inputs
-  ToBool,     // logical_not
+  ToBool,     // logical_not, isnan
+  Integer,    // bitwise_not: integer or bool input, same dtype
 };
 
 void add_unary(OpRegistry& r, const std::string& name, UnaryDType rule, std::vector<AttrSpec> attrs,
@@ -27,6 +28,10 @@ void add_unary(OpRegistry& r, const std::string& name, UnaryDType rule, std::vec
                break;
              case UnaryDType::FloatOnly: require_floating(t, m.op.name, "the input"); break;
              case UnaryDType::ToBool: t.dtype = DType::Bool; break;
+             case UnaryDType::Integer:
+               if (is_floating(t.dtype))
+                 user_error(m.op.name, ": the input must be an integer or bool tensor, got ", dtype_name(t.dtype));
+               break;
            }
            return {t};
          },
@@ -38,6 +43,8 @@ enum class BinaryDType {
   TrueDivide,   // result_type, integers -> float32
   Compare,      // bool
   Logical,      // bool
+  IntToFloat,   // result_type, integers and bool -> float32 (atan2)
+  Integer,      // result_type, which must be an integer or bool (bitwise_and)
 };
 
 void add_binary(OpRegistry& r, const std::string& name, BinaryDType rule, std::vector<AttrSpec> attrs,
@@ -64,6 +71,13 @@ void add_binary(OpRegistry& r, const std::string& name, BinaryDType rule, std::v
                break;
              case BinaryDType::Compare:
              case BinaryDType::Logical: dt = DType::Bool; break;
+             case BinaryDType::IntToFloat:
+               if (!is_floating(dt)) dt = DType::Float32;
+               break;
+             case BinaryDType::Integer:
+               if (is_floating(dt))
+                 user_error(m.op.name, ": the operands must be integers or bools, got ", dtype_name(dt));
+               break;
            }
            out.dtype = dt;
            return {out};
@@ -88,6 +102,32 @@ void register_elementwise_ops(OpRegistry& r) {
   add_unary(r, "erf", U::ToFloat, {}, "error function");
   add_unary(r, "sigmoid", U::ToFloat, {}, "1 / (1 + e^-a)");
   add_unary(r, "tanh", U::ToFloat, {}, "hyperbolic tangent");
+  add_unary(r, "tan", U::ToFloat, {}, "tangent");
+  add_unary(r, "asin", U::ToFloat, {}, "inverse sine");
+  add_unary(r, "acos", U::ToFloat, {}, "inverse cosine");
+  add_unary(r, "atan", U::ToFloat, {}, "inverse tangent");
+  add_unary(r, "sinh", U::ToFloat, {}, "hyperbolic sine");
+  add_unary(r, "cosh", U::ToFloat, {}, "hyperbolic cosine");
+  add_unary(r, "asinh", U::ToFloat, {}, "inverse hyperbolic sine");
+  add_unary(r, "acosh", U::ToFloat, {}, "inverse hyperbolic cosine");
+  add_unary(r, "atanh", U::ToFloat, {}, "inverse hyperbolic tangent");
+  add_unary(r, "expm1", U::ToFloat, {}, "e^a - 1");
+  add_unary(r, "log1p", U::ToFloat, {}, "log(1 + a)");
+  add_unary(r, "log2", U::ToFloat, {}, "base-2 logarithm");
+  add_unary(r, "log10", U::ToFloat, {}, "base-10 logarithm");
+  add_unary(r, "ceil", U::Same, {}, "smallest integer >= a (integers unchanged)");
+  add_unary(r, "floor", U::Same, {}, "largest integer <= a (integers unchanged)");
+  add_unary(r, "trunc", U::Same, {}, "a rounded toward zero (integers unchanged)");
+  add_unary(r, "round", U::Same, {}, "a rounded to the nearest integer, halves to even (integers unchanged)");
+  add_unary(r, "sign", U::Same, {}, "-1, 0 or 1 by the sign of a (0 for NaN, as ATen)");
+  add_unary(r, "isnan", U::ToBool, {}, "a is NaN");
+  add_unary(r, "isinf", U::ToBool, {}, "a is +inf or -inf");
+  add_unary(r, "bitwise_not", U::Integer, {}, "~a (not a for bool)");
+  add_unary(r, "elu", U::FloatOnly,
+            {{"alpha", AttrType::Float, false, 1.0},
+             {"scale", AttrType::Float, false, 1.0},
+             {"input_scale", AttrType::Float, false, 1.0}},
+            "scale * a if a > 0 else scale * alpha * (e^(input_scale * a) - 1)");
   add_unary(r, "gelu", U::FloatOnly, {{"approximate", AttrType::String, false, std::string("none")}},
             "Gaussian error linear unit; approximate is 'none' (erf) or 'tanh'");
   add_unary(r, "silu", U::FloatOnly, {}, "a * sigmoid(a)");
@@ -122,6 +162,13 @@ void register_elementwise_ops(OpRegistry& r) {
   for (const char* cmp : {"eq", "ne", "lt", "le", "gt", "ge"}) add_binary(r, cmp, B::Compare, {}, "comparison");
   add_binary(r, "logical_and", B::Logical, {}, "a and b");
   add_binary(r, "logical_or", B::Logical, {}, "a or b");
+  add_binary(r, "logical_xor", B::Logical, {}, "a xor b");
+  add_binary(r, "bitwise_and", B::Integer, {}, "a & b");
+  add_binary(r, "bitwise_or", B::Integer, {}, "a | b");
+  add_binary(r, "bitwise_xor", B::Integer, {}, "a ^ b");
+  add_binary(r, "atan2", B::IntToFloat, {}, "atan(a / b) in the quadrant of (b, a)");
+  add_binary(r, "fmod", B::Promote, {}, "a - b * trunc(a / b), the sign of a (C's fmod)");
+  add_binary(r, "remainder", B::Promote, {}, "a - b * floor(a / b), the sign of b (Python's %)");
 
   r.add({"where", OpCategory::Elementwise, {{"condition"}, {"a", false, true}, {"b", false, true}}, {},
          [](const MetaArgs& m) -> std::vector<TensorType> {

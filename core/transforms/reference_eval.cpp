@@ -322,6 +322,25 @@ std::optional<Bytes> Evaluator::unary() {
       double r = std::min(std::max(static_cast<double>(v[0]), lo), hi);
       return static_cast<std::int64_t>(r);
     };
+  } else if (name == "tan" || name == "asin" || name == "acos" || name == "atan" || name == "sinh" || name == "cosh" ||
+             name == "asinh" || name == "acosh" || name == "atanh" || name == "expm1" || name == "log1p" ||
+             name == "log2" || name == "log10") {
+    static const std::map<std::string, double (*)(double)> math = {
+        {"tan", std::tan},     {"asin", std::asin},   {"acos", std::acos},   {"atan", std::atan},   {"sinh", std::sinh},
+        {"cosh", std::cosh},   {"asinh", std::asinh}, {"acosh", std::acosh}, {"atanh", std::atanh}, {"expm1", std::expm1},
+        {"log1p", std::log1p}, {"log2", std::log2},   {"log10", std::log10}};
+    double (*g)(double) = math.at(name);
+    f = [g](const double* v) -> std::optional<double> { return g(v[0]); };
+  } else if (name == "ceil" || name == "floor" || name == "trunc" || name == "round") {
+    double (*g)(double) = name == "ceil" ? static_cast<double (*)(double)>(std::ceil)
+                          : name == "floor" ? static_cast<double (*)(double)>(std::floor)
+                          : name == "trunc" ? static_cast<double (*)(double)>(std::trunc)
+                                            : static_cast<double (*)(double)>(std::nearbyint);
+    f = [g](const double* v) -> std::optional<double> { return g(v[0]); };
+    fi = [](const std::int64_t* v) -> std::optional<std::int64_t> { return v[0]; };
+  } else if (name == "sign") {
+    f = [](const double* v) -> std::optional<double> { return (0 < v[0]) - (v[0] < 0); };
+    fi = [](const std::int64_t* v) -> std::optional<std::int64_t> { return (0 < v[0]) - (v[0] < 0); };
   } else if (name == "leaky_relu") {
     double slope = at.get_float("negative_slope");
     f = [slope](const double* v) -> std::optional<double> { return v[0] > 0 ? v[0] : v[0] * slope; };
@@ -558,7 +577,8 @@ const std::set<std::string>& evaluable_ops() {
       "gelu", "silu", "hardswish", "hardsigmoid", "hardtanh", "leaky_relu", "clamp", "logical_not", "to_dtype",
       "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
       "logical_or", "where", "masked_fill", "reshape", "permute", "expand", "slice", "select", "cat", "sum",
-      "mean", "amax"};
+      "mean", "amax", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log1p", "log2",
+      "log10", "ceil", "floor", "trunc", "round", "sign"};
   return ops;
 }
 

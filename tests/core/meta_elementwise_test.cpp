@@ -213,6 +213,58 @@ OPS_TEST_CASE("meta unary: dtype rules", "relu", "neg", "abs", "hardtanh", "clam
   CHECK(meta1("clamp", {T(f4, {1})}, {{"min", None{}}, {"max", 6.0}}) == tt(f4, {1}));
 }
 
+OPS_TEST_CASE("meta math, rounding and predicates: dtype rules", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+              "acosh", "atanh", "expm1", "log1p", "log2", "log10", "ceil", "floor", "trunc", "round", "sign", "isnan",
+              "isinf", "bitwise_not", "elu") {
+  // Integer to float32, as torch.atan(int32).
+  for (const char* name : {"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log1p",
+                           "log2", "log10"}) {
+    CAPTURE(name);
+    CHECK(meta1(name, {T(i4, {4})}) == tt(f4, {4}));
+    CHECK(meta1(name, {T(b1, {})}) == tt(f4, {}));
+    CHECK(meta1(name, {T(f8, {1, 2})}) == tt(f8, {1, 2}));
+    CHECK(meta1(name, {T(bf, {3})}) == tt(bf, {3}));
+  }
+  // Rounding and sign keep the dtype (torch.floor(int64) is int64).
+  for (const char* name : {"ceil", "floor", "trunc", "round", "sign"}) {
+    CAPTURE(name);
+    CHECK(meta1(name, {T(i8, {2, 3})}) == tt(i8, {2, 3}));
+    CHECK(meta1(name, {T(f2, {})}) == tt(f2, {}));
+  }
+  for (const char* name : {"isnan", "isinf"}) {
+    CAPTURE(name);
+    CHECK(meta1(name, {T(f4, {2})}) == tt(b1, {2}));
+    CHECK(meta1(name, {T(i4, {})}) == tt(b1, {}));
+  }
+  CHECK(meta1("bitwise_not", {T(i1, {3})}) == tt(i1, {3}));
+  CHECK(meta1("bitwise_not", {T(b1, {3})}) == tt(b1, {3}));
+  CHECK_USER_ERROR(meta_error("bitwise_not", {T(f4, {3})}), "bitwise_not", "integer or bool", "float32");
+  CHECK(meta1("elu", {T(f4, {2})}, {{"alpha", 0.5}}) == tt(f4, {2}));
+  CHECK_USER_ERROR(meta_error("elu", {T(i8, {2})}), "elu", "floating point", "int64");
+}
+
+OPS_TEST_CASE("meta binary math and bitwise ops", "atan2", "fmod", "remainder", "logical_xor", "bitwise_and",
+              "bitwise_or", "bitwise_xor") {
+  CHECK(meta1("atan2", {T(i4, {2, 1}), T(i8, {3})}) == tt(f4, {2, 3}));  // integers to float32
+  CHECK(meta1("atan2", {T(f8, {2}), S(1)}) == tt(f8, {2}));
+  for (const char* name : {"fmod", "remainder"}) {
+    CAPTURE(name);
+    CHECK(meta1(name, {T(i4, {2}), S(3)}) == tt(i4, {2}));  // integers stay integers
+    CHECK(meta1(name, {T(i4, {2}), S(2.5)}) == tt(f4, {2}));
+    CHECK(meta1(name, {T(f2, {3, 1}), T(f4, {4})}) == tt(f4, {3, 4}));
+  }
+  CHECK(meta1("logical_xor", {T(f4, {2}), T(i4, {2})}) == tt(b1, {2}));
+  for (const char* name : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+    CAPTURE(name);
+    CHECK(meta1(name, {T(i1, {2}), T(i8, {2})}) == tt(i8, {2}));
+    CHECK(meta1(name, {T(i4, {2}), S(7)}) == tt(i4, {2}));
+    CHECK(meta1(name, {T(b1, {2}), T(b1, {1})}) == tt(b1, {2}));
+    CHECK(meta1(name, {T(i4, {2}), T(b1, {2})}) == tt(i4, {2}));
+    CHECK_USER_ERROR(meta_error(name, {T(i4, {2}), S(2.5)}), name, "integers or bools", "float32");
+    CHECK_USER_ERROR(meta_error(name, {T(f8, {2}), T(i4, {2})}), name, "float64");
+  }
+}
+
 OPS_TEST_CASE("meta to_dtype", "to_dtype") {
   CHECK(meta1("to_dtype", {T(f4, {2, 3})}, {{"dtype", f2}}) == tt(f2, {2, 3}));
   CHECK(meta1("to_dtype", {T(i8, {})}, {{"dtype", b1}}) == tt(b1, {}));

@@ -359,6 +359,54 @@ TEST_CASE("Hugging Face-style BERT, DistilBERT and GPT-2 compile --standalone an
   }
 }
 
+// Math, rounding, sign, predicate, remainder and bitwise operators as TorchScript writes them (methods, functions,
+// operators, in-place forms): imported, claimed by cpp alone (--executors cpp --standalone) and equal to LibTorch
+// within rtol 1e-5, atol 1e-6. The integers come from a compiled constant (arange), bools from comparisons.
+TEST_CASE("TorchScript math, rounding, remainder and bitwise operators compile --standalone on cpp and match LibTorch") {
+  fs::path dir = tmp_dir("math_ops");
+  torch::jit::Module m("__torch__.MathOps");
+  m.define(R"(
+def forward(self, x, y):
+    i = torch.arange(24).view(3, 8) - 11
+    bits = ((i & 5) | (i ^ 3)) + torch.bitwise_not(i)
+    b = ~(x > 0) ^ (y < 0.5)
+    r = torch.round(x * 4) / 2
+    z = x.clone()
+    z.floor_()
+    a = torch.tan(x) + torch.asin(torch.tanh(x)) + torch.acos(torch.sigmoid(y)) + torch.atan(y) + torch.sinh(x) * torch.cosh(y)
+    a = a + torch.asinh(x) + torch.acosh(1 + y.abs()) + torch.atanh(torch.tanh(y)) + torch.expm1(x) + torch.log1p(y.abs())
+    a = a + torch.log2(y.abs() + 1) + torch.log10(x.abs() + 1)
+    c = torch.ceil(x) + torch.trunc(y) + r + torch.sign(x) + z + torch.elu(x, 0.5)
+    d = torch.remainder(x, 0.7) + torch.fmod(y, -0.7) + x % y + torch.atan2(x, y)
+    return a, c, d, bits.float() * x, b, torch.isnan(x / y), torch.isinf(x / 0.0)
+)");
+  const std::string pt = (dir / "math_ops.pt").string();
+  m.save(pt);
+  const fs::path so = dir / "math_ops.so";
+  Result r = run_thunderc(pt + " -o " + so.string() + " --shapes x=3x8,y=8 --executors cpp --standalone");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  at::manual_seed(3);
+  at::Tensor x = at::randn({3, 8}), y = at::randn({8});
+  x.index_put_({0, 0}, 0.0);  // 0 / 0 is NaN, 0 / 0.0 too
+  y.index_put_({0}, 0.0);
+  std::vector<at::Tensor> want;
+  {
+    torch::jit::Module ref = torch::jit::load(pt);
+    c10::InferenceMode guard;
+    const c10::IValue out = ref.forward({x, y});
+    for (const auto& t : out.toTupleRef().elements()) want.push_back(t.toTensor());
+  }
+  thunderc::Model compiled(so.string());
+  const std::vector<at::Tensor> got = thunderc::aten::run(compiled, {x, y});
+  REQUIRE(got.size() == want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    CAPTURE(k);
+    CHECK(std::string(c10::toString(got[k].scalar_type())) == c10::toString(want[k].scalar_type()));
+    CHECK(at::allclose(got[k], want[k], 1e-5, 1e-6, /*equal_nan=*/true));
+  }
+}
+
 // In-place operators, functionalized with alias updates, give LibTorch's results (thunder.jit's in-place
 // support); --skip-inplace-alias-updates drops the write-backs through views.
 TEST_CASE("in-place models match LibTorch with alias updates") {
@@ -392,6 +440,12 @@ def forward(self, x):
     t[0].clamp_(min=0.0)
     return y, t
 )", true},
+      {"CloneThenInPlace", R"(
+def forward(self, x):
+    z = x.clone()
+    z.floor_()
+    return x + z
+)", false},
       {"CopyIntoSlice", R"(
 def forward(self, x):
     y = torch.zeros([4, 6])

@@ -202,6 +202,17 @@ def forward(self, x):
     CHECK(c == std::map<std::string, int>{{"mul", 1}, {"add", 2}, {"relu", 1}});
     CHECK(contains(print_trace(t), "add(t2, x)"));  // the final add reads the updated y
   }
+  SUBCASE("an update of a clone leaves the original") {
+    std::string path = save_module("InplaceClone", R"(
+def forward(self, x):
+    z = x.clone()
+    z.floor_()
+    return x + z
+)");
+    Trace t = import_file(path, {3});
+    CHECK(op_counts(t) == std::map<std::string, int>{{"reshape", 1}, {"floor", 1}, {"add", 1}});
+    CHECK(contains(print_trace(t), "add(x, t1)"));  // x itself, not its floor
+  }
   SUBCASE("an update through a view writes back into the base (alias updates)") {
     std::string path = save_module("InplaceView", R"(
 def forward(self, x):

@@ -106,6 +106,30 @@ const std::unordered_map<std::string, OpFn>& ops() {
     t["leaky_relu"] = [](A x, T a) { return at::leaky_relu(x[0], a.get_float("negative_slope")); };
     t["clamp"] = [](A x, T a) { return at::clamp(x[0], opt_scalar(a, "min"), opt_scalar(a, "max")); };
     t["logical_not"] = [](A x, T) { return at::logical_not(x[0]); };
+    t["tan"] = [](A x, T) { return at::tan(x[0]); };
+    t["asin"] = [](A x, T) { return at::asin(x[0]); };
+    t["acos"] = [](A x, T) { return at::acos(x[0]); };
+    t["atan"] = [](A x, T) { return at::atan(x[0]); };
+    t["sinh"] = [](A x, T) { return at::sinh(x[0]); };
+    t["cosh"] = [](A x, T) { return at::cosh(x[0]); };
+    t["asinh"] = [](A x, T) { return at::asinh(x[0]); };
+    t["acosh"] = [](A x, T) { return at::acosh(x[0]); };
+    t["atanh"] = [](A x, T) { return at::atanh(x[0]); };
+    t["expm1"] = [](A x, T) { return at::expm1(x[0]); };
+    t["log1p"] = [](A x, T) { return at::log1p(x[0]); };
+    t["log2"] = [](A x, T) { return at::log2(x[0]); };
+    t["log10"] = [](A x, T) { return at::log10(x[0]); };
+    t["ceil"] = [](A x, T) { return at::ceil(x[0]); };
+    t["floor"] = [](A x, T) { return at::floor(x[0]); };
+    t["trunc"] = [](A x, T) { return at::trunc(x[0]); };
+    t["round"] = [](A x, T) { return at::round(x[0]); };
+    t["sign"] = [](A x, T) { return at::sign(x[0]); };
+    t["isnan"] = [](A x, T) { return at::isnan(x[0]); };
+    t["isinf"] = [](A x, T) { return at::isinf(x[0]); };
+    t["bitwise_not"] = [](A x, T) { return at::bitwise_not(x[0]); };
+    t["elu"] = [](A x, T a) {
+      return at::elu(x[0], a.get_float("alpha"), a.get_float("scale"), a.get_float("input_scale"));
+    };
     t["to_dtype"] = [](A x, T a) { return x[0].to(to_torch(static_cast<std::int32_t>(a.get_dtype("dtype")))); };
     t["add"] = [](A x, T) { return at::add(x[0], x[1]); };
     t["sub"] = [](A x, T) { return at::sub(x[0], x[1]); };
@@ -125,6 +149,13 @@ const std::unordered_map<std::string, OpFn>& ops() {
     t["ge"] = [](A x, T) { return at::ge(x[0], x[1]); };
     t["logical_and"] = [](A x, T) { return at::logical_and(x[0], x[1]); };
     t["logical_or"] = [](A x, T) { return at::logical_or(x[0], x[1]); };
+    t["logical_xor"] = [](A x, T) { return at::logical_xor(x[0], x[1]); };
+    t["bitwise_and"] = [](A x, T) { return at::bitwise_and(x[0], x[1]); };
+    t["bitwise_or"] = [](A x, T) { return at::bitwise_or(x[0], x[1]); };
+    t["bitwise_xor"] = [](A x, T) { return at::bitwise_xor(x[0], x[1]); };
+    t["atan2"] = [](A x, T) { return at::atan2(x[0], x[1]); };
+    t["fmod"] = [](A x, T) { return at::fmod(x[0], x[1]); };
+    t["remainder"] = [](A x, T) { return at::remainder(x[0], x[1]); };
     t["where"] = [](A x, T) { return at::where(x[0], x[1], x[2]); };
     t["masked_fill"] = [](A x, T) { return at::masked_fill(x[0], x[1], x[2]); };
     // Reductions and normalizations.

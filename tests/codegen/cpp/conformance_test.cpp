@@ -6,6 +6,8 @@
 // Tolerances: see cpptest::Tol (float32 rtol 1e-5, atol 1e-5; float64 1e-10).
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "cpp_test_util.h"
 
 using namespace cpptest;
@@ -20,13 +22,17 @@ Trace unary_trace(const TensorType& type, bool positive_only_ops) {
   ValueId x = t.add_input("x", type);
   std::vector<ValueId> outs;
   if (positive_only_ops) {
-    for (const char* name : {"log", "sqrt", "rsqrt", "reciprocal"}) outs.push_back(t.emit1(op(name), {T(x)}, {}));
+    for (const char* name : {"log", "sqrt", "rsqrt", "reciprocal", "log2", "log10", "acosh"})
+      outs.push_back(t.emit1(op(name), {T(x)}, {}));
     outs.push_back(t.emit1(op("pow"), {T(x), N(0.7)}, {}));
     outs.push_back(t.emit1(op("pow"), {T(x), N(0.5)}, {}));
   } else {
     for (const char* name : {"relu", "neg", "abs", "exp", "sin", "cos", "erf", "sigmoid", "tanh", "silu", "hardswish",
-                             "hardsigmoid"})
+                             "hardsigmoid", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh", "expm1",
+                             "log1p", "ceil", "floor", "trunc", "round", "sign", "isnan", "isinf"})
       outs.push_back(t.emit1(op(name), {T(x)}, {}));
+    outs.push_back(t.emit1(op("elu"), {T(x)}, {}));
+    outs.push_back(t.emit1(op("elu"), {T(x)}, {{"alpha", 0.5}, {"scale", 1.0507}, {"input_scale", 2.0}}));
     outs.push_back(t.emit1(op("gelu"), {T(x)}, {}));
     outs.push_back(t.emit1(op("gelu"), {T(x)}, {{"approximate", std::string("tanh")}}));
     outs.push_back(t.emit1(op("hardtanh"), {T(x)}, {{"min_val", -0.5}, {"max_val", 0.7}}));
@@ -51,8 +57,14 @@ Trace binary_trace(const TensorType& a_type, const TensorType& b_type) {
   Trace t;
   ValueId a = t.add_input("a", a_type), b = t.add_input("b", b_type);
   std::vector<ValueId> outs;
-  for (const char* name : {"add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"})
+  for (const char* name : {"add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "atan2",
+                           "fmod", "remainder"})
     outs.push_back(t.emit1(op(name), {T(a), T(b)}, {}));
+  outs.push_back(t.emit1(op("remainder"), {T(a), N(0.75)}, {}));
+  outs.push_back(t.emit1(op("remainder"), {T(a), N(-0.75)}, {}));
+  outs.push_back(t.emit1(op("fmod"), {T(a), N(-0.75)}, {}));
+  outs.push_back(t.emit1(op("atan2"), {N(1.0), T(b)}, {}));
+  outs.push_back(t.emit1(op("pow"), {N(2.0), T(b)}, {}));
   // number operands on either side
   outs.push_back(t.emit1(op("add"), {T(a), N(2.5)}, {}));
   outs.push_back(t.emit1(op("sub"), {N(2.5), T(b)}, {}));
@@ -65,10 +77,33 @@ Trace binary_trace(const TensorType& a_type, const TensorType& b_type) {
   return t;
 }
 
+// Every use of the operators `ops` in `t` is claimed by the executor under test: cpp here (before fusion; torch
+// takes what it leaves). Under THUNDERC_CONFORMANCE_NVFUSER, check_against_torch offers no torch fallback, so
+// there every symbol must be claimed by the CUDA executors.
+void check_native(const Trace& t, const std::set<std::string>& ops) {
+#ifndef THUNDERC_CONFORMANCE_NVFUSER
+  Trace c = t;
+  claim_executors(c, {find_executor("cpp"), find_executor("torch")});
+  std::size_t n = 0;
+  for (const BoundSymbol& s : c.symbols()) {
+    if (!ops.count(s.op->name)) continue;
+    ++n;
+    CHECK_MESSAGE(s.executor == "cpp", s.op->name << " left to " << s.executor);
+  }
+  CHECK(n > 0);
+#else
+  (void)t;
+  (void)ops;
+#endif
+}
+
 void unary_case(Shape s, DType d = DType::Float32) {
   TensorType type{d, s, Device::cpu()};
   std::string tag = std::to_string(s.size()) + "_" + (s.empty() ? std::string("s") : std::to_string(s.back())) + dtype_short_name(d);
   Tol tol = d == DType::Float64 ? kF64 : Tol{};
+  check_native(unary_trace(type, false), {"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh", "expm1", "log1p",
+                                          "ceil", "floor", "trunc", "round", "sign", "isnan", "isinf", "elu"});
+  check_native(unary_trace(type, true), {"log2", "log10", "acosh"});
   check_against_torch(unary_trace(type, false), "unary_" + tag, false, tol);
   check_against_torch(unary_trace(type, true), "unary_pos_" + tag, true, tol);
 }
@@ -93,6 +128,7 @@ TEST_CASE("binary elementwise ops with broadcasting and numbers") {
   for (C c : {C{{3, 5}, {3, 5}}, C{{3, 1}, {1, 5}}, C{{5}, {2, 3, 5}}, C{{}, {4, 3}}, C{{1, 1}, {17, 1}},
               C{{0, 3}, {1, 3}}, C{{2, 1, 257}, {2, 129, 1}}}) {
     CAPTURE(i);
+    check_native(binary_trace(f32(c.a), f32(c.b)), {"atan2", "fmod", "remainder", "pow"});
     check_against_torch(binary_trace(f32(c.a), f32(c.b)), "binary_" + std::to_string(i++));
   }
   SUBCASE("float64") { check_against_torch(binary_trace(f64({4, 1}), f64({4, 6})), "binary_f64", false, kF64); }
@@ -118,9 +154,16 @@ TEST_CASE("where, masked_fill and logical ops") {
   outs.push_back(t.emit1(op("masked_fill"), {T(a), T(c), T(z)}, {}));
   outs.push_back(t.emit1(op("logical_and"), {T(c), T(m)}, {}));
   outs.push_back(t.emit1(op("logical_or"), {T(c), T(m)}, {}));
+  outs.push_back(t.emit1(op("logical_xor"), {T(c), T(m)}, {}));
+  outs.push_back(t.emit1(op("bitwise_and"), {T(c), T(m)}, {}));
+  outs.push_back(t.emit1(op("bitwise_or"), {T(m), Operand::number(Scalar(false))}, {}));
+  outs.push_back(t.emit1(op("bitwise_xor"), {T(c), T(m)}, {}));
+  outs.push_back(t.emit1(op("bitwise_not"), {T(m)}, {}));
+  outs.push_back(t.emit1(op("sign"), {T(m)}, {}));
   outs.push_back(t.emit1(op("logical_not"), {T(m)}, {}));
   outs.push_back(t.emit1(op("to_dtype"), {T(m)}, {{"dtype", DType::Float32}}));
   t.set_outputs(outs);
+  check_native(t, {"logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "sign"});
   check_against_torch(t, "where_mask");
 }
 
@@ -293,7 +336,7 @@ TEST_CASE("checkers leave unsupported uses to torch") {
   ValueId x = t.add_input("x", TensorType{DType::Int64, {3}, Device::cpu()});
   ValueId h = t.add_input("h", TensorType{DType::Float16, {3}, Device::cpu()});
   ValueId f = t.add_input("f", f32({3}));
-  t.emit1(op("add"), {T(x), N(1.0)}, {});
+  t.emit1(op("remainder"), {T(x), Operand::number(Scalar(std::int64_t{3}))}, {});  // ATen raises on a zero divisor
   t.emit1(op("relu"), {T(h)}, {});
   t.emit1(op("div"), {T(f), N(2.0)}, {{"rounding_mode", std::string("floor")}});
   t.emit1(op("relu"), {T(f)}, {});
@@ -360,6 +403,28 @@ TEST_CASE("NaN propagates as in PyTorch: reductions, softmax, pooling, min/max-l
     outs.push_back(t.emit1(op("clamp"), {T(x)}, {{"min", -0.3}, {"max", 0.4}}));
     t.set_outputs(outs);
     check_against_torch(t, "nan_unary", false, Tol{}, 1, nan);
+  }
+  SUBCASE("math, rounding and predicates: NaN, +-inf, -0.0 and halves") {
+    Trace t;
+    ValueId x = t.add_input("x", f32({5, 33}));
+    // Non-finite values (x / 0 is +-inf, NaN stays NaN), -0.0 (-0 * x for x > 0), and exact halves (round(4x) / 2).
+    ValueId inf = t.emit1(op("div"), {T(x), N(0.0)}, {});
+    ValueId zero = t.emit1(op("mul"), {T(x), N(-0.0)}, {});
+    ValueId halves = t.emit1(op("div"), {T(t.emit1(op("round"), {T(t.emit1(op("mul"), {T(x), N(4.0)}, {}))}, {})), N(2.0)}, {});
+    std::vector<ValueId> outs;
+    for (ValueId v : {x, inf, zero, halves})
+      for (const char* name : {"ceil", "floor", "trunc", "round", "sign", "isnan", "isinf", "atan", "tanh", "expm1",
+                               "log1p", "asinh", "elu"})
+        outs.push_back(t.emit1(op(name), {T(v)}, {}));
+    for (ValueId v : {inf, zero}) {
+      outs.push_back(t.emit1(op("remainder"), {T(x), T(v)}, {}));
+      outs.push_back(t.emit1(op("fmod"), {T(v), N(1.5)}, {}));
+      outs.push_back(t.emit1(op("atan2"), {T(v), T(x)}, {}));
+    }
+    t.set_outputs(outs);
+    check_native(t, {"ceil", "floor", "trunc", "round", "sign", "isnan", "isinf", "atan", "expm1", "log1p", "asinh",
+                     "elu", "remainder", "fmod", "atan2"});
+    check_against_torch(t, "nan_math", false, Tol{}, 1, nan);
   }
   SUBCASE("maximum, minimum, where, comparisons") {
     Trace t;
@@ -456,15 +521,67 @@ TEST_CASE("integer tensors: embedding, data movement, conversion to floating typ
   check_against_torch(t, "integers", false, Tol{}, 3);
 }
 
+// Integer arithmetic (add, sub, mul, neg, abs, relu, maximum, minimum; wrapping around on overflow), bitwise
+// ops, rounding, sign and int-to-float math on integer tensors of each width (inputs in [0, 10), shifted to
+// [-5, 5) so that signs vary, and scaled past each type's range so that results wrap).
+TEST_CASE("integer tensors: bitwise ops, rounding, sign, predicates and int-to-float math") {
+  auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
+  for (DType d : {DType::Int64, DType::Int32, DType::Int16, DType::Int8, DType::UInt8}) {
+    CAPTURE(std::string(dtype_name(d)));
+    Trace t;
+    ValueId a0 = t.add_input("a", ty(d, {3, 8})), b = t.add_input("b", ty(d, {8}));
+    ValueId l = t.add_input("l", ty(DType::Int64, {8})), flag = t.add_input("flag", b8({3, 1}));
+    std::vector<ValueId> outs;
+    ValueId a = t.emit1(op("sub"), {T(a0), Operand::number(Scalar(std::int64_t{5}))}, {});  // uint8 wraps to 251..255
+    // Past the range of each type, by a factor the type holds (a number converted to a narrower type is
+    // another matter): wide = a * scale fits, wide * wide wraps.
+    const int bits = static_cast<int>(8 * dtype_size(d));
+    const std::int64_t scale = std::int64_t{1} << std::min(bits - 4, 40);
+    ValueId wide = t.emit1(op("mul"), {T(a), Operand::number(Scalar(scale))}, {});
+    outs.push_back(t.emit1(op("mul"), {T(wide), T(wide)}, {}));
+    outs.push_back(t.emit1(op("add"), {T(wide), T(wide)}, {}));
+    outs.push_back(t.emit1(op("sub"), {T(a), T(b)}, {}));
+    outs.push_back(t.emit1(op("add"), {T(a), T(l)}, {}));  // promotes to int64
+    outs.push_back(t.emit1(op("mul"), {T(a), T(flag)}, {}));
+    outs.push_back(t.emit1(op("add"), {T(a), N(0.5)}, {}));  // a float number: float32
+    outs.push_back(t.emit1(op("div"), {T(a), T(b)}, {}));    // true division: float32
+    for (const char* name : {"neg", "abs", "relu"}) outs.push_back(t.emit1(op(name), {T(a)}, {}));
+    outs.push_back(t.emit1(op("maximum"), {T(a), T(b)}, {}));
+    outs.push_back(t.emit1(op("minimum"), {T(a), Operand::number(Scalar(std::int64_t{2}))}, {}));
+    for (const char* name : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+      outs.push_back(t.emit1(op(name), {T(a), T(b)}, {}));
+      outs.push_back(t.emit1(op(name), {T(a), Operand::number(Scalar(std::int64_t{6}))}, {}));
+      outs.push_back(t.emit1(op(name), {T(a), T(flag)}, {}));  // bool promotes to the integer type
+      outs.push_back(t.emit1(op(name), {T(b), T(l)}, {}));     // promotes to int64
+    }
+    for (const char* name : {"bitwise_not", "ceil", "floor", "trunc", "round", "sign", "isnan", "isinf", "exp",
+                             "atan", "log1p", "sigmoid"})
+      outs.push_back(t.emit1(op(name), {T(a)}, {}));
+    t.set_outputs(outs);
+    check_native(t, {"add", "sub", "mul", "div", "neg", "abs", "relu", "maximum", "minimum", "bitwise_and", "bitwise_or",
+                     "bitwise_xor", "bitwise_not", "ceil", "floor", "trunc", "round", "sign", "isnan", "isinf", "exp",
+                     "atan", "log1p", "sigmoid"});
+    check_against_torch(t, std::string("int_bitwise_") + dtype_short_name(d), false);
+  }
+}
+
 TEST_CASE("integer tensors: what cpp leaves to torch") {
   Trace t;
   ValueId f = t.add_input("f", f32({3}));
   ValueId i = t.add_input("i", TensorType{DType::Int64, {3}, Device::cpu()});
   ValueId h = t.add_input("h", TensorType{DType::Float16, {4, 2}, Device::cpu()});
+  const Operand big = Operand::number(Scalar((std::int64_t{1} << 53) + 1));
   t.emit1(op("to_dtype"), {T(f)}, {{"dtype", DType::Int64}});  // NaN or out of range: undefined in C++
-  t.emit1(op("mul"), {T(i), T(i)}, {});                         // integer arithmetic
+  t.emit1(op("div"), {T(i), T(i)}, {{"rounding_mode", std::string("floor")}});  // ATen raises on a zero divisor
+  t.emit1(op("fmod"), {T(i), T(i)}, {});
+  t.emit1(op("pow"), {T(i), T(i)}, {});                         // ATen raises on a negative power
+  t.emit1(op("add"), {T(i), big}, {});                          // no exact literal: 2^53 + 1 is not a double
+  t.emit1(op("bitwise_and"), {T(i), big}, {});
+  t.emit1(op("clamp"), {T(i)}, {{"min", 1.0}});
   t.emit1(op("embedding"), {T(h), T(i)}, {});                   // a float16 table
-  t.set_outputs({t.symbols()[0].outputs[0], t.symbols()[1].outputs[0], t.symbols()[2].outputs[0]});
+  std::vector<ValueId> outs;
+  for (const BoundSymbol& s : t.symbols()) outs.push_back(s.outputs[0]);
+  t.set_outputs(outs);
   claim_executors(t, {find_executor("cpp"), find_executor("torch")});
   for (const BoundSymbol& s : t.symbols()) CHECK_MESSAGE(s.executor == "torch", s.op->name);
 }
