@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include "codegen/nvfuser/nvfuser_backend.h"
@@ -134,7 +135,8 @@ std::string shape_array(const Shape& s) {
 }
 
 // What every function of a variant starts with: the prologues of the backends of `executors` (thread counts),
-// the workspace, symbolic sizes read from the inputs, and one buffer variable per value (in id order: stable).
+// the workspace, symbolic sizes read from the inputs, and one buffer variable per value (in id order: stable;
+// an alias after what it aliases).
 // It only names memory, so repeating it in each part of a split variant changes nothing.
 void emit_prologue(const ModuleVariant& variant, const VariantMemoryPlan& mem, const BackendSet& backends,
                    const std::set<std::string>& executors, const std::vector<std::string>& vars, SourceWriter& out) {
@@ -156,7 +158,13 @@ void emit_prologue(const ModuleVariant& variant, const VariantMemoryPlan& mem, c
                c_comment(sym->symbols[k].name + " in [" + std::to_string(sym->symbols[k].lo) + ", " +
                          std::to_string(sym->symbols[k].hi) + "], checked by the runtime"));
   }
-  for (const auto& [v, where] : mem.buffers) {
+  // In id order, except that an alias comes after the buffer it aliases (a decomposition can give its final
+  // view the replaced symbol's older id).
+  std::set<ValueId> declared;
+  std::function<void(ValueId)> declare = [&](ValueId v) {
+    if (!declared.insert(v).second) return;
+    const auto& where = mem.buffers.at(v);
+    if (where.storage == Storage::Alias) declare(where.alias_of);
     const TensorType& type = t.type(v);
     std::string data;
     switch (where.storage) {
@@ -181,7 +189,8 @@ void emit_prologue(const ModuleVariant& variant, const VariantMemoryPlan& mem, c
     }
     out.line("const thunderc_buffer " + var(t, v) + " = {" + data + ", " + shape + ", " + std::to_string(type.rank()) +
              ", " + std::to_string(static_cast<int>(type.dtype)) + "};");
-  }
+  };
+  for (const auto& entry : mem.buffers) declare(entry.first);
 }
 
 // The code of operation `i` (its trace line as a comment, then its executor's code).

@@ -643,6 +643,18 @@ class RegionLowering {
       return affine(x, ot.shape, A, std::vector<std::int64_t>(r, 0));
     }
     if (op == "expand") return broadcast_to(x, ot.shape);
+    if (op == "flip") {  // index i of a flipped dim reads n - 1 - i: a negative stride
+      auto A = identity();
+      std::vector<std::int64_t> c(r, 0);
+      for (std::size_t i = 0; i < r; ++i) A[i][i] = 1;
+      for (std::int64_t d : s.attrs.get_ints("dims")) {
+        const auto k = static_cast<std::size_t>(d < 0 ? d + static_cast<std::int64_t>(r) : d);
+        if (x.shape[k] <= 1) continue;
+        A[k][k] = -1;
+        c[k] = x.shape[k] - 1;
+      }
+      return affine(x, ot.shape, A, c);
+    }
     if (op == "slice") {
       auto A = identity();
       std::vector<std::int64_t> c(r, 0);

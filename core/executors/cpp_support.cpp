@@ -65,6 +65,31 @@ bool cpu_embedding(const Trace& t, const BoundSymbol& s) {
   return is_floating(w) && (idx == DType::Int64 || idx == DType::Int32);
 }
 
+// index_select and gather on the CPU (codegen/cpp/indexing.cpp, never in a region): any dtype the loops move,
+// int32/int64 indices (gather: int64, as ATen).
+bool cpu_gather(const Trace& t, const BoundSymbol& s) {
+  if (!moves<DeviceKind::CPU>(t, s)) return false;
+  const DType idx = t.type(s.inputs[1].value).dtype;
+  return idx == DType::Int64 || (idx == DType::Int32 && s.op->name == "index_select");
+}
+
+// argmax / argmin of floating or integer tensors on the CPU.
+bool cpu_arg_extreme(const Trace& t, const BoundSymbol& s) {
+  if (!moves<DeviceKind::CPU>(t, s)) return false;
+  const DType d = t.type(s.inputs[0].value).dtype;
+  return d == DType::Float32 || d == DType::Float64 || is_integral(d);
+}
+
+// cumsum on the CPU into float32, float64 or int64 (from any dtype the loops move but floating into int64:
+// C++'s conversion of NaN or an out-of-range value is undefined behaviour).
+bool cpu_cumsum(const Trace& t, const BoundSymbol& s) {
+  if (!moves<DeviceKind::CPU>(t, s)) return false;
+  const DType in = t.type(s.inputs[0].value).dtype, out = t.type(s.outputs[0]).dtype;
+  if (in == DType::BFloat16) return false;
+  if (out == DType::Float32 || out == DType::Float64) return true;
+  return out == DType::Int64 && !is_floating(in);
+}
+
 template <DeviceKind K>
 bool all_floating(const Trace& t, const BoundSymbol& s) {
   if (!on_device<K>(t, s)) return false;
@@ -220,7 +245,7 @@ void register_loop_impls(Executor& cpp) {
   for (const char* name : {"sum", "mean", "amax", "softmax", "log_softmax"}) cpp.register_impl(name, all_floating<K>);
   cpp.register_impl("layer_norm", same_dtype_norm<K>);
   cpp.register_impl("batch_norm", same_dtype_norm<K>);
-  for (const char* name : {"reshape", "permute", "expand", "slice", "select", "cat"}) cpp.register_impl(name, moves<K>);
+  for (const char* name : {"reshape", "permute", "expand", "slice", "select", "cat", "flip"}) cpp.register_impl(name, moves<K>);
   for (const char* name : {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}) cpp.register_impl(name, pooling<K>);
 }
 
@@ -369,6 +394,9 @@ void register_cpp_impls(Executor& cpp) {
   register_loop_impls<DeviceKind::CPU>(cpp);
   cpp.register_impl("scaled_dot_product_attention", cpu_attention);
   cpp.register_impl("embedding", cpu_embedding);
+  for (const char* name : {"index_select", "gather"}) cpp.register_impl(name, cpu_gather);
+  for (const char* name : {"argmax", "argmin"}) cpp.register_impl(name, cpu_arg_extreme);
+  cpp.register_impl("cumsum", cpu_cumsum);
 }
 
 void register_nvfuser_impls(Executor& nvfuser) {

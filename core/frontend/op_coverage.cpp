@@ -35,7 +35,9 @@ const std::map<std::string, std::string>& aten_aliases() {
       {"clamp_min", "clamp"},
       {"clamp_max", "clamp"},
       {"relu6", "hardtanh"},
-      {"max", "maximum"},  // max(a, b) of two tensors; the reducing overloads are refused
+      {"std", "var"},  // then sqrt
+      {"pad", "constant_pad_nd"},  // mode 'constant'
+      {"max", "maximum"},  // max(a, b); max(a) is amax, max(a, dim) amax and argmax
       {"min", "minimum"},
       {"__and__", "bitwise_and"},  // on bool tensors: logical_and
       {"__and___", "bitwise_and"},
@@ -102,6 +104,14 @@ const std::map<std::string, std::string>& aten_without_op() {
       {"feature_dropout", "an identity in eval mode"},
       {"feature_alpha_dropout", "an identity in eval mode"},
       {"zeros_like", "a constant made at compile time (shapes are fixed)"},
+      {"empty_like", "a constant made at compile time (its contents are unspecified: zeros)"},
+      {"zeros", "a constant made at compile time: one element, broadcast"},
+      {"ones", "a constant made at compile time: one element, broadcast"},
+      {"full", "a constant made at compile time: one element, broadcast"},
+      {"empty", "a constant made at compile time (its contents are unspecified: zeros)"},
+      {"empty_strided", "a constant made at compile time (its contents are unspecified: zeros)"},
+      {"new_empty", "a constant made at compile time (its contents are unspecified: zeros)"},
+      {"scalar_tensor", "a 0-dim constant made at compile time"},
       {"ones_like", "a constant made at compile time (shapes are fixed)"},
       {"full_like", "a constant made at compile time (shapes are fixed)"},
       {"new_zeros", "a constant made at compile time (shapes are fixed)"},

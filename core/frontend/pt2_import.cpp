@@ -560,6 +560,47 @@ void reductions(Table& t) {
   t.def("sum", {"dim_IntList", "default"}, sum_like("sum", true));
   t.def("mean", {"dim", "default"}, sum_like("mean", true));
   t.def("amax", {"default"}, sum_like("amax", false));
+  t.def("amin", {"default"}, sum_like("amin", false));
+  for (const char* name : {"argmax", "argmin"}) {
+    std::string op_name = name;
+    t.def(name, {"default"}, [op_name](Pt2Importer& m, const Pt2Node& n) {
+      AttrValue dim = m.has(n, "dim") ? AttrValue(m.int_arg(n, "dim")) : AttrValue(None{});
+      return m.emit(op_name, {Operand::tensor(m.tensor(n, "self"))}, {{"dim", dim}, {"keepdim", m.bool_arg(n, "keepdim", false)}});
+    });
+  }
+  // max.dim / min.dim: (values, indices).
+  for (auto [name, extreme, arg] : {std::tuple{"max", "amax", "argmax"}, {"min", "amin", "argmin"}}) {
+    std::string extreme_op = extreme, arg_op = arg;
+    t.raw(std::string("torch.ops.aten.") + name + ".dim", [extreme_op, arg_op](Pt2Importer& m, const Pt2Node& n) {
+      const std::int64_t dim = m.int_arg(n, "dim");
+      const bool keepdim = m.bool_arg(n, "keepdim", false);
+      const Operand x = Operand::tensor(m.tensor(n, "self"));
+      m.bind(n, 0, m.emit(extreme_op, {x}, {{"dims", IntList{dim}}, {"keepdim", keepdim}}));
+      m.bind(n, 1, m.emit(arg_op, {x}, {{"dim", dim}, {"keepdim", keepdim}}));
+    });
+  }
+  t.def("cumsum", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    auto dt = m.dtype_arg(n, "dtype");
+    return m.emit("cumsum", {Operand::tensor(m.tensor(n, "self"))},
+                  {{"dim", m.int_arg(n, "dim")}, {"dtype", dt ? AttrValue(*dt) : AttrValue(None{})}});
+  });
+  for (const char* name : {"index_select", "gather"}) {
+    std::string op_name = name;
+    t.def(name, {"default"}, [op_name](Pt2Importer& m, const Pt2Node& n) {
+      return m.emit(op_name, {Operand::tensor(m.tensor(n, "self")), Operand::tensor(m.tensor(n, "index"))},
+                    {{"dim", m.int_arg(n, "dim")}});
+    });
+  }
+  t.def("any", {"default", "dim", "dims"}, sum_like("any", false));
+  t.def("all", {"default", "dim", "dims"}, sum_like("all", false));
+  // var.correction(input, dim=None, *, correction=None, keepdim=False); var.dim(self, dim, unbiased, keepdim).
+  t.def("var", {"correction", "dim", "default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    double correction = m.bool_arg(n, "unbiased", true) ? 1.0 : 0.0;
+    if (m.has(n, "correction")) correction = m.float_arg(n, "correction", 1.0);
+    const bool input = m.has(n, "input");
+    return m.emit("var", {m.operand(n, input ? "input" : "self")},
+                  {{"dims", m.ints_arg(n, "dim", IntList{})}, {"keepdim", m.bool_arg(n, "keepdim", false)}, {"correction", correction}});
+  });
   for (const char* name : {"softmax", "log_softmax"}) {
     std::string op_name = name;
     t.def(name, {"int"}, [op_name](Pt2Importer& m, const Pt2Node& n) {
@@ -649,6 +690,100 @@ void shapes(Table& t) {
       else m.fail(n, std::string("dtype ") + dtype_name(dt) + " is not supported for arange");
     }
     return m.constant("arange", TensorType{dt, {size}, m.device()}, std::move(data));
+  });
+  t.def("flip", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    IntList dims = m.ints_arg(n, "dims");
+    for (auto& d : dims) d = wrap(m, n, d, m.type(x).rank());
+    return m.emit("flip", {Operand::tensor(x)}, {{"dims", dims}});
+  });
+  t.def("repeat", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("repeat", {Operand::tensor(m.tensor(n, "self"))}, {{"repeats", m.ints_arg(n, "repeats")}});
+  });
+  t.def("constant_pad_nd", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("constant_pad_nd", {Operand::tensor(m.tensor(n, "input"))},
+                  {{"pad", m.ints_arg(n, "pad")}, {"value", m.float_arg(n, "value", 0.0)}});
+  });
+  // Tensors of one value (full, zeros_like, empty, fill, scalar_tensor, ...): a 0-dim constant broadcast to the
+  // shape, so that a symbolic shape stays symbolic and no bytes but one element are embedded. empty's contents are
+  // unspecified; zeros are as good as any.
+  auto filled = [](Pt2Importer& m, const Pt2Node& n, double value, DType dt, const Shape& shape) {
+    auto data = std::make_shared<ConstantData>();
+    data->bytes.resize(dtype_size(dt));
+    if (!scalar_to_bytes(value, dt, data->bytes.data()))
+      m.fail(n, "fill value " + std::to_string(value) + " does not fit dtype " + dtype_name(dt));
+    ValueId v = m.constant("fill", TensorType{dt, {}, m.device()}, std::move(data));
+    if (shape.empty()) return v;
+    v = m.emit("reshape", {Operand::tensor(v)}, {{"shape", IntList(shape.size(), 1)}});
+    return m.emit("expand", {Operand::tensor(v)}, {{"shape", IntList(shape.begin(), shape.end())}});
+  };
+  // The dtype PyTorch gives a tensor filled with this number when none is named: bool, int64 or float32.
+  auto number_dtype = [](Pt2Importer& m, const Pt2Node& n, const std::string& arg) {
+    const Pt2Arg& a = m.need(n, arg);
+    return a.kind == Pt2Arg::Kind::Bool ? DType::Bool : a.kind == Pt2Arg::Kind::Float ? DType::Float32 : DType::Int64;
+  };
+  t.def("full", {"default"}, [filled, number_dtype](Pt2Importer& m, const Pt2Node& n) {
+    const DType dt = m.dtype_arg(n, "dtype").value_or(number_dtype(m, n, "fill_value"));
+    return filled(m, n, m.float_arg(n, "fill_value"), dt, m.ints_arg(n, "size"));
+  });
+  t.def("scalar_tensor", {"default"}, [filled](Pt2Importer& m, const Pt2Node& n) {
+    return filled(m, n, m.float_arg(n, "s"), m.dtype_arg(n, "dtype").value_or(DType::Float32), {});
+  });
+  for (const char* name : {"zeros", "ones", "empty"}) {
+    const double value = std::string(name) == "ones" ? 1.0 : 0.0;
+    t.def(name, {"default", "memory_format"}, [filled, value](Pt2Importer& m, const Pt2Node& n) {
+      return filled(m, n, value, m.dtype_arg(n, "dtype").value_or(DType::Float32), m.ints_arg(n, "size"));
+    });
+  }
+  t.def("empty_strided", {"default"}, [filled](Pt2Importer& m, const Pt2Node& n) {
+    return filled(m, n, 0.0, m.dtype_arg(n, "dtype").value_or(DType::Float32), m.ints_arg(n, "size"));
+  });
+  for (const char* name : {"zeros_like", "ones_like", "empty_like", "full_like"}) {
+    const std::string base = name;
+    t.def(name, {"default"}, [filled, base](Pt2Importer& m, const Pt2Node& n) {
+      const TensorType like = m.type(m.tensor(n, "self"));
+      const double value = base == "full_like" ? m.float_arg(n, "fill_value") : base == "ones_like" ? 1.0 : 0.0;
+      return filled(m, n, value, m.dtype_arg(n, "dtype").value_or(like.dtype), like.shape);
+    });
+  }
+  t.def("fill", {"Scalar"}, [filled](Pt2Importer& m, const Pt2Node& n) {
+    const TensorType like = m.type(m.tensor(n, "self"));
+    return filled(m, n, m.float_arg(n, "value"), like.dtype, like.shape);
+  });
+  for (const char* name : {"new_zeros", "new_ones", "new_empty", "new_full"}) {
+    const std::string base = name;
+    t.def(name, {"default"}, [filled, base](Pt2Importer& m, const Pt2Node& n) {
+      const TensorType like = m.type(m.tensor(n, "self"));
+      const double value = base == "new_full" ? m.float_arg(n, "fill_value") : base == "new_ones" ? 1.0 : 0.0;
+      return filled(m, n, value, m.dtype_arg(n, "dtype").value_or(like.dtype), m.ints_arg(n, "size"));
+    });
+  }
+  // copy(self, src): src converted to self's dtype and broadcast to its shape (a functional copy_).
+  t.def("copy", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    const TensorType self = m.type(m.tensor(n, "self"));
+    ValueId src = m.tensor(n, "src");
+    if (m.type(src).dtype != self.dtype) src = m.emit("to_dtype", {Operand::tensor(src)}, {{"dtype", self.dtype}});
+    if (m.type(src).shape != self.shape) src = m.emit("expand", {Operand::tensor(src)}, {{"shape", IntList(self.shape.begin(), self.shape.end())}});
+    return src;
+  });
+  // clamp(self, min, max) with number bounds (either may be None); clamp_min / clamp_max.
+  t.def("clamp", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    auto bound = [&](const char* arg) { return m.has(n, arg) ? AttrValue(m.float_arg(n, arg)) : AttrValue(None{}); };
+    return m.emit("clamp", {Operand::tensor(m.tensor(n, "self"))}, {{"min", bound("min")}, {"max", bound("max")}});
+  });
+  t.def("clamp_min", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("clamp", {Operand::tensor(m.tensor(n, "self"))}, {{"min", m.float_arg(n, "min")}, {"max", None{}}});
+  });
+  t.def("clamp_max", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("clamp", {Operand::tensor(m.tensor(n, "self"))}, {{"min", None{}}, {"max", m.float_arg(n, "max")}});
+  });
+  // clamp(self, min, max) with tensor bounds: maximum, then minimum (NaN in any of them propagates, as ATen).
+  t.def("clamp", {"Tensor"}, [](Pt2Importer& m, const Pt2Node& n) {
+    Operand x = Operand::tensor(m.tensor(n, "self"));
+    if (m.has(n, "min")) x = Operand::tensor(m.emit("maximum", {x, m.operand(n, "min")}));
+    if (m.has(n, "max")) x = Operand::tensor(m.emit("minimum", {x, m.operand(n, "max")}));
+    if (!m.has(n, "min") && !m.has(n, "max")) m.fail(n, "needs at least one of min and max");
+    return x.value;
   });
   t.def("unflatten", {"int"}, [](Pt2Importer& m, const Pt2Node& n) {
     ValueId x = m.tensor(n, "self");

@@ -262,14 +262,46 @@ void binary_ops(Table& t) {
       return m.emit(all_bool ? logical_op : bitwise_op, {m.operand(n, 0), m.operand(n, 1)});
     });
   }
-  // max(a, b) / min(a, b) on two tensors are maximum / minimum; the reducing overloads are not supported.
-  for (auto [name, op_name] : {std::pair{"max", "maximum"}, {"min", "minimum"}}) {
-    std::string op_str = op_name;
-    t.def(name, [op_str](Importer& m, const Node* n) {
-      if (n->inputs().size() != 2 || n->outputs().size() != 1) m.fail(n, "only max(a, b) / min(a, b) of two tensors is supported; use amax/amin for reductions");
-      return m.emit(op_str, {m.operand(n, 0), m.operand(n, 1)});
+  // max / min: of two tensors (max.other) maximum / minimum; of one (max()) amax / amin over every dim; along
+  // a dim (max.dim: values and indices) amax / amin and argmax / argmin.
+  for (auto [name, pairwise, extreme, arg] : {std::tuple{"max", "maximum", "amax", "argmax"}, {"min", "minimum", "amin", "argmin"}}) {
+    std::string pairwise_op = pairwise, extreme_op = extreme, arg_op = arg;
+    t.raw(std::string("aten::") + name, [pairwise_op, extreme_op, arg_op](Importer& m, const Node* n) {
+      if (n->outputs().size() == 2) {
+        const std::int64_t dim = m.int_arg(n, 1);
+        const bool keepdim = n->inputs().size() > 2 && m.bool_arg(n, 2);
+        const Operand x = Operand::tensor(m.tensor(n, 0));
+        m.bind_tensor(n, 0, m.emit(extreme_op, {x}, {{"dims", IntList{dim}}, {"keepdim", keepdim}}));
+        m.bind_tensor(n, 1, m.emit(arg_op, {x}, {{"dim", dim}, {"keepdim", keepdim}}));
+      } else if (n->inputs().size() == 1) {
+        m.bind_tensor(n, 0, m.emit(extreme_op, {Operand::tensor(m.tensor(n, 0))}, {{"dims", IntList{}}, {"keepdim", false}}));
+      } else if (n->inputs().size() == 2 && m.in(n, 1).kind == JVal::Kind::Tensor) {
+        m.bind_tensor(n, 0, m.emit(pairwise_op, {m.operand(n, 0), m.operand(n, 1)}));
+      } else {
+        m.fail(n, "this overload is not supported; max(a), max(a, b) of two tensors and max(a, dim) are");
+      }
+    });
+  }
+  for (const char* name : {"argmax", "argmin"}) {
+    std::string op_name = name;
+    t.def(name, [op_name](Importer& m, const Node* n) {
+      auto dim = has_arg(m, n, "dim") ? m.opt_int_arg(n, need_arg(n, "dim")) : std::nullopt;
+      return m.emit(op_name, {Operand::tensor(m.tensor(n, 0))},
+                    {{"dim", dim ? AttrValue(*dim) : AttrValue(None{})},
+                     {"keepdim", has_arg(m, n, "keepdim") && m.bool_arg(n, need_arg(n, "keepdim"))}});
     }, false);
   }
+  t.def("cumsum", [](Importer& m, const Node* n) {
+    auto dt = has_arg(m, n, "dtype") ? m.opt_dtype_arg(n, need_arg(n, "dtype")) : std::nullopt;
+    return m.emit("cumsum", {Operand::tensor(m.tensor(n, 0))},
+                  {{"dim", m.int_arg(n, 1)}, {"dtype", dt ? AttrValue(*dt) : AttrValue(None{})}});
+  });
+  t.def("index_select", [](Importer& m, const Node* n) {
+    return m.emit("index_select", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 2))}, {{"dim", m.int_arg(n, 1)}});
+  }, false);
+  t.def("gather", [](Importer& m, const Node* n) {
+    return m.emit("gather", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 2))}, {{"dim", m.int_arg(n, 1)}});
+  }, false);
   t.def("where", [](Importer& m, const Node* n) {
     if (n->inputs().size() != 3) m.fail(n, "only where(condition, a, b) is supported");
     return m.emit("where", {Operand::tensor(m.tensor(n, 0)), m.operand(n, 1), m.operand(n, 2)});
@@ -355,6 +387,24 @@ void reduction_norm_ops(Table& t) {
   t.def("sum", [](Importer& m, const Node* n) { return m.emit("sum", {m.operand(n, 0)}, sum_like_attrs(m, n, true)); }, false);
   t.def("mean", [](Importer& m, const Node* n) { return m.emit("mean", {m.operand(n, 0)}, sum_like_attrs(m, n, true)); }, false);
   t.def("amax", [](Importer& m, const Node* n) { return m.emit("amax", {m.operand(n, 0)}, sum_like_attrs(m, n, false)); }, false);
+  for (const char* name : {"amin", "any", "all"}) {
+    std::string op_name = name;
+    t.def(name, [op_name](Importer& m, const Node* n) { return m.emit(op_name, {m.operand(n, 0)}, sum_like_attrs(m, n, false)); }, false);
+  }
+  // var / std: var(self, unbiased), var.dim(self, dim, unbiased, keepdim), var.correction(self, dim, *, correction,
+  // keepdim); std is sqrt(var).
+  for (const char* name : {"var", "std"}) {
+    const bool is_std = std::string(name) == "std";
+    t.def(name, [is_std](Importer& m, const Node* n) {
+      Attrs a = sum_like_attrs(m, n, false);
+      double correction = 1.0;
+      if (has_arg(m, n, "unbiased")) correction = m.bool_arg(n, need_arg(n, "unbiased")) ? 1.0 : 0.0;
+      if (has_arg(m, n, "correction")) correction = m.float_arg(n, need_arg(n, "correction"));
+      a.set("correction", correction);
+      ValueId v = m.emit("var", {m.operand(n, 0)}, a);
+      return is_std ? m.emit("sqrt", {Operand::tensor(v)}) : v;
+    }, false);
+  }
   for (const char* name : {"softmax", "log_softmax"}) {
     std::string op_name = name;
     t.def(name, [op_name](Importer& m, const Node* n) {
@@ -540,6 +590,26 @@ void shape_ops(Table& t) {
   t.def("cat", cat, false);
   t.def("concat", cat, false);
   t.def("concatenate", cat, false);
+  t.def("flip", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    IntList dims = m.ints_arg(n, 1);
+    for (auto& d : dims) d = wrap(m, n, d, m.type(x).rank());
+    return m.emit("flip", {Operand::tensor(x)}, {{"dims", dims}});
+  }, false);
+  t.def("repeat", [](Importer& m, const Node* n) {
+    return m.emit("repeat", {Operand::tensor(m.tensor(n, 0))}, {{"repeats", m.ints_arg(n, 1)}});
+  }, false);
+  t.def("constant_pad_nd", [](Importer& m, const Node* n) {
+    return m.emit("constant_pad_nd", {Operand::tensor(m.tensor(n, 0))},
+                  {{"pad", m.ints_arg(n, 1)}, {"value", has_arg(m, n, "value") ? m.float_arg(n, need_arg(n, "value")) : 0.0}});
+  }, false);
+  // F.pad: only the constant mode so far.
+  t.def("pad", [](Importer& m, const Node* n) {
+    const std::string mode = has_arg(m, n, "mode") ? m.string_arg(n, need_arg(n, "mode")) : "constant";
+    if (mode != "constant") m.fail(n, "pad mode '" + mode + "' is not supported yet; only 'constant'");
+    return m.emit("constant_pad_nd", {Operand::tensor(m.tensor(n, 0))},
+                  {{"pad", m.ints_arg(n, 1)}, {"value", has_arg(m, n, "value") ? m.float_arg(n, need_arg(n, "value")) : 0.0}});
+  }, false);
   t.def("stack", [](Importer& m, const Node* n) {
     std::vector<ValueId> xs = m.tensors_arg(n, 0);
     if (xs.empty()) m.fail(n, "needs at least one tensor");

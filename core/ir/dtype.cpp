@@ -1,5 +1,10 @@
 #include "core/ir/dtype.h"
 
+#include <cstring>
+#include <limits>
+
+#include "core/ir/half.h"
+
 #include "core/ir/error.h"
 
 namespace thunderc {
@@ -78,6 +83,32 @@ DType promote_types(DType a, DType b) {
       /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8},
   };
   return table[static_cast<int>(a)][static_cast<int>(b)];
+}
+
+
+bool scalar_to_bytes(double v, DType d, unsigned char* dst) {
+  auto put = [&](auto x) { std::memcpy(dst, &x, sizeof x); };
+  auto integer = [&](auto zero) {
+    using I = decltype(zero);
+    const double lo = static_cast<double>(std::numeric_limits<I>::min()), hi = static_cast<double>(std::numeric_limits<I>::max());
+    // [lo, hi + 1): hi + 1 is a power of two, exact in a double (hi itself may not be)
+    if (!(v >= lo && v < hi + 1.0)) return false;
+    put(static_cast<I>(v));
+    return true;
+  };
+  switch (d) {
+    case DType::Bool: put(static_cast<bool>(v != 0)); return true;
+    case DType::UInt8: return integer(std::uint8_t{});
+    case DType::Int8: return integer(std::int8_t{});
+    case DType::Int16: return integer(std::int16_t{});
+    case DType::Int32: return integer(std::int32_t{});
+    case DType::Int64: return integer(std::int64_t{});
+    case DType::Float16: put(float_to_f16(static_cast<float>(v))); return true;
+    case DType::BFloat16: put(float_to_bf16(static_cast<float>(v))); return true;
+    case DType::Float32: put(static_cast<float>(v)); return true;
+    case DType::Float64: put(v); return true;
+  }
+  return false;
 }
 
 }  // namespace thunderc

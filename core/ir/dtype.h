@@ -34,6 +34,11 @@ double machine_epsilon(DType dt);
 // Accepts PyTorch names ("float32", "float", "long", ...) and short names ("f32").
 std::optional<DType> parse_dtype(std::string_view name);
 
+// v as one element of dtype d, written to dst (dtype_size(d) bytes) as a PyTorch number fills a tensor of that
+// dtype (floating types round to nearest; integers truncate toward zero). False, writing nothing, when an
+// integer dtype cannot hold v (NaN, infinities, out of range: C++'s conversion would be undefined).
+bool scalar_to_bytes(double v, DType d, unsigned char* dst);
+
 // torch.promote_types: the smallest type both promote to (bool < integers < floating).
 DType promote_types(DType a, DType b);
 

@@ -16,13 +16,13 @@ namespace thunderc {
 // What kind of computation an operator is; executors and passes use it to decide what they can take.
 enum class OpCategory {
   Elementwise,  // pointwise with broadcasting (unary, binary, where, masked_fill, casts)
-  Reduction,    // sum, mean, amax over dims
+  Reduction,    // sum, mean, amax, amin, any, all, var over dims
   Normalization,  // softmax, log_softmax, layer_norm, batch_norm
-  Shape,        // reshape, permute, expand, slice, select, cat: data movement only
+  Shape,        // reshape, permute, expand, slice, select, cat, flip, repeat, constant_pad_nd: data movement only
   Matmul,       // linear, matmul, bmm, addmm
   Convolution,  // conv2d
   Pooling,      // max/avg/adaptive pooling
-  Indexing,     // embedding
+  Indexing,     // embedding, index_select, gather, argmax/argmin, cumsum: code of their own, never in a region
   Attention,    // scaled_dot_product_attention
   Fusion,       // a region of other symbols that one executor runs as a unit (see BoundSymbol::subsymbols)
 };

@@ -1,4 +1,4 @@
-// Reductions (sum, mean, amax) and normalizations (softmax, log_softmax, layer_norm, rms_norm, batch_norm).
+// Reductions (sum, mean, amax, amin, any, all, var) and normalizations (softmax, log_softmax, layer_norm, rms_norm, batch_norm).
 #include <algorithm>
 
 #include "core/ir/error.h"
@@ -70,6 +70,35 @@ void register_reduction_norm_ops(OpRegistry& r) {
            return {out};
          },
          "maximum over dims (all when empty)"});
+  r.add({"amin", OpCategory::Reduction, {{"a"}}, reduction_attrs(false),
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           TensorType out = m.tensor(0);
+           out.shape = reduce_shape(m.tensor(0), m.attrs.get_ints("dims"), m.attrs.get_bool("keepdim"), "amin");
+           return {out};
+         },
+         "minimum over dims (all when empty)"});
+  for (const char* name : {"any", "all"}) {
+    r.add({name, OpCategory::Reduction, {{"a"}}, reduction_attrs(false),
+           [](const MetaArgs& m) -> std::vector<TensorType> {
+             TensorType out = m.tensor(0);
+             out.shape = reduce_shape(m.tensor(0), m.attrs.get_ints("dims"), m.attrs.get_bool("keepdim"), m.op.name);
+             if (out.dtype != DType::UInt8) out.dtype = DType::Bool;  // as ATen: uint8 stays uint8
+             return {out};
+           },
+           std::string("whether ") + (std::string(name) == "any" ? "any" : "every") +
+               " element over dims (all when empty) is non-zero"});
+  }
+  r.add({"var", OpCategory::Reduction, {{"a"}},
+         {{"dims", AttrType::IntList, false, IntList{}},
+          {"keepdim", AttrType::Bool, false, false},
+          {"correction", AttrType::Float, false, 1.0}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           TensorType out = m.tensor(0);
+           require_floating(out, "var", "the input");
+           out.shape = reduce_shape(m.tensor(0), m.attrs.get_ints("dims"), m.attrs.get_bool("keepdim"), "var");
+           return {out};
+         },
+         "sum((a - mean(a))^2) / max(0, N - correction) over dims (all when empty)"});
 
   for (const char* name : {"softmax", "log_softmax"}) {
     r.add({name, OpCategory::Normalization, {{"a"}},

@@ -50,6 +50,7 @@ const OpRegistry& op_registry() {
     register_reduction_norm_ops(r);
     register_shape_ops(r);
     register_nn_ops(r);
+    register_indexing_ops(r);
     register_fusion_op(r);
     return r;
   }();

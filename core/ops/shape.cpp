@@ -1,4 +1,4 @@
-// Data-movement operators: reshape, permute, expand, slice, select, cat. Arguments are normalized by the
+// Data-movement operators: reshape, permute, expand, slice, select, cat, flip, repeat, constant_pad_nd. Arguments are normalized by the
 // frontend (no negative dims or indices, slices clamped), and the meta functions insist on it.
 #include <algorithm>
 
@@ -157,6 +157,52 @@ void register_shape_ops(OpRegistry& r) {
            return {out};
          },
          "concatenation along dim (dtypes promoted)"});
+  r.add({"flip", OpCategory::Shape, {{"a"}}, {{"dims", AttrType::IntList}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType& a = m.tensor(0);
+           std::vector<bool> seen(a.rank(), false);
+           for (std::int64_t d : m.attrs.get_ints("dims")) {
+             auto w = static_cast<std::size_t>(wrap_dim(d, a.rank(), "flip"));
+             if (a.rank() > 0 && seen[w]) user_error("flip: dim ", d, " appears more than once in ", shape_str(m.attrs.get_ints("dims")));
+             if (a.rank() > 0) seen[w] = true;
+           }
+           return {a};
+         },
+         "reverses the order of the elements along each of dims"});
+  r.add({"repeat", OpCategory::Shape, {{"a"}}, {{"repeats", AttrType::IntList}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType& a = m.tensor(0);
+           const IntList& rep = m.attrs.get_ints("repeats");
+           if (rep.size() < a.rank())
+             user_error("repeat: ", shape_str(rep), " has fewer entries than the input has dims ", shape_str(a.shape));
+           TensorType out = a;
+           out.shape.assign(rep.size(), 1);
+           const std::size_t lead = rep.size() - a.rank();
+           for (std::size_t i = 0; i < rep.size(); ++i) {
+             if (rep[i] < 0) user_error("repeat: repeats must be non-negative, got ", shape_str(rep));
+             const std::int64_t size = i < lead ? 1 : a.shape[i - lead];
+             if (__builtin_mul_overflow(size, rep[i], &out.shape[i])) user_error("repeat: the sizes overflow int64");
+           }
+           return {out};
+         },
+         "tiles a repeats[i] times along dim i (leading repeats add dims)"});
+  r.add({"constant_pad_nd", OpCategory::Shape, {{"a"}}, {{"pad", AttrType::IntList}, {"value", AttrType::Float, false, 0.0}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType& a = m.tensor(0);
+           const IntList& pad = m.attrs.get_ints("pad");
+           if (pad.size() % 2 != 0 || pad.size() / 2 > a.rank())
+             user_error("constant_pad_nd: pad ", shape_str(pad), " must hold a (before, after) pair per padded dim, for at most ",
+                        a.rank(), " dims");
+           TensorType out = a;
+           for (std::size_t k = 0; k < pad.size() / 2; ++k) {
+             std::int64_t& size = out.shape[a.rank() - 1 - k];
+             if (__builtin_add_overflow(size, pad[2 * k], &size) || __builtin_add_overflow(size, pad[2 * k + 1], &size) || size < 0)
+               user_error("constant_pad_nd: padding ", shape_str(pad), " makes dimension ", a.rank() - 1 - k, " of ",
+                          shape_str(a.shape), " negative");
+           }
+           return {out};
+         },
+         "pads (or, with negative amounts, crops) the last dims: pad = (before, after) per dim from the last"});
 }
 
 }  // namespace thunderc

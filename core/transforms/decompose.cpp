@@ -50,7 +50,8 @@ class Decomposer {
   static const std::set<std::string>& rules() {
     static const std::set<std::string> r = {"linear",    "addmm", "softmax", "log_softmax", "layer_norm",
                                             "rms_norm",  "batch_norm", "gelu",  "silu",    "hardswish",   "hardsigmoid",
-                                            "scaled_dot_product_attention"};
+                                            "scaled_dot_product_attention", "amin", "any", "all", "var",
+                                            "repeat", "constant_pad_nd"};
     return r;
   }
 
@@ -180,6 +181,77 @@ ValueId Decomposer::rewrite(Trace& t, const BoundSymbol& s) {
     }
     ValueId p = emit(t, "softmax", {T(sc)}, {{"dim", std::int64_t{-1}}});
     r = emit(t, "matmul", {T(p), in(2)});
+  } else if (name == "amin") {
+    r = emit(t, "neg", {T(emit(t, "amax", {T(emit(t, "neg", {in(0)}))}, at))});
+  } else if (name == "any" || name == "all") {
+    // Non-zero elements as 0/1 floats, then their max: any is max > 0 (an empty reduction gives -inf: false);
+    // all(a) is not any(not a).
+    const TensorType a = type(0);
+    const DType out_dtype = t.type(s.outputs[0]).dtype;
+    ValueId flags;
+    if (name == "all") flags = emit(t, "logical_not", {in(0)});
+    else flags = is_bool(a.dtype) ? in(0).value : emit(t, "ne", {in(0), N(0.0)});
+    ValueId m = emit(t, "amax", {T(emit(t, "to_dtype", {T(flags)}, {{"dtype", DType::Float32}}))}, at);
+    r = emit(t, "gt", {T(m), N(0.0)});
+    if (name == "all") r = emit(t, "logical_not", {T(r)});
+    if (out_dtype != DType::Bool) r = emit(t, "to_dtype", {T(r)}, {{"dtype", out_dtype}});
+  } else if (name == "var") {
+    // Two passes, as ATen's result: sum((a - mean)^2) / max(0, N - correction) (0 / 0 is NaN, x / 0 inf).
+    const TensorType a = type(0);
+    const IntList& dims = at.get_ints("dims");
+    double count = 1;
+    std::vector<bool> reduced(a.rank(), dims.empty());
+    for (std::int64_t d : dims) reduced[static_cast<std::size_t>(d < 0 ? d + static_cast<std::int64_t>(a.rank()) : d)] = true;
+    for (std::size_t i = 0; i < a.rank(); ++i)
+      if (reduced[i]) count *= static_cast<double>(a.shape[i]);
+    ValueId mu = emit(t, "mean", {in(0)}, {{"dims", dims}, {"keepdim", true}});
+    ValueId d = emit(t, "sub", {in(0), T(mu)});
+    ValueId ss = emit(t, "sum", {T(emit(t, "mul", {T(d), T(d)}))}, {{"dims", dims}, {"keepdim", at.get_bool("keepdim")}});
+    r = emit(t, "div", {T(ss), N(std::max(0.0, count - at.get_float("correction")))});
+  } else if (name == "repeat") {
+    // [s0, s1] repeated [r0, r1]: viewed as [1, s0, 1, s1], expanded to [r0, s0, r1, s1], viewed as [r0*s0, r1*s1].
+    const TensorType a = type(0);
+    const IntList& rep = at.get_ints("repeats");
+    const std::size_t lead = rep.size() - a.rank();
+    IntList inter, expanded, out;
+    for (std::size_t i = 0; i < rep.size(); ++i) {
+      const std::int64_t size = i < lead ? 1 : a.shape[i - lead];
+      inter.insert(inter.end(), {1, size});
+      expanded.insert(expanded.end(), {rep[i], size});
+      out.push_back(rep[i] * size);
+    }
+    ValueId v = emit(t, "reshape", {in(0)}, {{"shape", inter}});
+    r = emit(t, "reshape", {T(emit(t, "expand", {T(v)}, {{"shape", expanded}}))}, {{"shape", out}});
+  } else if (name == "constant_pad_nd") {
+    // Crops (negative amounts) as slices, then pads as a cat with the value broadcast from a 0-dim constant.
+    const IntList& pad = at.get_ints("pad");
+    const TensorType a = type(0);
+    auto data = std::make_shared<ConstantData>();
+    data->bytes.resize(dtype_size(a.dtype));
+    if (!scalar_to_bytes(at.get_float("value"), a.dtype, data->bytes.data()))
+      user_error("constant_pad_nd: cannot pad a ", dtype_name(a.dtype), " tensor");  // declines the rule
+    ValueId fill = t.add_constant("pad_value", TensorType{a.dtype, {}, a.device}, std::move(data));
+    ValueId x = in(0).value;
+    for (std::size_t k = 0; k < pad.size() / 2; ++k) {
+      const auto dim = static_cast<std::int64_t>(a.rank() - 1 - k);
+      const std::int64_t before = pad[2 * k], after = pad[2 * k + 1];
+      const std::int64_t size = t.type(x).shape[static_cast<std::size_t>(dim)];
+      const std::int64_t start = std::max<std::int64_t>(0, -before), end = size - std::max<std::int64_t>(0, -after);
+      if (start != 0 || end != size)
+        x = emit(t, "slice", {T(x)}, {{"dim", dim}, {"start", start}, {"end", end}, {"step", std::int64_t{1}}});
+      std::vector<Operand> parts;
+      auto block = [&](std::int64_t n) {
+        Shape shape = t.type(x).shape;
+        shape[static_cast<std::size_t>(dim)] = n;
+        ValueId one = emit(t, "reshape", {T(fill)}, {{"shape", IntList(shape.size(), 1)}});
+        return T(emit(t, "expand", {T(one)}, {{"shape", shape}}));
+      };
+      if (before > 0) parts.push_back(block(before));
+      parts.push_back(T(x));
+      if (after > 0) parts.push_back(block(after));
+      if (parts.size() > 1) x = emit(t, "cat", parts, {{"dim", dim}});
+    }
+    r = x == in(0).value ? emit(t, "reshape", {in(0)}, {{"shape", a.shape}}) : x;
   } else {
     internal_error("decompose: no rule for ", name);
   }

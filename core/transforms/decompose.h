@@ -12,6 +12,11 @@
 //   silu, hardswish, hardsigmoid -> sigmoid / hardtanh(a + 3, 0, 6) forms
 //   scaled_dot_product_attention(q, k, v, mask) -> softmax(q @ k^T * scale (+ mask)) @ v
 //       (a bool mask or is_causal becomes masked_fill(..., -inf); the causal mask is a bool constant)
+//   amin(a)                -> -amax(-a)
+//   any(a) / all(a)        -> amax(float(a != 0)) > 0 / not any(not a)
+//   var(a, correction)     -> sum((a - mean(a))^2) / max(0, N - correction)
+//   repeat(a, r)           -> reshape(expand(reshape(a, [1, s0, 1, s1, ...]), [r0, s0, r1, s1, ...]), [r0*s0, ...])
+//   constant_pad_nd(a)     -> slices for negative amounts, then cat with the value expanded from a 0-dim constant
 // A softmax produced by a rule is itself decomposed when the same conditions hold for it.
 //
 // When: a symbol is rewritten when its operator is in context.decompose_ops (explicitly requested), or when

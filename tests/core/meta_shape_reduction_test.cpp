@@ -69,6 +69,65 @@ OPS_TEST_CASE("meta amax", "amax") {
   CHECK_THROWS_AS(meta("amax", {T(f4, {2})}, {{"dtype", f8}}), InternalError);
 }
 
+OPS_TEST_CASE("meta amin, any, all, var", "amin", "any", "all", "var") {
+  CHECK(meta1("amin", {T(i4, {2, 3, 4})}, {{"dims", IntList{1}}}) == tt(i4, {2, 4}));
+  CHECK(meta1("amin", {T(f4, {2, 3})}, {{"dims", IntList{-1}}, {"keepdim", true}}) == tt(f4, {2, 1}));
+  for (const char* name : {"any", "all"}) {
+    CAPTURE(name);
+    CHECK(meta1(name, {T(f4, {2, 3})}) == tt(b1, {}));
+    CHECK(meta1(name, {T(i8, {2, 3})}, {{"dims", IntList{0}}, {"keepdim", true}}) == tt(b1, {1, 3}));
+    CHECK(meta1(name, {T(u1, {2, 3})}, {{"dims", IntList{1}}}) == tt(u1, {2}));  // as ATen: uint8 stays uint8
+    CHECK_USER_ERROR(meta_error(name, {T(b1, {2})}, {{"dims", IntList{1}}}), name, "out of range");
+  }
+  CHECK(meta1("var", {T(f8, {2, 3, 4})}, {{"dims", IntList{0, 2}}, {"correction", 0.0}}) == tt(f8, {3}));
+  CHECK(meta1("var", {T(f4, {2, 3})}) == tt(f4, {}));
+  CHECK_USER_ERROR(meta_error("var", {T(i4, {2})}), "var", "floating point", "int32");
+  CHECK_USER_ERROR(meta_error("var", {T(f4, {2, 3})}, {{"dims", IntList{1, -1}}}), "var", "more than once");
+}
+
+OPS_TEST_CASE("meta flip, repeat, constant_pad_nd", "flip", "repeat", "constant_pad_nd") {
+  CHECK(meta1("flip", {T(i4, {2, 3})}, {{"dims", IntList{0, -1}}}) == tt(i4, {2, 3}));
+  CHECK(meta1("flip", {T(f4, {})}, {{"dims", IntList{0}}}) == tt(f4, {}));
+  CHECK_USER_ERROR(meta_error("flip", {T(f4, {2, 3})}, {{"dims", IntList{1, -1}}}), "flip", "more than once");
+  CHECK_USER_ERROR(meta_error("flip", {T(f4, {2, 3})}, {{"dims", IntList{2}}}), "flip", "out of range");
+  CHECK(meta1("repeat", {T(f4, {2, 3})}, {{"repeats", IntList{2, 1, 3}}}) == tt(f4, {2, 2, 9}));
+  CHECK(meta1("repeat", {T(b1, {2})}, {{"repeats", IntList{0}}}) == tt(b1, {0}));
+  CHECK_USER_ERROR(meta_error("repeat", {T(f4, {2, 3})}, {{"repeats", IntList{2}}}), "repeat", "fewer");
+  CHECK_USER_ERROR(meta_error("repeat", {T(f4, {2})}, {{"repeats", IntList{-1}}}), "repeat", "non-negative");
+  CHECK(meta1("constant_pad_nd", {T(f4, {2, 3, 4})}, {{"pad", IntList{1, 2, -1, 0}}}) == tt(f4, {2, 2, 7}));
+  CHECK(meta1("constant_pad_nd", {T(i8, {5})}, {{"pad", IntList{0, 0}}, {"value", 3.0}}) == tt(i8, {5}));
+  CHECK_USER_ERROR(meta_error("constant_pad_nd", {T(f4, {2})}, {{"pad", IntList{1}}}), "constant_pad_nd", "pair");
+  CHECK_USER_ERROR(meta_error("constant_pad_nd", {T(f4, {2})}, {{"pad", IntList{1, 1, 1, 1}}}), "constant_pad_nd", "at most 1");
+  CHECK_USER_ERROR(meta_error("constant_pad_nd", {T(f4, {2})}, {{"pad", IntList{-2, -1}}}), "negative");
+}
+
+OPS_TEST_CASE("meta index_select, gather, argmax, argmin, cumsum", "index_select", "gather", "argmax", "argmin", "cumsum") {
+  CHECK(meta1("index_select", {T(f4, {4, 5}), T(i8, {3})}, {{"dim", I(1)}}) == tt(f4, {4, 3}));
+  CHECK(meta1("index_select", {T(i4, {4, 5}), T(i4, {})}, {{"dim", I(-2)}}) == tt(i4, {1, 5}));
+  CHECK_USER_ERROR(meta_error("index_select", {T(f4, {4}), T(f4, {2})}, {{"dim", I(0)}}), "index_select", "int32 or int64", "float32");
+  CHECK_USER_ERROR(meta_error("index_select", {T(f4, {4}), T(i8, {2, 2})}, {{"dim", I(0)}}), "index_select", "1-D");
+  CHECK(meta1("gather", {T(f4, {4, 5}), T(i8, {2, 5})}, {{"dim", I(0)}}) == tt(f4, {2, 5}));
+  CHECK(meta1("gather", {T(f4, {4, 5}), T(i8, {4, 9})}, {{"dim", I(1)}}) == tt(f4, {4, 9}));
+  CHECK_USER_ERROR(meta_error("gather", {T(f4, {4, 5}), T(i4, {2, 5})}, {{"dim", I(0)}}), "gather", "int64", "int32");
+  CHECK_USER_ERROR(meta_error("gather", {T(f4, {4, 5}), T(i8, {2})}, {{"dim", I(0)}}), "gather", "as many dims");
+  CHECK_USER_ERROR(meta_error("gather", {T(f4, {4, 5}), T(i8, {2, 6})}, {{"dim", I(0)}}), "gather", "larger", "dimension 1");
+  for (const char* name : {"argmax", "argmin"}) {
+    CAPTURE(name);
+    CHECK(meta1(name, {T(f4, {2, 3, 4})}, {{"dim", I(1)}}) == tt(i8, {2, 4}));
+    CHECK(meta1(name, {T(i4, {2, 3})}, {{"dim", I(-1)}, {"keepdim", true}}) == tt(i8, {2, 1}));
+    CHECK(meta1(name, {T(f4, {2, 3})}) == tt(i8, {}));
+    CHECK(meta1(name, {T(f4, {2, 3})}, {{"keepdim", true}}) == tt(i8, {1, 1}));
+    CHECK_USER_ERROR(meta_error(name, {T(f4, {2, 0})}, {{"dim", I(1)}}), name, "empty");
+    CHECK_USER_ERROR(meta_error(name, {T(f4, {0})}), name, "no elements");
+    CHECK_USER_ERROR(meta_error(name, {T(b1, {2})}), name, "bool");
+  }
+  CHECK(meta1("cumsum", {T(f4, {2, 3})}, {{"dim", I(1)}}) == tt(f4, {2, 3}));
+  CHECK(meta1("cumsum", {T(i4, {2, 3})}, {{"dim", I(0)}}) == tt(i8, {2, 3}));  // integers sum in int64
+  CHECK(meta1("cumsum", {T(b1, {2})}, {{"dim", I(0)}}) == tt(i8, {2}));
+  CHECK(meta1("cumsum", {T(i4, {2})}, {{"dim", I(0)}, {"dtype", f8}}) == tt(f8, {2}));
+  CHECK_USER_ERROR(meta_error("cumsum", {T(f4, {2})}, {{"dim", I(1)}}), "cumsum", "out of range");
+}
+
 OPS_TEST_CASE("meta softmax and log_softmax", "softmax", "log_softmax") {
   for (const char* name : {"softmax", "log_softmax"}) {
     CAPTURE(name);

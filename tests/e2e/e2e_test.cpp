@@ -407,6 +407,51 @@ def forward(self, x, y):
   }
 }
 
+// Reductions and data movement that decompose into other operators (amin, any, all, var, std, repeat, padding)
+// or run natively (flip), imported from TorchScript: with the default executors, and with cpp alone
+// --standalone (every rewritten piece native), against LibTorch (rtol 1e-5, atol 1e-6); empty rows included.
+TEST_CASE("TorchScript reductions, flips, repeats and pads compile --standalone on cpp and match LibTorch") {
+  fs::path dir = tmp_dir("reduce_move_ops");
+  torch::jit::Module m("__torch__.ReduceMoveOps");
+  m.define(R"(
+def forward(self, x, e):
+    a = torch.amin(x, 1) + x.amin(dim=[0, 2], keepdim=True).sum()
+    v = torch.var(x, 2) + torch.std(x, dim=[0, 1], unbiased=False, keepdim=True).sum() + torch.var(x, dim=2, correction=0)
+    an = torch.any(x > 0.8, 2).float() + torch.all(x > -2.0, dim=2).float() + x.gt(0).any().float()
+    f = torch.flip(x, [0, 2]) * 2 + x.flip(-1)
+    r = x.repeat(2, 1, 3)
+    p = torch.constant_pad_nd(x, [1, 2, -1, 0], 0.5)
+    return a, v, an, f, r, p, torch.any(e, 1), torch.all(e, 1), torch.amin(e, 0)
+)");
+  const std::string pt = (dir / "reduce_move_ops.pt").string();
+  m.save(pt);
+  at::manual_seed(4);
+  at::Tensor x = at::randn({3, 4, 5}), e = at::randn({2, 0});
+  std::vector<at::Tensor> want;
+  {
+    torch::jit::Module ref = torch::jit::load(pt);
+    c10::InferenceMode guard;
+    const c10::IValue out = ref.forward({x, e});
+    for (const auto& t : out.toTupleRef().elements()) want.push_back(t.toTensor());
+  }
+  for (const char* flags : {"", "--executors cpp --standalone"}) {
+    CAPTURE(flags);
+    const fs::path so = dir / (std::string(flags).empty() ? "default.so" : "cpp.so");
+    Result r = run_thunderc(pt + " -o " + so.string() + " --shapes x=3x4x5,e=2x0 " + flags);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    thunderc::Model compiled(so.string());
+    const std::vector<at::Tensor> got = thunderc::aten::run(compiled, {x, e});
+    REQUIRE(got.size() == want.size());
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      CAPTURE(k);
+      CHECK(got[k].sizes().vec() == want[k].sizes().vec());
+      CHECK(std::string(c10::toString(got[k].scalar_type())) == c10::toString(want[k].scalar_type()));
+      CHECK(at::allclose(got[k], want[k], 1e-5, 1e-6, /*equal_nan=*/true));
+    }
+  }
+}
+
 // In-place operators, functionalized with alias updates, give LibTorch's results (thunder.jit's in-place
 // support); --skip-inplace-alias-updates drops the write-backs through views.
 TEST_CASE("in-place models match LibTorch with alias updates") {

@@ -7,6 +7,7 @@
 #include <ATen/ScalarOps.h>
 #include <c10/core/InferenceMode.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -162,6 +163,33 @@ const std::unordered_map<std::string, OpFn>& ops() {
     t["sum"] = [](A x, T a) { return at::sum(x[0], a.get_ints("dims"), a.get_bool("keepdim"), opt_dtype(a, "dtype")); };
     t["mean"] = [](A x, T a) { return at::mean(x[0], a.get_ints("dims"), a.get_bool("keepdim"), opt_dtype(a, "dtype")); };
     t["amax"] = [](A x, T a) { return at::amax(x[0], a.get_ints("dims"), a.get_bool("keepdim")); };
+    t["amin"] = [](A x, T a) { return at::amin(x[0], a.get_ints("dims"), a.get_bool("keepdim")); };
+    // any/all over a list of dims, one dim at a time from the last (LibTorch before 2.2 takes a single dim).
+    for (const char* name : {"any", "all"}) {
+      const bool is_any = std::string(name) == "any";
+      t[name] = [is_any](A x, T a) {
+        std::vector<std::int64_t> dims = a.get_ints("dims");
+        const bool keepdim = a.get_bool("keepdim");
+        if (dims.empty())
+          for (std::int64_t d = 0; d < x[0].dim(); ++d) dims.push_back(d);
+        for (auto& d : dims) d = d < 0 ? d + x[0].dim() : d;
+        std::sort(dims.rbegin(), dims.rend());
+        at::Tensor r = x[0];
+        if (dims.empty()) r = r.ne(0);  // a 0-dim tensor: its own truth value
+        for (std::int64_t d : dims) r = is_any ? at::any(r, d, keepdim) : at::all(r, d, keepdim);
+        return x[0].scalar_type() == at::kByte ? r.to(at::kByte) : r.to(at::kBool);
+      };
+    }
+    // var: two passes, as the decomposition; correction may be any number (LibTorch 1.13 takes an integer).
+    t["var"] = [](A x, T a) {
+      std::vector<std::int64_t> dims = a.get_ints("dims");
+      double count = 1;
+      if (dims.empty()) count = static_cast<double>(x[0].numel());
+      for (std::int64_t d : dims) count *= static_cast<double>(x[0].size(d));
+      at::Tensor mu = at::mean(x[0], dims, true);
+      at::Tensor ss = at::sum((x[0] - mu) * (x[0] - mu), dims, a.get_bool("keepdim"));
+      return ss / std::max(0.0, count - a.get_float("correction"));
+    };
     t["softmax"] = [](A x, T a) { return at::softmax(x[0], a.get_int("dim"), opt_dtype(a, "dtype")); };
     t["log_softmax"] = [](A x, T a) { return at::log_softmax(x[0], a.get_int("dim"), opt_dtype(a, "dtype")); };
     t["layer_norm"] = [](A x, T a) {
@@ -190,6 +218,9 @@ const std::unordered_map<std::string, OpFn>& ops() {
     };
     t["select"] = [](A x, T a) { return x[0].select(a.get_int("dim"), a.get_int("index")); };
     t["cat"] = [](A x, T a) { return at::cat(x, a.get_int("dim")); };
+    t["flip"] = [](A x, T a) { return at::flip(x[0], a.get_ints("dims")); };
+    t["repeat"] = [](A x, T a) { return x[0].repeat(a.get_ints("repeats")); };
+    t["constant_pad_nd"] = [](A x, T a) { return at::constant_pad_nd(x[0], a.get_ints("pad"), a.get_float("value")); };
     t["slice_scatter"] = [](A x, T a) {
       return at::slice_scatter(x[0], x[1].to(x[0].scalar_type()), a.get_int("dim"), a.get_int("start"), a.get_int("end"),
                                a.get_int("step"));
@@ -215,6 +246,17 @@ const std::unordered_map<std::string, OpFn>& ops() {
                             a.get_bool("ceil_mode"), a.get_bool("count_include_pad"), opt_int(a, "divisor_override"));
     };
     t["adaptive_avg_pool2d"] = [](A x, T a) { return at::adaptive_avg_pool2d(x[0], a.get_ints("output_size")); };
+    t["index_select"] = [](A x, T a) { return at::index_select(x[0], a.get_int("dim"), x[1]); };
+    t["gather"] = [](A x, T a) { return at::gather(x[0], a.get_int("dim"), x[1]); };
+    t["argmax"] = [](A x, T a) {
+      return at::argmax(x[0], a.is_none("dim") ? c10::optional<int64_t>() : c10::optional<int64_t>(a.get_int("dim")),
+                        a.get_bool("keepdim"));
+    };
+    t["argmin"] = [](A x, T a) {
+      return at::argmin(x[0], a.is_none("dim") ? c10::optional<int64_t>() : c10::optional<int64_t>(a.get_int("dim")),
+                        a.get_bool("keepdim"));
+    };
+    t["cumsum"] = [](A x, T a) { return at::cumsum(x[0], a.get_int("dim"), opt_dtype(a, "dtype")); };
     t["embedding"] = [](A x, T) { return at::embedding(x[0], x[1]); };
     t["scaled_dot_product_attention"] = attention;
     return t;

@@ -264,6 +264,26 @@ TEST_CASE("layer_norm and batch_norm") {
   }
 }
 
+TEST_CASE("flip: one dim, several, of views, of broadcasts, into reshapes and cats") {
+  Trace t;
+  ValueId x = t.add_input("x", f32({2, 3, 4})), y = t.add_input("y", f32({3, 1}));
+  auto flip = [&](ValueId v, IntList dims) { return t.emit1(op("flip"), {T(v)}, {{"dims", std::move(dims)}}); };
+  std::vector<ValueId> outs;
+  outs.push_back(flip(x, {2}));
+  outs.push_back(t.emit1(op("add"), {T(flip(x, {0, 2})), T(x)}, {}));
+  ValueId p = t.emit1(op("permute"), {T(x)}, {{"dims", IntList{2, 0, 1}}});
+  outs.push_back(t.emit1(op("mul"), {T(flip(p, {1})), N(2.0)}, {}));
+  ValueId e = t.emit1(op("expand"), {T(y)}, {{"shape", IntList{2, 3, 5}}});
+  outs.push_back(flip(e, {0, 1, 2}));
+  ValueId f = flip(x, {1});
+  outs.push_back(t.emit1(op("reshape"), {T(f)}, {{"shape", IntList{6, 4}}}));
+  outs.push_back(t.emit1(op("cat"), {T(f), T(x)}, {{"dim", std::int64_t{1}}}));
+  outs.push_back(flip(flip(x, {1}), {1}));
+  t.set_outputs(outs);
+  check_native(t, {"flip"});
+  check_against_torch(t, "flip");
+}
+
 TEST_CASE("data movement: views feeding elementwise ops, reshape, cat, lone copies") {
   Trace t;
   ValueId x = t.add_input("x", f32({2, 3, 4})), y = t.add_input("y", f32({3, 1}));
@@ -584,6 +604,69 @@ TEST_CASE("integer tensors: what cpp leaves to torch") {
   t.set_outputs(outs);
   claim_executors(t, {find_executor("cpp"), find_executor("torch")});
   for (const BoundSymbol& s : t.symbols()) CHECK_MESSAGE(s.executor == "torch", s.op->name);
+}
+
+// index_select, gather, argmax/argmin and cumsum: code of their own (codegen/cpp/indexing.cpp). Integer inputs
+// are in [0, 10): valid indices into dims of 10 or more.
+TEST_CASE("index_select, gather, argmax, argmin, cumsum: dims, dtypes, NaN, ties, keepdim") {
+  auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
+  Trace t;
+  ValueId x = t.add_input("x", f32({10, 12, 3})), xd = t.add_input("xd", f64({11, 10}));
+  ValueId i64 = t.add_input("i64", ty(DType::Int64, {4})), i32 = t.add_input("i32", ty(DType::Int32, {7}));
+  ValueId g = t.add_input("g", ty(DType::Int64, {6, 5, 3})), n = t.add_input("n", ty(DType::Int32, {3, 10}));
+  ValueId b = t.add_input("b", b8({4, 6}));
+  std::vector<ValueId> outs;
+  auto dim = [](std::int64_t d) { return AttrValue(d); };
+  outs.push_back(t.emit1(op("index_select"), {T(x), T(i64)}, {{"dim", dim(0)}}));
+  outs.push_back(t.emit1(op("index_select"), {T(x), T(i32)}, {{"dim", dim(1)}}));
+  outs.push_back(t.emit1(op("index_select"), {T(n), T(i64)}, {{"dim", dim(-1)}}));  // integer data
+  outs.push_back(t.emit1(op("gather"), {T(x), T(g)}, {{"dim", dim(0)}}));
+  ValueId g2 = t.emit1(op("select"), {T(g)}, {{"dim", dim(2)}, {"index", dim(1)}});  // [6, 5], from a view
+  outs.push_back(t.emit1(op("gather"), {T(xd), T(g2)}, {{"dim", dim(1)}}));
+  // ties: round(2x) has many equal values; log(x) is NaN for the negative half
+  ValueId ties = t.emit1(op("round"), {T(t.emit1(op("mul"), {T(x), N(2.0)}, {}))}, {});
+  ValueId nans = t.emit1(op("log"), {T(x)}, {});
+  for (const char* name : {"argmax", "argmin"}) {
+    outs.push_back(t.emit1(op(name), {T(ties)}, {{"dim", dim(1)}}));
+    outs.push_back(t.emit1(op(name), {T(ties)}, {{"dim", dim(-1)}, {"keepdim", true}}));
+    outs.push_back(t.emit1(op(name), {T(ties)}, {}));
+    outs.push_back(t.emit1(op(name), {T(nans)}, {{"dim", dim(0)}}));
+    outs.push_back(t.emit1(op(name), {T(n)}, {{"dim", dim(1)}}));
+    outs.push_back(t.emit1(op(name), {T(xd)}, {{"dim", dim(0)}, {"keepdim", true}}));
+  }
+  outs.push_back(t.emit1(op("cumsum"), {T(x)}, {{"dim", dim(1)}}));
+  outs.push_back(t.emit1(op("cumsum"), {T(nans)}, {{"dim", dim(0)}}));
+  outs.push_back(t.emit1(op("cumsum"), {T(xd)}, {{"dim", dim(-1)}}));
+  outs.push_back(t.emit1(op("cumsum"), {T(n)}, {{"dim", dim(1)}}));                           // int32 into int64
+  outs.push_back(t.emit1(op("cumsum"), {T(b)}, {{"dim", dim(0)}}));                           // bool into int64
+  outs.push_back(t.emit1(op("cumsum"), {T(n)}, {{"dim", dim(0)}, {"dtype", DType::Float32}}));  // int32 into float32
+  t.set_outputs(outs);
+  check_native(t, {"index_select", "gather", "argmax", "argmin", "cumsum"});
+  check_against_torch(t, "indexing");
+}
+
+TEST_CASE("index_select and gather: an index out of range fails the call with a message, as ATen raises") {
+  auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
+  for (const char* name : {"index_select", "gather"}) {
+    CAPTURE(name);
+    Trace t;
+    ValueId x = t.add_input("x", f32({10, 4}));
+    ValueId ids = t.add_input("ids", std::string(name) == "gather" ? ty(DType::Int64, {3, 4}) : ty(DType::Int64, {3}));
+    t.set_outputs({t.emit1(op(name), {T(x), T(ids)}, {{"dim", std::int64_t{0}}})});
+    thunderc::Model m(compile(claimed(t, {"cpp"}), {"cpp"}, std::string(name) + "_range"));
+    auto in = random_inputs(t, 1, false);
+    for (std::int64_t bad : {std::int64_t{10}, std::int64_t{-1}}) {
+      CAPTURE(bad);
+      static_cast<std::int64_t*>(in[1].raw())[2] = bad;
+      try {
+        m.run(in);
+        FAIL("an out-of-range index did not fail the call");
+      } catch (const thunderc::Error& e) {
+        CHECK(std::string(e.what()).find(std::string(name) + ": index " + std::to_string(bad) +
+                                         " is out of range for dimension 0 of size 10") != std::string::npos);
+      }
+    }
+  }
 }
 
 TEST_CASE("embedding: an index out of range fails the call with a message, as ATen raises") {

@@ -141,6 +141,40 @@ TEST_CASE("decompose: every rule computes what the original operator does (torch
     ValueId m = t.add_input("m", f32({4, 6}));
     t.set_outputs({t.emit1(op(sdpa), {T(q), T(k), T(v), T(m)}, {})});
   }, {1e-4, 1e-5});
+  auto red = [](IntList dims, bool keepdim) { return Attrs{{"dims", std::move(dims)}, {"keepdim", keepdim}}; };
+  one("amin", "amin", [&](Trace& t) {
+    ValueId x = t.add_input("x", f32({4, 5, 6}));
+    t.set_outputs({t.emit1(op("amin"), {T(x)}, red({1}, false)), t.emit1(op("amin"), {T(x)}, red({}, true)),
+                   t.emit1(op("amin"), {T(x)}, red({0, 2}, true))});
+  });
+  for (const char* name : {"any", "all"}) {
+    one(name, name, [&](Trace& t) {
+      ValueId x = t.add_input("x", f32({4, 5, 6})), b = t.add_input("b", b8({3, 7}));
+      // x > 0.8 is rarely true and x > -2 rarely false: rows where any or all go either way
+      ValueId few = t.emit1(op("gt"), {T(x), N(0.8)}, {}), most = t.emit1(op("gt"), {T(x), N(-2.0)}, {});
+      t.set_outputs({t.emit1(op(name), {T(few)}, red({2}, false)), t.emit1(op(name), {T(most)}, red({2}, true)),
+                     t.emit1(op(name), {T(x)}, red({}, false)), t.emit1(op(name), {T(b)}, red({0}, false))});
+    });
+  }
+  one("var", "var", [&](Trace& t) {
+    ValueId x = t.add_input("x", f32({4, 5, 6})), one_row = t.add_input("o", f32({3, 1}));
+    auto var = [&](ValueId v, IntList dims, bool keepdim, double correction) {
+      return t.emit1(op("var"), {T(v)}, {{"dims", std::move(dims)}, {"keepdim", keepdim}, {"correction", correction}});
+    };
+    t.set_outputs({var(x, {2}, false, 1.0), var(x, {0, 1}, true, 0.0), var(x, {}, false, 1.0), var(x, {1}, false, 2.5),
+                   var(one_row, {1}, false, 1.0)});  // one element, correction 1: 0 / 0 is NaN
+  });
+  one("repeat", "repeat", [&](Trace& t) {
+    ValueId x = t.add_input("x", f32({2, 3}));
+    auto rep = [&](IntList r) { return t.emit1(op("repeat"), {T(x)}, {{"repeats", std::move(r)}}); };
+    t.set_outputs({rep({2, 3}), rep({1, 1}), rep({3, 1, 2}), rep({2, 0})});
+  });
+  one("constant_pad_nd", "constant_pad_nd", [&](Trace& t) {
+    ValueId x = t.add_input("x", f32({2, 3, 5}));
+    auto pad = [&](IntList p, double v) { return t.emit1(op("constant_pad_nd"), {T(x)}, {{"pad", std::move(p)}, {"value", v}}); };
+    t.set_outputs({pad({1, 2}, 0.0), pad({0, 0, 2, 1}, -1.5), pad({-1, 2, 1, -2}, 3.0), pad({1, 1, 1, 1, 1, 1}, 0.0),
+                   pad({-2, -3}, 0.0)});
+  });
   // Every rule decompose has is checked here: a new rule needs a case above.
   for (const std::string& name : decomposable_ops()) CHECK_MESSAGE(checked.count(name) == 1, "no numeric check for rule " << name);
 }
