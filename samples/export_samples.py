@@ -12,7 +12,9 @@
 #   # PyPI's wheel is the CUDA build: importing it also needs these (the system NCCL is too old)
 #   /tmp/pt2-venv/bin/pip install --no-deps nvidia-cusparselt-cu13 nvidia-nvshmem-cu13 nvidia-nccl-cu13
 #   /tmp/pt2-venv/bin/pip install "cuda-toolkit[cufile]"
-#   /tmp/pt2-venv/bin/python samples/export_samples.py
+#   /tmp/pt2-venv/bin/python samples/export_samples.py [NAME ...]
+# (or `bash scripts/pypi-torch-venv.sh /tmp/pt2-venv` for the venv). With NAMEs, only those samples are written
+# (the others stay byte-identical), which needs the torch version samples/pt2/VERSION names.
 #
 # Every model is small (a few KB of weights), seeded and deterministic. samples/pt2/VERSION records the
 # torch version that wrote the files.
@@ -189,13 +191,40 @@ class DynamicBatch(nn.Module):
 
 
 class Unsupported(nn.Module):
-    """Uses operators thunderc has no catalog entry for (cumsum twice, flip): the import lists them together."""
+    """Uses operators thunderc has no catalog entry for (sort twice, topk): the import lists them together."""
 
     def forward(self, x):
-        return torch.flip(torch.cumsum(torch.cumsum(x, 0), 1), [0]) + 1.0
+        return torch.sort(torch.sort(x, 0).values, 1).values + torch.topk(x, 2, dim=1).values.sum(1, keepdim=True)
+
+
+class CoreOps(nn.Module):
+    """Core ATen operators beyond the blocks above, as torch.export writes them: cumsum of int64, flip,
+    index_select, argmax + gather, max.dim, var, amin, any, constant_pad_nd, repeat, bitwise ops, remainder,
+    atan2, clamp, expm1, sign, floor, log1p, full_like."""
+
+    def forward(self, x):
+        pos = torch.cumsum(torch.ones_like(x[:, 0], dtype=torch.int64), 0) - 1
+        idx = torch.argmax(x, dim=1)
+        g = torch.gather(x, 1, idx.unsqueeze(1))
+        sel = torch.index_select(x, 0, pos.flip(0))
+        v = x.var(dim=1, keepdim=True) + x.amin(1, keepdim=True)
+        m, mi = x.max(dim=0)
+        any_ = (x > 1.5).any(dim=1, keepdim=True).float()
+        pad = F.pad(x, (1, 2), value=-1.0)[:, 1:-2]
+        rep = x.repeat(1, 2)[:, :6]
+        bits = ((pos & 1) ^ (pos | 2)).to(x.dtype).unsqueeze(1)
+        r = torch.remainder(x, 0.7) + torch.atan2(x, sel) + torch.clamp(x, -0.5, 0.5) + torch.expm1(x).sign()
+        full = torch.full_like(x, 0.25)
+        return (sel + g + v + m + mi.to(x.dtype) + any_ + pad + rep + bits + r + full + torch.floor(x * 2) +
+                torch.log1p(x.abs()))
+
+
+WANT = set(sys.argv[1:])  # the samples to write; all when empty
 
 
 def export_one(name, model, x, dynamic_shapes=None, decompose=False):
+    if WANT and name not in WANT:
+        return
     model.eval()
     with torch.no_grad():
         expected = model(x)
@@ -212,6 +241,8 @@ def script_one(name, model, x):
     """TorchScript saved by torch 2.x (torch.jit.trace): the input shape rides along as the extra file
     thunderc.json, as in samples/make_samples.py. Written to samples/torch2/, for the LibTorch 2.x build
     (LibTorch 1.13 has no aten::rms_norm)."""
+    if WANT and name not in WANT:
+        return
     import json
     model.eval()
     os.makedirs(OUT_TORCH2, exist_ok=True)
@@ -231,6 +262,11 @@ def script_one(name, model, x):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
+    version = "torch %s\n" % torch.__version__
+    if WANT:
+        with open(os.path.join(OUT, "VERSION")) as f:
+            if f.read() != version:
+                sys.exit("export_samples.py: samples/pt2 was written by another torch; rewrite every sample (no NAMEs)")
     torch.manual_seed(0)
     export_one("mlp", MLP(), torch.randn(4, 16))
 
@@ -270,8 +306,13 @@ def main():
     torch.manual_seed(4)
     export_one("unsupported", Unsupported(), torch.randn(3, 4))
 
-    with open(os.path.join(OUT, "VERSION"), "w") as f:
-        f.write("torch %s\n" % torch.__version__)
+    torch.manual_seed(8)
+    export_one("core_ops", CoreOps(), torch.randn(4, 6))
+    export_one("core_ops_decomposed", CoreOps(), torch.randn(4, 6), decompose=True)
+
+    if not WANT:
+        with open(os.path.join(OUT, "VERSION"), "w") as f:
+            f.write(version)
     print("torch", torch.__version__, file=sys.stderr)
 
 

@@ -36,14 +36,21 @@ const std::map<std::string, std::string>& aten_aliases() {
       {"clamp_max", "clamp"},
       {"relu6", "hardtanh"},
       {"std", "var"},  // then sqrt
-      {"pad", "constant_pad_nd"},  // mode 'constant'
+      {"pad", "constant_pad_nd"},  // mode 'constant'; reflect and replicate: pad
+      {"reflection_pad1d", "pad"},
+      {"reflection_pad2d", "pad"},
+      {"reflection_pad3d", "pad"},
+      {"replication_pad1d", "pad"},
+      {"replication_pad2d", "pad"},
+      {"replication_pad3d", "pad"},
+      {"native_group_norm", "group_norm"},
       {"max", "maximum"},  // max(a, b); max(a) is amax, max(a, dim) amax and argmax
       {"min", "minimum"},
       {"__and__", "bitwise_and"},  // on bool tensors: logical_and
       {"__and___", "bitwise_and"},
       {"__or__", "bitwise_or"},
       {"__or___", "bitwise_or"},
-      {"__xor__", "bitwise_xor"},
+      {"__xor__", "bitwise_xor"},  // on bool tensors: logical_xor
       {"__xor___", "bitwise_xor"},
       // Convolutions: 1-D ones as 2-D ones of height 1.
       {"_convolution", "conv2d"},
@@ -103,6 +110,8 @@ const std::map<std::string, std::string>& aten_without_op() {
       {"alpha_dropout", "an identity in eval mode"},
       {"feature_dropout", "an identity in eval mode"},
       {"feature_alpha_dropout", "an identity in eval mode"},
+      {"native_dropout", "an identity in eval mode (its mask all true)"},
+      {"_assert_tensor_metadata", "an assertion on the dtype, checked at import"},
       {"zeros_like", "a constant made at compile time (shapes are fixed)"},
       {"empty_like", "a constant made at compile time (its contents are unspecified: zeros)"},
       {"zeros", "a constant made at compile time: one element, broadcast"},

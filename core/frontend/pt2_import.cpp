@@ -502,6 +502,13 @@ void elementwise(Table& t) {
     if (alpha != 1.0) self = Operand::tensor(m.emit("mul", {self, Operand::number(Scalar(alpha))}));
     return m.emit("sub", {m.operand(n, "other"), self});
   });
+  // &, | and ^ before decompositions (__and__.Tensor, ...): the bitwise ops.
+  for (auto [dunder, op_name] : {std::pair{"__and__", "bitwise_and"}, {"__or__", "bitwise_or"}, {"__xor__", "bitwise_xor"}}) {
+    std::string name = op_name;
+    t.def(dunder, {"Tensor", "Scalar"}, [name](Pt2Importer& m, const Pt2Node& n) {
+      return m.emit(name, {m.operand(n, "self"), m.operand(n, "other")});
+    });
+  }
   for (const char* name : {"mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
                            "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "atan2", "fmod", "remainder"}) {
     std::string op_name = name;
@@ -701,8 +708,23 @@ void shapes(Table& t) {
     return m.emit("repeat", {Operand::tensor(m.tensor(n, "self"))}, {{"repeats", m.ints_arg(n, "repeats")}});
   });
   t.def("constant_pad_nd", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
-    return m.emit("constant_pad_nd", {Operand::tensor(m.tensor(n, "input"))},
+    return m.emit("constant_pad_nd", {Operand::tensor(m.tensor(n, m.has(n, "self") ? "self" : "input"))},
                   {{"pad", m.ints_arg(n, "pad")}, {"value", m.float_arg(n, "value", 0.0)}});
+  });
+  // F.pad before decompositions: pad(self, pad, mode='constant', value=None).
+  t.def("pad", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    const std::string mode = m.string_arg(n, "mode", "constant");
+    ValueId x = m.tensor(n, "self");
+    if (mode == "reflect" || mode == "replicate")
+      return m.emit("pad", {Operand::tensor(x)}, {{"pad", m.ints_arg(n, "pad")}, {"mode", mode}});
+    if (mode != "constant") m.fail(n, "pad mode '" + mode + "' is not supported yet; constant, reflect and replicate are");
+    return m.emit("constant_pad_nd", {Operand::tensor(x)}, {{"pad", m.ints_arg(n, "pad")}, {"value", m.float_arg(n, "value", 0.0)}});
+  });
+  // An assertion the export recorded about a tensor's dtype and sizes: checked against the import, no value.
+  t.raw("torch.ops.aten._assert_tensor_metadata.default", [](Pt2Importer& m, const Pt2Node& n) {
+    const TensorType& type = m.type(m.tensor(n, "a"));
+    if (auto dt = m.dtype_arg(n, "dtype"); dt && *dt != type.dtype)
+      m.fail(n, std::string("asserts dtype ") + dtype_name(*dt) + ", the tensor is " + dtype_name(type.dtype));
   });
   // Tensors of one value (full, zeros_like, empty, fill, scalar_tensor, ...): a 0-dim constant broadcast to the
   // shape, so that a symbolic shape stays symbolic and no bytes but one element are embedded. empty's contents are
@@ -784,6 +806,76 @@ void shapes(Table& t) {
     if (m.has(n, "max")) x = Operand::tensor(m.emit("minimum", {x, m.operand(n, "max")}));
     if (!m.has(n, "min") && !m.has(n, "max")) m.fail(n, "needs at least one of min and max");
     return x.value;
+  });
+  for (const char* kind : {"reflection", "replication"}) {
+    const std::string mode = std::string(kind) == "reflection" ? "reflect" : "replicate";
+    for (const char* d : {"1d", "2d", "3d"})
+      t.def(std::string(kind) + "_pad" + d, {"default"}, [mode](Pt2Importer& m, const Pt2Node& n) {
+        return m.emit("pad", {Operand::tensor(m.tensor(n, "self"))}, {{"pad", m.ints_arg(n, "padding")}, {"mode", mode}});
+      });
+  }
+  // upsample_nearest2d.vec(input, output_size?, scale_factors?) and .default(self, output_size, scales_h?, scales_w?).
+  t.def("upsample_nearest2d", {"vec", "default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    const bool vec = m.has(n, "input");
+    ValueId x = m.tensor(n, vec ? "input" : "self");
+    const Shape& s = m.type(x).shape;
+    if (s.size() != 4) m.fail(n, "expects a 4-D input, got " + shape_str(s));
+    AttrValue sh = None{}, sw = None{};
+    IntList size;
+    if (vec && m.has(n, "scale_factors")) {
+      const Pt2Arg& f = m.need(n, "scale_factors");
+      if (f.floats.size() != 2) m.fail(n, "needs two scale factors");
+      sh = f.floats[0], sw = f.floats[1];
+      if (!m.has(n, "output_size"))
+        size = {static_cast<std::int64_t>(std::floor(static_cast<double>(s[2]) * f.floats[0])),
+                static_cast<std::int64_t>(std::floor(static_cast<double>(s[3]) * f.floats[1]))};
+    } else if (!vec) {
+      if (m.has(n, "scales_h")) sh = m.float_arg(n, "scales_h");
+      if (m.has(n, "scales_w")) sw = m.float_arg(n, "scales_w");
+    }
+    if (m.has(n, "output_size")) size = m.ints_arg(n, "output_size");
+    if (size.size() != 2) m.fail(n, "needs an output size or scale factors");
+    return m.emit("upsample_nearest2d", {Operand::tensor(x)}, {{"output_size", size}, {"scale_h", sh}, {"scale_w", sw}});
+  });
+  // native_group_norm(input, weight, bias, N, C, HxW, group, eps) -> (out, mean, rstd): out; group_norm too.
+  t.raw("torch.ops.aten.native_group_norm.default", [](Pt2Importer& m, const Pt2Node& n) {
+    m.bind(n, 0, m.emit("group_norm", {Operand::tensor(m.tensor(n, "input")), m.operand(n, "weight"), m.operand(n, "bias")},
+                        {{"num_groups", m.int_arg(n, "group")}, {"eps", m.float_arg(n, "eps")}}));
+  });
+  t.def("group_norm", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("group_norm", {Operand::tensor(m.tensor(n, "input")), m.operand(n, "weight"), m.operand(n, "bias")},
+                  {{"num_groups", m.int_arg(n, "num_groups")}, {"eps", m.float_arg(n, "eps", 1e-5)}});
+  });
+  // native_dropout(input, p, train) -> (out, mask): at inference the input and an all-true mask.
+  t.raw("torch.ops.aten.native_dropout.default", [filled](Pt2Importer& m, const Pt2Node& n) {
+    if (m.bool_arg(n, "train", false) && m.float_arg(n, "p", 0.0) > 0)
+      m.fail(n, "is dropout in training mode; export the model in eval mode");
+    ValueId x = m.tensor(n, "input");
+    m.bind(n, 0, x);
+    m.bind(n, 1, filled(m, n, 1.0, DType::Bool, m.type(x).shape));
+  });
+  // slice_scatter / select_scatter: self with a slice (or a select) replaced by src.
+  t.def("slice_scatter", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    const std::int64_t dim = wrap(m, n, m.int_arg(n, "dim", 0), m.type(x).rank()), size = m.type(x).shape[dim];
+    const std::int64_t step = m.int_arg(n, "step", 1);
+    if (step < 1) m.fail(n, "slice step must be positive, got " + std::to_string(step));
+    auto norm = [&](std::optional<std::int64_t> v, std::int64_t dflt) {
+      std::int64_t b = v.value_or(dflt);
+      if (b < 0) b += size;
+      return std::clamp<std::int64_t>(b, 0, size);
+    };
+    const std::int64_t start = norm(m.opt_int_arg(n, "start"), 0), end = std::max(norm(m.opt_int_arg(n, "end"), size), start);
+    return m.emit("slice_scatter", {Operand::tensor(x), Operand::tensor(m.tensor(n, "src"))},
+                  {{"dim", dim}, {"start", start}, {"end", end}, {"step", step}});
+  });
+  t.def("select_scatter", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    ValueId x = m.tensor(n, "self");
+    const std::int64_t dim = wrap(m, n, m.int_arg(n, "dim"), m.type(x).rank()), size = m.type(x).shape[dim];
+    const std::int64_t index = m.int_arg(n, "index");
+    if (index < -size || index >= size) m.fail(n, "index " + std::to_string(index) + " is out of range");
+    return m.emit("select_scatter", {Operand::tensor(x), Operand::tensor(m.tensor(n, "src"))},
+                  {{"dim", dim}, {"index", index < 0 ? index + size : index}});
   });
   t.def("unflatten", {"int"}, [](Pt2Importer& m, const Pt2Node& n) {
     ValueId x = m.tensor(n, "self");

@@ -603,12 +603,47 @@ void shape_ops(Table& t) {
     return m.emit("constant_pad_nd", {Operand::tensor(m.tensor(n, 0))},
                   {{"pad", m.ints_arg(n, 1)}, {"value", has_arg(m, n, "value") ? m.float_arg(n, need_arg(n, "value")) : 0.0}});
   }, false);
-  // F.pad: only the constant mode so far.
+  // F.pad (aten::pad in TorchScript saved by newer torch): constant, reflect and replicate modes.
   t.def("pad", [](Importer& m, const Node* n) {
     const std::string mode = has_arg(m, n, "mode") ? m.string_arg(n, need_arg(n, "mode")) : "constant";
-    if (mode != "constant") m.fail(n, "pad mode '" + mode + "' is not supported yet; only 'constant'");
+    if (mode == "reflect" || mode == "replicate")
+      return m.emit("pad", {Operand::tensor(m.tensor(n, 0))}, {{"pad", m.ints_arg(n, 1)}, {"mode", mode}});
+    if (mode != "constant") m.fail(n, "pad mode '" + mode + "' is not supported yet; constant, reflect and replicate are");
     return m.emit("constant_pad_nd", {Operand::tensor(m.tensor(n, 0))},
                   {{"pad", m.ints_arg(n, 1)}, {"value", has_arg(m, n, "value") ? m.float_arg(n, need_arg(n, "value")) : 0.0}});
+  }, false);
+  for (const char* kind : {"reflection", "replication"}) {
+    const std::string mode = std::string(kind) == "reflection" ? "reflect" : "replicate";
+    for (const char* d : {"1d", "2d", "3d"})
+      t.def(std::string(kind) + "_pad" + d, [mode](Importer& m, const Node* n) {
+        return m.emit("pad", {Operand::tensor(m.tensor(n, 0))}, {{"pad", m.ints_arg(n, 1)}, {"mode", mode}});
+      }, false);
+  }
+  // upsample_nearest2d(input, output_size, scales_h=None, scales_w=None) and .vec(input, output_size?, scale_factors?).
+  t.def("upsample_nearest2d", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    const Shape& s = m.type(x).shape;
+    if (s.size() != 4) m.fail(n, "expects a 4-D input, got " + shape_str(s));
+    AttrValue sh = None{}, sw = None{};
+    IntList size;
+    if (has_arg(m, n, "scale_factors")) {
+      const c10::IValue& f = m.in(n, need_arg(n, "scale_factors")).known;
+      if (!f.isDoubleList() || f.toDoubleVector().size() != 2) m.fail(n, "needs two scale factors");
+      const std::vector<double> v = f.toDoubleVector();
+      sh = v[0], sw = v[1];
+      size = {static_cast<std::int64_t>(std::floor(static_cast<double>(s[2]) * v[0])),
+              static_cast<std::int64_t>(std::floor(static_cast<double>(s[3]) * v[1]))};
+    }
+    if (has_arg(m, n, "scales_h")) sh = m.float_arg(n, need_arg(n, "scales_h"));
+    if (has_arg(m, n, "scales_w")) sw = m.float_arg(n, need_arg(n, "scales_w"));
+    if (has_arg(m, n, "output_size")) size = m.ints_arg(n, need_arg(n, "output_size"));
+    if (size.size() != 2) m.fail(n, "needs an output size or scale factors");
+    return m.emit("upsample_nearest2d", {Operand::tensor(x)}, {{"output_size", size}, {"scale_h", sh}, {"scale_w", sw}});
+  }, false);
+  // group_norm(input, num_groups, weight, bias, eps, cudnn_enabled).
+  t.def("group_norm", [](Importer& m, const Node* n) {
+    return m.emit("group_norm", {Operand::tensor(m.tensor(n, 0)), m.operand(n, 2), m.operand(n, 3)},
+                  {{"num_groups", m.int_arg(n, 1)}, {"eps", m.float_arg(n, 4)}});
   }, false);
   t.def("stack", [](Importer& m, const Node* n) {
     std::vector<ValueId> xs = m.tensors_arg(n, 0);

@@ -208,6 +208,38 @@ void register_nn_ops(OpRegistry& r) {
            return {out};
          },
          "rows of weight selected by indices"});
+  r.add({"group_norm", OpCategory::Normalization, {{"a"}, {"weight", true}, {"bias", true}},
+         {{"num_groups", AttrType::Int}, {"eps", AttrType::Float, false, 1e-5}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType& a = m.tensor(0);
+           require_floating(a, "group_norm", "the input");
+           if (a.rank() < 2) user_error("group_norm: expected an input of rank >= 2, got ", shape_str(a.shape));
+           const std::int64_t groups = m.attrs.get_int("num_groups"), c = a.shape[1];
+           if (groups <= 0 || c % groups != 0)
+             user_error("group_norm: ", c, " channels do not split into ", groups, " groups");
+           for (std::size_t i = 1; i < 3; ++i)
+             if (!m.is_none(i) && m.tensor(i).shape != Shape{c})
+               user_error("group_norm: ", i == 1 ? "weight" : "bias", " has shape ", shape_str(m.tensor(i).shape),
+                          ", expected [", c, "]");
+           return {a};
+         },
+         "normalizes each group of num_groups channel groups over its channels and positions, then * weight + bias"});
+  r.add({"upsample_nearest2d", OpCategory::Pooling, {{"a"}},
+         {{"output_size", AttrType::IntList},
+          {"scale_h", AttrType::Float, true, None{}},
+          {"scale_w", AttrType::Float, true, None{}}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType& a = m.tensor(0);
+           const IntList& size = m.attrs.get_ints("output_size");
+           if (a.rank() != 4) user_error("upsample_nearest2d: expected a 4-D input, got ", shape_str(a.shape));
+           if (size.size() != 2 || size[0] <= 0 || size[1] <= 0)
+             user_error("upsample_nearest2d: output_size must be two positive sizes, got ", shape_str(size));
+           TensorType out = a;
+           out.shape[2] = size[0], out.shape[3] = size[1];
+           return {out};
+         },
+         "nearest-neighbour resize of the last two dims to output_size (source index floor(i * scale), scale "
+         "1 / scale_h (scale_w) when given, else in / out)"});
   r.add({"scaled_dot_product_attention", OpCategory::Attention,
          {{"query"}, {"key"}, {"value"}, {"attn_mask", true}},
          {{"is_causal", AttrType::Bool, false, false}, {"scale", AttrType::Float, true, None{}}},

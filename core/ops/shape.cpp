@@ -1,4 +1,4 @@
-// Data-movement operators: reshape, permute, expand, slice, select, cat, flip, repeat, constant_pad_nd. Arguments are normalized by the
+// Data-movement operators: reshape, permute, expand, slice, select, cat, flip, repeat, constant_pad_nd, pad. Arguments are normalized by the
 // frontend (no negative dims or indices, slices clamped), and the meta functions insist on it.
 #include <algorithm>
 
@@ -203,6 +203,30 @@ void register_shape_ops(OpRegistry& r) {
            return {out};
          },
          "pads (or, with negative amounts, crops) the last dims: pad = (before, after) per dim from the last"});
+  r.add({"pad", OpCategory::Shape, {{"a"}}, {{"pad", AttrType::IntList}, {"mode", AttrType::String}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType& a = m.tensor(0);
+           const IntList& pad = m.attrs.get_ints("pad");
+           const std::string& mode = m.attrs.get_string("mode");
+           if (mode != "reflect" && mode != "replicate")
+             user_error("pad: mode must be 'reflect' or 'replicate', got ", quote_string(mode));
+           if (pad.empty() || pad.size() % 2 != 0 || pad.size() / 2 > a.rank())
+             user_error("pad: pad ", shape_str(pad), " must hold a (before, after) pair per padded dim, for at most ",
+                        a.rank(), " dims");
+           TensorType out = a;
+           for (std::size_t k = 0; k < pad.size() / 2; ++k) {
+             const std::size_t d = a.rank() - 1 - k;
+             const std::int64_t size = a.shape[d], before = pad[2 * k], after = pad[2 * k + 1];
+             if (mode == "reflect" && (before >= size || after >= size || before < 0 || after < 0))
+               user_error("pad: reflect padding (", before, ", ", after, ") must be non-negative and less than dimension ",
+                          d, "'s size ", size);
+             if (mode == "replicate" && (size == 0 || before < 0 || after < 0))
+               user_error("pad: replicate padding (", before, ", ", after, ") needs non-negative amounts and a non-empty dimension ", d);
+             out.shape[d] = size + before + after;
+           }
+           return {out};
+         },
+         "pads the last dims by reflecting (without repeating the edge) or replicating the edge values"});
 }
 
 }  // namespace thunderc

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -14,6 +15,15 @@ namespace {
 
 Operand T(ValueId v) { return Operand::tensor(v); }
 Operand N(double x) { return Operand::number(x); }
+
+// A 1-D int64 constant holding `values` (positions for index_select).
+ValueId index_constant(Trace& t, const std::vector<std::int64_t>& values, const Device& device) {
+  auto data = std::make_shared<ConstantData>();
+  data->bytes.resize(values.size() * sizeof(std::int64_t));
+  if (!values.empty()) std::memcpy(data->bytes.data(), values.data(), data->bytes.size());
+  return t.add_constant("positions", TensorType{DType::Int64, {static_cast<std::int64_t>(values.size())}, device},
+                        std::move(data));
+}
 
 class Decomposer {
  public:
@@ -51,7 +61,7 @@ class Decomposer {
     static const std::set<std::string> r = {"linear",    "addmm", "softmax", "log_softmax", "layer_norm",
                                             "rms_norm",  "batch_norm", "gelu",  "silu",    "hardswish",   "hardsigmoid",
                                             "scaled_dot_product_attention", "amin", "any", "all", "var",
-                                            "repeat", "constant_pad_nd"};
+                                            "repeat", "constant_pad_nd", "pad", "upsample_nearest2d", "group_norm"};
     return r;
   }
 
@@ -252,6 +262,62 @@ ValueId Decomposer::rewrite(Trace& t, const BoundSymbol& s) {
       if (parts.size() > 1) x = emit(t, "cat", parts, {{"dim", dim}});
     }
     r = x == in(0).value ? emit(t, "reshape", {in(0)}, {{"shape", a.shape}}) : x;
+  } else if (name == "pad") {
+    // Each padded dim is an index_select with the source position of every output position (a constant).
+    const IntList& pad = at.get_ints("pad");
+    const bool reflect = at.get_string("mode") == "reflect";
+    const TensorType a = type(0);
+    ValueId x = in(0).value;
+    for (std::size_t k = 0; k < pad.size() / 2; ++k) {
+      const auto dim = static_cast<std::int64_t>(a.rank() - 1 - k);
+      const std::int64_t n = a.shape[static_cast<std::size_t>(dim)], before = pad[2 * k], after = pad[2 * k + 1];
+      std::vector<std::int64_t> src;
+      for (std::int64_t i = -before; i < n + after; ++i) {
+        std::int64_t j = i;
+        if (reflect) j = i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i;
+        else j = std::min(std::max<std::int64_t>(i, 0), n - 1);
+        src.push_back(j);
+      }
+      x = emit(t, "index_select", {T(x), T(index_constant(t, src, a.device))}, {{"dim", dim}});
+    }
+    r = x;
+  } else if (name == "upsample_nearest2d") {
+    // As ATen's nearest_idx: the same index when the size is kept, i / 2 when it doubles, else
+    // min(floor(i * scale), in - 1) in float arithmetic (scale = 1 / scale_factor when given, else in / out).
+    const TensorType a = type(0);
+    const IntList& size = at.get_ints("output_size");
+    ValueId x = in(0).value;
+    for (std::size_t k = 0; k < 2; ++k) {
+      const std::int64_t n = a.shape[2 + k], out = size[k];
+      const char* scale_attr = k == 0 ? "scale_h" : "scale_w";
+      const float scale = !at.is_none(scale_attr) && at.get_float(scale_attr) > 0
+                              ? static_cast<float>(1.0 / at.get_float(scale_attr))
+                              : static_cast<float>(n) / static_cast<float>(out);
+      std::vector<std::int64_t> src;
+      for (std::int64_t i = 0; i < out; ++i) {
+        if (out == n) src.push_back(i);
+        else if (out == 2 * n) src.push_back(i >> 1);
+        else src.push_back(std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(i) * scale)), n - 1));
+      }
+      if (out != n)
+        x = emit(t, "index_select", {T(x), T(index_constant(t, src, a.device))}, {{"dim", static_cast<std::int64_t>(2 + k)}});
+    }
+    r = x == in(0).value ? emit(t, "reshape", {in(0)}, {{"shape", a.shape}}) : x;
+  } else if (name == "group_norm") {
+    // [N, C, ...] viewed as [N, G, rest]: statistics over rest, as layer_norm's rule; then per-channel affine.
+    const TensorType a = type(0);
+    const std::int64_t groups = at.get_int("num_groups"), c = a.shape[1];
+    ValueId g = emit(t, "reshape", {in(0)}, {{"shape", IntList{a.shape[0], groups, -1}}});
+    Attrs red = {{"dims", IntList{2}}, {"keepdim", true}};
+    ValueId mu = emit(t, "mean", {T(g)}, red);
+    ValueId d = emit(t, "sub", {T(g), T(mu)});
+    ValueId var = emit(t, "mean", {T(emit(t, "mul", {T(d), T(d)}))}, red);
+    ValueId y = emit(t, "mul", {T(d), T(emit(t, "rsqrt", {T(emit(t, "add", {T(var), N(at.get_float("eps"))}))}))});
+    r = emit(t, "reshape", {T(y)}, {{"shape", a.shape}});
+    IntList pshape(a.rank() - 1, 1);
+    pshape[0] = c;
+    if (has(1)) r = emit(t, "mul", {T(r), T(emit(t, "reshape", {in(1)}, {{"shape", pshape}}))});
+    if (has(2)) r = emit(t, "add", {T(r), T(emit(t, "reshape", {in(2)}, {{"shape", pshape}}))});
   } else {
     internal_error("decompose: no rule for ", name);
   }

@@ -17,6 +17,8 @@
 //   var(a, correction)     -> sum((a - mean(a))^2) / max(0, N - correction)
 //   repeat(a, r)           -> reshape(expand(reshape(a, [1, s0, 1, s1, ...]), [r0, s0, r1, s1, ...]), [r0*s0, ...])
 //   constant_pad_nd(a)     -> slices for negative amounts, then cat with the value expanded from a 0-dim constant
+//   pad(a, reflect|replicate), upsample_nearest2d(a) -> index_select along each dim with constant positions
+//   group_norm(a, w, b)    -> layer_norm's statistics over a viewed as [N, G, -1], then * w + b per channel
 // A softmax produced by a rule is itself decomposed when the same conditions hold for it.
 //
 // When: a symbol is rewritten when its operator is in context.decompose_ops (explicitly requested), or when

@@ -247,3 +247,17 @@ OPS_TEST_CASE("meta scaled_dot_product_attention", "scaled_dot_product_attention
                    "floating point");
   CHECK_USER_ERROR(meta_error(sdpa, {q(), T(f2, {2, 4, 10, 16}), v(), N()}), "dtype");
 }
+
+OPS_TEST_CASE("meta group_norm and upsample_nearest2d", "group_norm", "upsample_nearest2d") {
+  CHECK(meta1("group_norm", {T(f4, {2, 6, 3, 3}), T(f4, {6}), T(f4, {6})}, {{"num_groups", I(3)}}) == tt(f4, {2, 6, 3, 3}));
+  CHECK(meta1("group_norm", {T(f4, {2, 4}), N(), N()}, {{"num_groups", I(1)}}) == tt(f4, {2, 4}));
+  CHECK_USER_ERROR(meta_error("group_norm", {T(f4, {2, 6, 3}), N(), N()}, {{"num_groups", I(4)}}), "group_norm", "6 channels",
+                   "4 groups");
+  CHECK_USER_ERROR(meta_error("group_norm", {T(f4, {2, 6}), T(f4, {3}), N()}, {{"num_groups", I(2)}}), "weight", "[3]", "[6]");
+  CHECK_USER_ERROR(meta_error("group_norm", {T(i8, {2, 6}), N(), N()}, {{"num_groups", I(2)}}), "group_norm", "floating point");
+  CHECK(meta1("upsample_nearest2d", {T(f4, {1, 3, 4, 5})}, {{"output_size", IntList{8, 7}}}) == tt(f4, {1, 3, 8, 7}));
+  CHECK(meta1("upsample_nearest2d", {T(i8, {1, 1, 4, 4})}, {{"output_size", IntList{2, 2}}, {"scale_h", 0.5}}) ==
+        tt(i8, {1, 1, 2, 2}));
+  CHECK_USER_ERROR(meta_error("upsample_nearest2d", {T(f4, {3, 4, 5})}, {{"output_size", IntList{8, 7}}}), "4-D");
+  CHECK_USER_ERROR(meta_error("upsample_nearest2d", {T(f4, {1, 3, 4, 5})}, {{"output_size", IntList{8}}}), "two positive");
+}

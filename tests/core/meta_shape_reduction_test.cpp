@@ -101,6 +101,19 @@ OPS_TEST_CASE("meta flip, repeat, constant_pad_nd", "flip", "repeat", "constant_
   CHECK_USER_ERROR(meta_error("constant_pad_nd", {T(f4, {2})}, {{"pad", IntList{-2, -1}}}), "negative");
 }
 
+OPS_TEST_CASE("meta pad (reflect, replicate)", "pad") {
+  CHECK(meta1("pad", {T(f4, {1, 2, 5})}, {{"pad", IntList{2, 4}}, {"mode", std::string("reflect")}}) == tt(f4, {1, 2, 11}));
+  CHECK(meta1("pad", {T(i8, {3, 4})}, {{"pad", IntList{1, 0, 0, 2}}, {"mode", std::string("replicate")}}) == tt(i8, {5, 5}));
+  CHECK_USER_ERROR(meta_error("pad", {T(f4, {2, 3})}, {{"pad", IntList{3, 0}}, {"mode", std::string("reflect")}}), "pad",
+                   "less than", "size 3");
+  CHECK_USER_ERROR(meta_error("pad", {T(f4, {2, 0})}, {{"pad", IntList{1, 1}}, {"mode", std::string("replicate")}}), "pad",
+                   "non-empty");
+  CHECK_USER_ERROR(meta_error("pad", {T(f4, {2, 3})}, {{"pad", IntList{1, 1}}, {"mode", std::string("circular")}}), "pad",
+                   "'circular'");
+  CHECK_USER_ERROR(meta_error("pad", {T(f4, {2})}, {{"pad", IntList{1, 1, 1, 1}}, {"mode", std::string("reflect")}}), "pad",
+                   "at most 1");
+}
+
 OPS_TEST_CASE("meta index_select, gather, argmax, argmin, cumsum", "index_select", "gather", "argmax", "argmin", "cumsum") {
   CHECK(meta1("index_select", {T(f4, {4, 5}), T(i8, {3})}, {{"dim", I(1)}}) == tt(f4, {4, 3}));
   CHECK(meta1("index_select", {T(i4, {4, 5}), T(i4, {})}, {{"dim", I(-2)}}) == tt(i4, {1, 5}));

@@ -221,6 +221,24 @@ const std::unordered_map<std::string, OpFn>& ops() {
     t["flip"] = [](A x, T a) { return at::flip(x[0], a.get_ints("dims")); };
     t["repeat"] = [](A x, T a) { return x[0].repeat(a.get_ints("repeats")); };
     t["constant_pad_nd"] = [](A x, T a) { return at::constant_pad_nd(x[0], a.get_ints("pad"), a.get_float("value")); };
+    t["pad"] = [](A x, T a) {
+      const std::vector<std::int64_t> pad = a.get_ints("pad");
+      const bool reflect = a.get_string("mode") == "reflect";
+      switch (pad.size()) {
+        case 2: return reflect ? at::reflection_pad1d(x[0], pad) : at::replication_pad1d(x[0], pad);
+        case 4: return reflect ? at::reflection_pad2d(x[0], pad) : at::replication_pad2d(x[0], pad);
+        default: return reflect ? at::reflection_pad3d(x[0], pad) : at::replication_pad3d(x[0], pad);
+      }
+    };
+    t["upsample_nearest2d"] = [](A x, T a) {
+      auto scale = [&](const char* name) {
+        return a.is_none(name) ? c10::optional<double>() : c10::optional<double>(a.get_float(name));
+      };
+      return at::upsample_nearest2d(x[0], a.get_ints("output_size"), scale("scale_h"), scale("scale_w"));
+    };
+    t["group_norm"] = [](A x, T a) {
+      return at::group_norm(x[0], a.get_int("num_groups"), opt(x[1]), opt(x[2]), a.get_float("eps"));
+    };
     t["slice_scatter"] = [](A x, T a) {
       return at::slice_scatter(x[0], x[1].to(x[0].scalar_type()), a.get_int("dim"), a.get_int("start"), a.get_int("end"),
                                a.get_int("step"));

@@ -175,6 +175,29 @@ TEST_CASE("decompose: every rule computes what the original operator does (torch
     t.set_outputs({pad({1, 2}, 0.0), pad({0, 0, 2, 1}, -1.5), pad({-1, 2, 1, -2}, 3.0), pad({1, 1, 1, 1, 1, 1}, 0.0),
                    pad({-2, -3}, 0.0)});
   });
+  one("pad", "pad", [&](Trace& t) {
+    ValueId x3 = t.add_input("x3", f32({2, 3, 6})), x4 = t.add_input("x4", f32({1, 2, 4, 5}));
+    auto pad = [&](ValueId v, IntList p, const char* mode) {
+      return t.emit1(op("pad"), {T(v)}, {{"pad", std::move(p)}, {"mode", std::string(mode)}});
+    };
+    t.set_outputs({pad(x3, {2, 5}, "reflect"), pad(x3, {0, 3}, "replicate"), pad(x4, {1, 2, 3, 1}, "reflect"),
+                   pad(x4, {4, 0, 2, 2}, "replicate")});
+  });
+  one("upsample_nearest2d", "upsample_nearest2d", [&](Trace& t) {
+    ValueId x = t.add_input("x", f32({1, 2, 4, 5}));
+    auto up = [&](IntList size, AttrValue sh, AttrValue sw) {
+      return t.emit1(op("upsample_nearest2d"), {T(x)}, {{"output_size", std::move(size)}, {"scale_h", sh}, {"scale_w", sw}});
+    };
+    t.set_outputs({up({8, 10}, None{}, None{}), up({6, 7}, None{}, None{}), up({3, 2}, None{}, None{}),
+                   up({12, 7}, 3.0, 1.5), up({4, 5}, None{}, None{})});
+  });
+  one("group_norm", "group_norm", [&](Trace& t) {
+    ValueId x = t.add_input("x", f32({2, 6, 3, 4})), w = t.add_input("w", f32({6})), b = t.add_input("b", f32({6}));
+    ValueId x2 = t.add_input("x2", f32({3, 4}));
+    t.set_outputs({t.emit1(op("group_norm"), {T(x), T(w), T(b)}, {{"num_groups", std::int64_t{3}}}),
+                   t.emit1(op("group_norm"), {T(x), Operand::none(), Operand::none()}, {{"num_groups", std::int64_t{6}}, {"eps", 1e-3}}),
+                   t.emit1(op("group_norm"), {T(x2), Operand::none(), Operand::none()}, {{"num_groups", std::int64_t{2}}})});
+  });
   // Every rule decompose has is checked here: a new rule needs a case above.
   for (const std::string& name : decomposable_ops()) CHECK_MESSAGE(checked.count(name) == 1, "no numeric check for rule " << name);
 }
