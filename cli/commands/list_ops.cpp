@@ -18,8 +18,12 @@ std::string join(const std::vector<std::string>& v, const std::string& sep = ", 
 }
 
 struct CoreCounts {
-  std::size_t total = 0, forward = 0, imported = 0, native = 0;
+  std::size_t total = 0, forward = 0, imported = 0, native = 0, decomposed = 0;
 };
+
+// An operator no native executor implements but `decompose` rewrites into simpler ones (which native
+// executors then run, where they accept the dtypes).
+bool native_by_decomposition(const OpCoverage::Op& op) { return !op.native_cpu && op.decomposes; }
 
 // Core ATen overloads: all, forward ones (not *_backward), imported by .pt2, imported onto an operator a native
 // CPU executor implements (for some dtypes: each checker decides per use).
@@ -32,6 +36,7 @@ CoreCounts core_counts(const OpCoverage& c) {
     n.forward += a.overload.find("_backward") == std::string::npos;
     n.imported += a.imported;
     n.native += a.imported && !a.op.empty() && by_name.at(a.op)->native_cpu;
+    n.decomposed += a.imported && !a.op.empty() && native_by_decomposition(*by_name.at(a.op));
   }
   return n;
 }
@@ -41,14 +46,16 @@ std::string core_summary(const OpCoverage& c) {
   std::ostringstream os;
   os << "PyTorch's Core ATen opset (torch " << c.core_aten_torch << "): " << n.total << " overloads (" << n.forward
      << " forward); the .pt2 frontend imports " << n.imported << ", " << n.native
-     << " of them onto an operator a native CPU executor implements";
+     << " of them onto an operator a native CPU executor implements and " << n.decomposed
+     << " onto one that `decompose` rewrites into such operators";
   return os.str();
 }
 
 std::string summary(const OpCoverage& c) {
-  std::size_t native = 0, ts = 0, pt2 = 0;
+  std::size_t native = 0, decomposed = 0, ts = 0, pt2 = 0;
   for (const auto& op : c.ops) {
     native += op.native_cpu;
+    decomposed += native_by_decomposition(op);
     ts += op.torchscript.size();
     pt2 += op.pt2.size();
   }
@@ -57,9 +64,16 @@ std::string summary(const OpCoverage& c) {
     pt2 += w.pt2.size();
   }
   std::ostringstream os;
-  os << c.ops.size() << " catalog operators, " << native << " of them native on the CPU (cpp, blas or onednn); "
+  os << c.ops.size() << " catalog operators, " << native << " of them native on the CPU (cpp, blas or onednn) and "
+     << decomposed << " more through `decompose` (rewritten into native ones); "
      << "the frontends import " << ts << " TorchScript node kinds and " << pt2 << " torch.export targets";
   return os.str();
+}
+
+// The executors column: those that implement the operator, and "decomposed" where `decompose` gives native
+// executors simpler operators instead.
+std::string executors_text(const OpCoverage::Op& op) {
+  return join(op.executors) + (native_by_decomposition(op) ? " (native executors: decomposed)" : "");
 }
 
 std::string json_text(const OpCoverage& c) {
@@ -67,7 +81,7 @@ std::string json_text(const OpCoverage& c) {
   for (const auto& op : c.ops)
     arr.push_back({{"name", op.name}, {"category", op.category}, {"doc", op.doc}, {"aten", op.aten},
                    {"torchscript", op.torchscript}, {"pt2", op.pt2}, {"core_aten", op.core_aten},
-                   {"executors", op.executors}});
+                   {"executors", op.executors}, {"decomposes", op.decomposes}});
   return arr.dump(2) + "\n";
 }
 
@@ -81,7 +95,7 @@ std::string markdown_text(const OpCoverage& c) {
         "import as it (an in-place variant `op_` is its operator).\n\n"
      << "| operator | category | executors | ATen operators |\n|---|---|---|---|\n";
   for (const auto& op : c.ops)
-    os << "| `" << op.name << "` | " << op.category << " | " << join(op.executors) << " | " << join(op.aten) << " |\n";
+    os << "| `" << op.name << "` | " << op.category << " | " << executors_text(op) << " | " << join(op.aten) << " |\n";
   os << "\nImported without an operator of their own:\n\n| ATen operator | why |\n|---|---|\n";
   for (const auto& w : c.without_op) os << "| " << w.aten << " | " << w.why << " |\n";
   os << "\nCore ATen overloads (torch " << c.core_aten_torch << ", `scripts/core_aten_ops.py`) and what the .pt2 "
@@ -96,7 +110,7 @@ std::string plain_text(const OpCoverage& c) {
   for (const auto& op : c.ops) {
     name_w = std::max(name_w, op.name.size());
     cat_w = std::max(cat_w, op.category.size());
-    ex_w = std::max(ex_w, join(op.executors).size());
+    ex_w = std::max(ex_w, executors_text(op).size());
   }
   auto pad = [](std::string s, std::size_t w) { return s + std::string(w > s.size() ? w - s.size() : 0, ' '); };
   std::ostringstream os;
@@ -104,7 +118,7 @@ std::string plain_text(const OpCoverage& c) {
   os << core_summary(c) << "\n\n";
   os << "  " << pad("OPERATOR", name_w) << "  " << pad("CATEGORY", cat_w) << "  " << pad("EXECUTORS", ex_w) << "  ATEN\n";
   for (const auto& op : c.ops)
-    os << "  " << pad(op.name, name_w) << "  " << pad(op.category, cat_w) << "  " << pad(join(op.executors), ex_w) << "  "
+    os << "  " << pad(op.name, name_w) << "  " << pad(op.category, cat_w) << "  " << pad(executors_text(op), ex_w) << "  "
        << join(op.aten) << "\n";
   os << "\nImported without an operator of their own:\n";
   for (const auto& w : c.without_op) os << "  " << pad(w.aten, name_w) << "  " << w.why << "\n";

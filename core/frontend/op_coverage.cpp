@@ -8,6 +8,7 @@
 #include "core/frontend/core_aten_ops.inc"
 #include "core/frontend/frontend.h"
 #include "core/ir/op.h"
+#include "core/transforms/decompose.h"
 
 namespace thunderc {
 
@@ -178,6 +179,8 @@ OpCoverage op_coverage() {
       if (e->implements(d->name)) {
         op.executors.push_back(e->name());
         op.native_cpu = op.native_cpu || (e->serves(DeviceKind::CPU) && !e->is_always());
+    const std::vector<std::string> rules = decomposable_ops();
+    op.decomposes = std::find(rules.begin(), rules.end(), d->name) != rules.end();
       }
     index[op.name] = cov.ops.size();
     cov.ops.push_back(std::move(op));

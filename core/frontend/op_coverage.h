@@ -27,6 +27,7 @@ struct OpCoverage {
     std::vector<std::string> pt2;          // the torch.export targets among them
     std::vector<std::string> executors;    // executors that implement it, in registry order
     bool native_cpu = false;               // one of them runs on the CPU without LibTorch (not torch)
+    bool decomposes = false;               // `decompose` has a rule: where no executor runs it, simpler ones can
     std::vector<std::string> core_aten;    // Core ATen overloads the .pt2 frontend imports as it ("add.Tensor")
   };
   struct CoreAten {      // one overload of PyTorch's Core ATen opset (core_aten_ops.inc)

@@ -676,17 +676,25 @@ TEST_CASE("--list-ops: the catalog as text, JSON and the Markdown of docs/ops.md
   const nlohmann::json ops = nlohmann::json::parse(json.out);
   REQUIRE(ops.is_array());
   CHECK(ops.size() > 60);
-  bool embedding = false;
+  bool embedding = false, var = false;
   for (const auto& op : ops) {
     CHECK(op.contains("aten"));
     CHECK(op.contains("executors"));
+    CHECK(op.contains("decomposes"));
     if (op.at("name") == "embedding") {
       embedding = true;
       CHECK(op.at("aten") == nlohmann::json::array({"embedding"}));
       CHECK(op.at("executors") == nlohmann::json::array({"torch", "cpp"}));
+      CHECK(op.at("decomposes") == false);
+    }
+    if (op.at("name") == "var") {  // only torch runs it; decompose gives the native executors its pieces
+      var = true;
+      CHECK(op.at("executors") == nlohmann::json::array({"torch"}));
+      CHECK(op.at("decomposes") == true);
     }
   }
   CHECK(embedding);
+  CHECK(var);
 
   // docs/ops.md is this output, committed: regenerate with
   //   build/bin/thunderc --list-ops --markdown > docs/ops.md
