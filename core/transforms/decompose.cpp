@@ -61,7 +61,8 @@ class Decomposer {
     static const std::set<std::string> r = {"linear",    "addmm", "softmax", "log_softmax", "layer_norm",
                                             "rms_norm",  "batch_norm", "gelu",  "silu",    "hardswish",   "hardsigmoid",
                                             "scaled_dot_product_attention", "amin", "any", "all", "var",
-                                            "repeat", "constant_pad_nd", "pad", "upsample_nearest2d", "group_norm"};
+                                            "repeat", "constant_pad_nd", "pad", "upsample_nearest2d", "group_norm",
+                                            "slice_scatter", "select_scatter"};
     return r;
   }
 
@@ -318,6 +319,30 @@ ValueId Decomposer::rewrite(Trace& t, const BoundSymbol& s) {
     pshape[0] = c;
     if (has(1)) r = emit(t, "mul", {T(r), T(emit(t, "reshape", {in(1)}, {{"shape", pshape}}))});
     if (has(2)) r = emit(t, "add", {T(r), T(emit(t, "reshape", {in(2)}, {{"shape", pshape}}))});
+  } else if (name == "slice_scatter" || name == "select_scatter") {
+    // a[..., :start] ++ src ++ a[..., end:] along dim (src converted to a's dtype; a select's src gets its dim
+    // back). Only unit steps: a strided slice interleaves.
+    const TensorType a = type(0);
+    const std::int64_t dim = at.get_int("dim"), size = a.shape[static_cast<std::size_t>(dim)];
+    const bool select = name == "select_scatter";
+    const std::int64_t start = select ? at.get_int("index") : at.get_int("start");
+    const std::int64_t end = select ? start + 1 : at.get_int("end");
+    if (!select && at.get_int("step") != 1) user_error("decompose: slice_scatter with a step");  // declines the rule
+    Operand src = in(1);
+    if (type(1).dtype != a.dtype) src = T(emit(t, "to_dtype", {src}, {{"dtype", a.dtype}}));
+    if (select) {
+      Shape s = type(1).shape;
+      s.insert(s.begin() + dim, 1);
+      src = T(emit(t, "reshape", {src}, {{"shape", IntList(s.begin(), s.end())}}));
+    }
+    auto part = [&](std::int64_t b, std::int64_t e) {
+      return T(emit(t, "slice", {in(0)}, {{"dim", dim}, {"start", b}, {"end", e}, {"step", std::int64_t{1}}}));
+    };
+    std::vector<Operand> parts;
+    if (start > 0) parts.push_back(part(0, start));
+    parts.push_back(src);
+    if (end < size) parts.push_back(part(end, size));
+    r = parts.size() == 1 ? emit(t, "reshape", {src}, {{"shape", a.shape}}) : emit(t, "cat", parts, {{"dim", dim}});
   } else {
     internal_error("decompose: no rule for ", name);
   }

@@ -19,6 +19,7 @@
 //   constant_pad_nd(a)     -> slices for negative amounts, then cat with the value expanded from a 0-dim constant
 //   pad(a, reflect|replicate), upsample_nearest2d(a) -> index_select along each dim with constant positions
 //   group_norm(a, w, b)    -> layer_norm's statistics over a viewed as [N, G, -1], then * w + b per channel
+//   slice_scatter / select_scatter(a, src) -> cat(a before the region, src, a after it)   (unit steps only)
 // A softmax produced by a rule is itself decomposed when the same conditions hold for it.
 //
 // When: a symbol is rewritten when its operator is in context.decompose_ops (explicitly requested), or when

@@ -198,6 +198,21 @@ TEST_CASE("decompose: every rule computes what the original operator does (torch
                    t.emit1(op("group_norm"), {T(x), Operand::none(), Operand::none()}, {{"num_groups", std::int64_t{6}}, {"eps", 1e-3}}),
                    t.emit1(op("group_norm"), {T(x2), Operand::none(), Operand::none()}, {{"num_groups", std::int64_t{2}}})});
   });
+  one("slice_scatter", "slice_scatter", [&](Trace& t) {
+    ValueId x = t.add_input("x", f32({4, 6})), s0 = t.add_input("s0", f32({2, 6})), s1 = t.add_input("s1", f64({4, 6}));
+    ValueId s2 = t.add_input("s2", f32({4, 1}));
+    auto scatter = [&](ValueId src, std::int64_t dim, std::int64_t start, std::int64_t end) {
+      return t.emit1(op("slice_scatter"), {T(x), T(src)}, {{"dim", dim}, {"start", start}, {"end", end}, {"step", std::int64_t{1}}});
+    };
+    t.set_outputs({scatter(s0, 0, 1, 3), scatter(s1, 1, 0, 6), scatter(s2, 1, 5, 6), scatter(s2, 1, 0, 1)});
+  });
+  one("select_scatter", "select_scatter", [&](Trace& t) {
+    ValueId x = t.add_input("x", f32({4, 6})), s0 = t.add_input("s0", f32({6})), s1 = t.add_input("s1", f64({4}));
+    auto scatter = [&](ValueId src, std::int64_t dim, std::int64_t index) {
+      return t.emit1(op("select_scatter"), {T(x), T(src)}, {{"dim", dim}, {"index", index}});
+    };
+    t.set_outputs({scatter(s0, 0, 0), scatter(s0, 0, 3), scatter(s1, 1, 2), scatter(s1, 1, 5)});
+  });
   // Every rule decompose has is checked here: a new rule needs a case above.
   for (const std::string& name : decomposable_ops()) CHECK_MESSAGE(checked.count(name) == 1, "no numeric check for rule " << name);
 }
