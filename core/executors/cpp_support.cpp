@@ -115,6 +115,26 @@ bool exact_integer_number(const Operand& in) {
   return v <= (std::int64_t{1} << 53) && v >= -(std::int64_t{1} << 53);
 }
 
+// Every tensor operand has a dtype the loops compute with, or (CPU) an integer one: what a floating result is
+// computed from, each converted to it first.
+template <DeviceKind K>
+bool convertible_operands(const Trace& t, const BoundSymbol& s) {
+  for (const Operand& in : s.inputs)
+    if (in.is_tensor() && !ok_dtype<K>(t.type(in.value).dtype) && !loop_integer<K>(t.type(in.value).dtype)) return false;
+  return true;
+}
+
+// Every tensor operand is bool or (CPU) an integer, and every number one a literal holds exactly.
+template <DeviceKind K>
+bool integer_operands(const Trace& t, const BoundSymbol& s) {
+  for (const Operand& in : s.inputs) {
+    if (in.is_tensor() ? !is_bool(t.type(in.value).dtype) && !loop_integer<K>(t.type(in.value).dtype)
+                       : !exact_integer_number(in))
+      return false;
+  }
+  return true;
+}
+
 // Arithmetic. A floating result: from floating operands, and from integer (CPU) and bool ones, converted to
 // it first as ATen does (1.0 - mask, mask * -1e4). An integer result (CPU): add, sub, mul, neg, abs, relu,
 // maximum and minimum of integer (and bool) tensors and numbers, wrapping around on overflow as ATen. Integer division,
@@ -125,35 +145,16 @@ bool arithmetic(const Trace& t, const BoundSymbol& s) {
   const std::string& name = s.op->name;
   if (name == "div" && !s.attrs.is_none("rounding_mode")) return false;
   const DType out = t.type(s.outputs[0]).dtype;
-  if (is_floating(out)) {
-    for (const Operand& in : s.inputs) {
-      if (!in.is_tensor()) continue;
-      const DType d = t.type(in.value).dtype;
-      if (!ok_dtype<K>(d) && !loop_integer<K>(d)) return false;
-    }
-    return true;
-  }
+  if (is_floating(out)) return convertible_operands<K>(t, s);
   static const std::set<std::string> integer_ops = {"add", "sub", "mul", "neg", "abs", "relu", "maximum", "minimum"};
-  if (!loop_integer<K>(out) || !integer_ops.count(name)) return false;
-  for (const Operand& in : s.inputs) {
-    if (in.is_tensor() ? !is_bool(t.type(in.value).dtype) && !loop_integer<K>(t.type(in.value).dtype)
-                       : !exact_integer_number(in))
-      return false;
-  }
-  return true;
+  return loop_integer<K>(out) && integer_ops.count(name) && integer_operands<K>(t, s);
 }
 
 // Math with a floating result (exp, atan, log1p, ...): floating operands, and on the CPU integer or bool ones
 // too, converted to the result's dtype first as ATen's int-to-float ops do.
 template <DeviceKind K>
 bool to_float(const Trace& t, const BoundSymbol& s) {
-  if (!moves<K>(t, s) || !is_floating(t.type(s.outputs[0]).dtype)) return false;
-  for (const Operand& in : s.inputs) {
-    if (!in.is_tensor()) continue;
-    const DType d = t.type(in.value).dtype;
-    if (!ok_dtype<K>(d) && !loop_integer<K>(d)) return false;
-  }
-  return true;
+  return moves<K>(t, s) && is_floating(t.type(s.outputs[0]).dtype) && convertible_operands<K>(t, s);
 }
 
 // Rounding and sign (ceil, floor, round, trunc, sign): floating tensors, and on the CPU integer ones (which
@@ -176,13 +177,7 @@ bool predicate(const Trace& t, const BoundSymbol& s) {
 // Bitwise ops: bool tensors, and integer ones on the CPU, with numbers a literal holds exactly.
 template <DeviceKind K>
 bool bitwise(const Trace& t, const BoundSymbol& s) {
-  if (!moves<K>(t, s)) return false;
-  for (const Operand& in : s.inputs) {
-    if (in.is_tensor() ? !is_bool(t.type(in.value).dtype) && !loop_integer<K>(t.type(in.value).dtype)
-                       : !exact_integer_number(in))
-      return false;
-  }
-  return true;
+  return moves<K>(t, s) && integer_operands<K>(t, s);
 }
 
 // Comparisons of floating tensors, and (CPU) of integer ones: `attention_mask == 0` builds masks.

@@ -698,12 +698,6 @@ void shapes(Table& t) {
     }
     return m.constant("arange", TensorType{dt, {size}, m.device()}, std::move(data));
   });
-  t.def("flip", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
-    ValueId x = m.tensor(n, "self");
-    IntList dims = m.ints_arg(n, "dims");
-    for (auto& d : dims) d = wrap(m, n, d, m.type(x).rank());
-    return m.emit("flip", {Operand::tensor(x)}, {{"dims", dims}});
-  });
   t.def("repeat", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
     return m.emit("repeat", {Operand::tensor(m.tensor(n, "self"))}, {{"repeats", m.ints_arg(n, "repeats")}});
   });
@@ -917,12 +911,15 @@ void shapes(Table& t) {
       if (!(drop[i] && s[i] == 1)) out.push_back(s[i]);
     return reshape(m, x, out);
   });
-  t.def("permute", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
-    ValueId x = m.tensor(n, "self");
-    IntList dims = m.ints_arg(n, "dims");
-    for (auto& d : dims) d = wrap(m, n, d, m.type(x).rank());
-    return m.emit("permute", {Operand::tensor(x)}, {{"dims", dims}});
-  });
+  for (const char* name : {"permute", "flip"}) {  // (self, dims)
+    std::string op_name = name;
+    t.def(name, {"default"}, [op_name](Pt2Importer& m, const Pt2Node& n) {
+      ValueId x = m.tensor(n, "self");
+      IntList dims = m.ints_arg(n, "dims");
+      for (auto& d : dims) d = wrap(m, n, d, m.type(x).rank());
+      return m.emit(op_name, {Operand::tensor(x)}, {{"dims", dims}});
+    });
+  }
   t.def("transpose", {"int"}, [](Pt2Importer& m, const Pt2Node& n) {
     ValueId x = m.tensor(n, "self");
     std::size_t r = m.type(x).rank();

@@ -492,12 +492,15 @@ void shape_ops(Table& t) {
       if (!(drop[i] && s[i] == 1)) out.push_back(s[i]);
     return reshape(m, x, out);
   }, false);
-  t.def("permute", [](Importer& m, const Node* n) {
-    ValueId x = m.tensor(n, 0);
-    IntList dims = m.ints_arg(n, 1);
-    for (auto& d : dims) d = wrap(m, n, d, m.type(x).rank());
-    return m.emit("permute", {Operand::tensor(x)}, {{"dims", dims}});
-  }, false);
+  for (const char* name : {"permute", "flip"}) {  // (self, dims)
+    std::string op_name = name;
+    t.def(name, [op_name](Importer& m, const Node* n) {
+      ValueId x = m.tensor(n, 0);
+      IntList dims = m.ints_arg(n, 1);
+      for (auto& d : dims) d = wrap(m, n, d, m.type(x).rank());
+      return m.emit(op_name, {Operand::tensor(x)}, {{"dims", dims}});
+    }, false);
+  }
   t.def("transpose", [](Importer& m, const Node* n) {
     ValueId x = m.tensor(n, 0);
     std::size_t r = m.type(x).rank();
@@ -590,12 +593,6 @@ void shape_ops(Table& t) {
   t.def("cat", cat, false);
   t.def("concat", cat, false);
   t.def("concatenate", cat, false);
-  t.def("flip", [](Importer& m, const Node* n) {
-    ValueId x = m.tensor(n, 0);
-    IntList dims = m.ints_arg(n, 1);
-    for (auto& d : dims) d = wrap(m, n, d, m.type(x).rank());
-    return m.emit("flip", {Operand::tensor(x)}, {{"dims", dims}});
-  }, false);
   t.def("repeat", [](Importer& m, const Node* n) {
     return m.emit("repeat", {Operand::tensor(m.tensor(n, 0))}, {{"repeats", m.ints_arg(n, 1)}});
   }, false);

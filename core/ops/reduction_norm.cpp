@@ -63,20 +63,15 @@ void register_reduction_norm_ops(OpRegistry& r) {
            return {out};
          },
          "mean over dims (all when empty)"});
-  r.add({"amax", OpCategory::Reduction, {{"a"}}, reduction_attrs(false),
-         [](const MetaArgs& m) -> std::vector<TensorType> {
-           TensorType out = m.tensor(0);
-           out.shape = reduce_shape(m.tensor(0), m.attrs.get_ints("dims"), m.attrs.get_bool("keepdim"), "amax");
-           return {out};
-         },
-         "maximum over dims (all when empty)"});
-  r.add({"amin", OpCategory::Reduction, {{"a"}}, reduction_attrs(false),
-         [](const MetaArgs& m) -> std::vector<TensorType> {
-           TensorType out = m.tensor(0);
-           out.shape = reduce_shape(m.tensor(0), m.attrs.get_ints("dims"), m.attrs.get_bool("keepdim"), "amin");
-           return {out};
-         },
-         "minimum over dims (all when empty)"});
+  for (const char* name : {"amax", "amin"}) {
+    r.add({name, OpCategory::Reduction, {{"a"}}, reduction_attrs(false),
+           [](const MetaArgs& m) -> std::vector<TensorType> {
+             TensorType out = m.tensor(0);
+             out.shape = reduce_shape(m.tensor(0), m.attrs.get_ints("dims"), m.attrs.get_bool("keepdim"), m.op.name);
+             return {out};
+           },
+           std::string(std::string(name) == "amax" ? "maximum" : "minimum") + " over dims (all when empty)"});
+  }
   for (const char* name : {"any", "all"}) {
     r.add({name, OpCategory::Reduction, {{"a"}}, reduction_attrs(false),
            [](const MetaArgs& m) -> std::vector<TensorType> {
