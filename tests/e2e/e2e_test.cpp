@@ -544,6 +544,38 @@ def forward(self, x):
   }
 }
 
+// The position-based operators over a symbolic batch: flip and cumsum along it, argmax and index_select
+// across it, a constant pad beside it; cpp alone, every size matches.
+TEST_CASE("symbolic values: flip, cumsum, argmax, index_select and pads over a symbolic batch match LibTorch") {
+  fs::path dir = tmp_dir("symbolic_positions");
+  torch::jit::Module m("__torch__.Positions");
+  m.define(R"(
+def forward(self, x):
+    y = torch.flip(x, [0, 1]) * 2 + torch.cumsum(x, 0) + x.argmax(1, keepdim=True).float()
+    return torch.index_select(y, 1, torch.tensor([3, 0, 1])) + torch.constant_pad_nd(x, [1, 1], 0.5)[:, :3]
+)");
+  const std::string pt = (dir / "positions.pt").string();
+  m.save(pt);
+  const fs::path so = dir / "positions.so";
+  Result r = run_thunderc(pt + " -o " + so.string() + " --cache \"symbolic values\" --shapes x=Bx6 --dim B=1:16 --executors cpp --standalone");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  thunderc::Model compiled(so.string());
+  CHECK(compiled.num_variants() == 1);
+  torch::jit::Module ref = torch::jit::load(pt);
+  for (int64_t batch : {1, 5, 16, 2}) {
+    CAPTURE(batch);
+    at::manual_seed(batch);
+    at::Tensor x = at::randn({batch, 6});
+    at::Tensor want;
+    {
+      c10::InferenceMode guard;
+      want = ref.forward({x}).toTensor();
+    }
+    check_close(thunderc::aten::run(compiled, {x}), {want}, 1e-5, 1e-6);
+  }
+}
+
 // --cache "symbolic values": one variant whose kernels read the batch size at run time. With the default
 // executors its loops and GEMMs are native (cpp, blas), which sum in another order than ATen: float32
 // parity within rtol 1e-4, atol 1e-5, as for fixed shapes on those executors.
