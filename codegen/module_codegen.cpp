@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <set>
 
 #include "codegen/nvfuser/nvfuser_backend.h"
@@ -159,12 +158,11 @@ void emit_prologue(const ModuleVariant& variant, const VariantMemoryPlan& mem, c
                          std::to_string(sym->symbols[k].hi) + "], checked by the runtime"));
   }
   // In id order, except that an alias comes after the buffer it aliases (a decomposition can give its final
-  // view the replaced symbol's older id).
+  // view the replaced symbol's older id); the aliased buffer is never an alias itself.
   std::set<ValueId> declared;
-  std::function<void(ValueId)> declare = [&](ValueId v) {
+  auto declare = [&](ValueId v) {
     if (!declared.insert(v).second) return;
     const auto& where = mem.buffers.at(v);
-    if (where.storage == Storage::Alias) declare(where.alias_of);
     const TensorType& type = t.type(v);
     std::string data;
     switch (where.storage) {
@@ -190,7 +188,10 @@ void emit_prologue(const ModuleVariant& variant, const VariantMemoryPlan& mem, c
     out.line("const thunderc_buffer " + var(t, v) + " = {" + data + ", " + shape + ", " + std::to_string(type.rank()) +
              ", " + std::to_string(static_cast<int>(type.dtype)) + "};");
   };
-  for (const auto& entry : mem.buffers) declare(entry.first);
+  for (const auto& [v, where] : mem.buffers) {
+    if (where.storage == Storage::Alias) declare(where.alias_of);
+    declare(v);
+  }
 }
 
 // The code of operation `i` (its trace line as a comment, then its executor's code).

@@ -93,25 +93,40 @@ struct Emitter {
     out.line("for (int64_t i = 0; i < " + S(n) + "; ++i) o[i] = x[" + offset + "];");
   }
 
+  // The input as rows along `dim` (the whole input when dim is None or the input is 0-dim): element k of row r
+  // is x[base + k * inner], base = (r / inner) * n * inner + r % inner, for r < outer * inner.
+  struct Rows {
+    std::int64_t outer = 1, n = 1, inner = 1;
+  };
+  Rows rows_along(const TensorType& a, const AttrValue& dim) const {
+    Rows rows{1, a.numel(), 1};
+    if (!std::holds_alternative<None>(dim) && a.rank() > 0) {
+      const std::size_t d = wrapped(std::get<std::int64_t>(dim), a.rank());
+      rows = {product(a.shape, 0, d), a.shape[d], product(a.shape, d + 1, a.rank())};
+    }
+    return rows;
+  }
+  // Opens the parallel loop over the rows and declares `base`; the caller closes it.
+  void open_rows(const Rows& rows) {
+    out.line(parallel_if(rows.outer * rows.n * rows.inner));
+    out.line("for (int64_t r = 0; r < " + S(rows.outer * rows.inner) + "; ++r) {");
+    out.line("  const int64_t base = (r / " + S(rows.inner) + ") * " + S(rows.n * rows.inner) + " + r % " + S(rows.inner) + ";");
+  }
+
   // The first position of the largest (argmax) or smallest (argmin) element of each row; a NaN wins, the
   // first NaN of a row is its answer.
   void arg_extreme(bool is_max) {
     const TensorType& a = in_type(0);
-    std::int64_t outer = 1, n = a.numel(), inner = 1;
-    if (!sym.attrs.is_none("dim") && a.rank() > 0) {
-      const std::size_t dim = wrapped(sym.attrs.get_int("dim"), a.rank());
-      outer = product(a.shape, 0, dim), n = a.shape[dim], inner = product(a.shape, dim + 1, a.rank());
-    }
+    const Rows rows = rows_along(a, sym.attrs.get("dim"));
+    const std::int64_t n = rows.n, inner = rows.inner;
     const bool floating = is_floating(a.dtype);
     const std::string A = loops::atype(a.dtype);
     out.comment(std::string(is_max ? "argmax" : "argmin") + " over " + std::to_string(n) + " elements, " +
-                std::to_string(outer * inner) + " rows");
+                std::to_string(rows.outer * inner) + " rows");
     pointer("x", sym.inputs[0].value, true);
     pointer("o", sym.outputs[0], false);
     const std::string better = is_max ? "v > best" : "v < best";
-    out.line(parallel_if(outer * n * inner));
-    out.line("for (int64_t r = 0; r < " + S(outer * inner) + "; ++r) {");
-    out.line("  const int64_t base = (r / " + S(inner) + ") * " + S(n * inner) + " + r % " + S(inner) + ";");
+    open_rows(rows);
     out.line("  " + A + " best = x[base];");
     out.line("  int64_t at = 0;");
     out.line("  for (int64_t k = 1; k < " + S(n) + "; ++k) {");
@@ -127,29 +142,20 @@ struct Emitter {
   // in double, integer ones in int64 wrapping around (computed in uint64).
   void cumsum() {
     const TensorType &a = in_type(0), &o = out_type();
-    std::int64_t outer = 1, n = a.numel(), inner = 1;
-    if (a.rank() > 0) {
-      const std::size_t dim = wrapped(sym.attrs.get_int("dim"), a.rank());
-      outer = product(a.shape, 0, dim), n = a.shape[dim], inner = product(a.shape, dim + 1, a.rank());
-    }
+    const Rows rows = rows_along(a, sym.attrs.get("dim"));
+    const std::int64_t n = rows.n, inner = rows.inner;
     const bool floating = is_floating(o.dtype);
     const std::string O = loops::ctype(o.dtype);
-    out.comment("cumsum over " + std::to_string(n) + " elements, " + std::to_string(outer * inner) + " rows");
+    out.comment("cumsum over " + std::to_string(n) + " elements, " + std::to_string(rows.outer * inner) + " rows");
     pointer("x", sym.inputs[0].value, true);
     pointer("o", sym.outputs[0], false);
-    out.line(parallel_if(outer * n * inner));
-    out.line("for (int64_t r = 0; r < " + S(outer * inner) + "; ++r) {");
-    out.line("  const int64_t base = (r / " + S(inner) + ") * " + S(n * inner) + " + r % " + S(inner) + ";");
+    open_rows(rows);
     out.line(std::string("  ") + (floating ? "double" : "uint64_t") + " acc = 0;");
     out.line("  for (int64_t k = 0; k < " + S(n) + "; ++k) {");
     out.line("    const int64_t e = base + k * " + S(inner) + ";");
-    if (floating) {
-      out.line("    acc += static_cast<" + O + ">(x[e]);");
-      out.line("    o[e] = static_cast<" + O + ">(acc);");
-    } else {
-      out.line("    acc += static_cast<uint64_t>(static_cast<int64_t>(static_cast<" + O + ">(x[e])));");
-      out.line("    o[e] = static_cast<" + O + ">(acc);");
-    }
+    if (floating) out.line("    acc += static_cast<" + O + ">(x[e]);");
+    else out.line("    acc += static_cast<uint64_t>(static_cast<int64_t>(static_cast<" + O + ">(x[e])));");
+    out.line("    o[e] = static_cast<" + O + ">(acc);");
     out.line("  }");
     out.line("}");
   }

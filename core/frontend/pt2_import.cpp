@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/frontend/pt2.h"
+#include "core/frontend/same_name_ops.h"
 #include "core/frontend/unsupported_ops.h"
 #include "core/ir/error.h"
 
@@ -461,13 +462,11 @@ struct Table {
 };
 
 void elementwise(Table& t) {
-  for (const char* name : {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "neg", "abs", "erf", "reciprocal", "sin",
-                           "cos", "silu", "hardswish", "hardsigmoid", "logical_not", "tan", "asin", "acos", "atan", "sinh",
-                           "cosh", "asinh", "acosh", "atanh", "expm1", "log1p", "log2", "log10", "ceil", "floor", "trunc",
-                           "round", "sign", "isnan", "isinf", "bitwise_not"}) {
-    std::string op_name = name;
-    t.def(name, {"default"}, [op_name](Pt2Importer& m, const Pt2Node& n) { return m.emit(op_name, {m.operand(n, "self")}); });
-  }
+  auto unary = [](const std::string& op_name) {
+    return [op_name](Pt2Importer& m, const Pt2Node& n) { return m.emit(op_name, {m.operand(n, "self")}); };
+  };
+  for (const char* name : kSameNameUnaryOps) t.def(name, {"default"}, unary(name));
+  for (const char* name : {"round", "isnan", "isinf"}) t.def(name, {"default"}, unary(name));  // (round: decimals=0)
   t.def("elu", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
     return m.emit("elu", {m.operand(n, "self")},
                   {{"alpha", m.float_arg(n, "alpha", 1.0)},
@@ -502,19 +501,14 @@ void elementwise(Table& t) {
     if (alpha != 1.0) self = Operand::tensor(m.emit("mul", {self, Operand::number(Scalar(alpha))}));
     return m.emit("sub", {m.operand(n, "other"), self});
   });
-  // &, | and ^ before decompositions (__and__.Tensor, ...): the bitwise ops.
+  auto binary = [](const std::string& op_name) {
+    return [op_name](Pt2Importer& m, const Pt2Node& n) { return m.emit(op_name, {m.operand(n, "self"), m.operand(n, "other")}); };
+  };
+  for (const char* name : kSameNameBinaryOps) t.def(name, {"Tensor", "Scalar", "default"}, binary(name));
+  // &, | and ^, also as written before decompositions (__and__.Tensor, ...).
   for (auto [dunder, op_name] : {std::pair{"__and__", "bitwise_and"}, {"__or__", "bitwise_or"}, {"__xor__", "bitwise_xor"}}) {
-    std::string name = op_name;
-    t.def(dunder, {"Tensor", "Scalar"}, [name](Pt2Importer& m, const Pt2Node& n) {
-      return m.emit(name, {m.operand(n, "self"), m.operand(n, "other")});
-    });
-  }
-  for (const char* name : {"mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-                           "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "atan2", "fmod", "remainder"}) {
-    std::string op_name = name;
-    t.def(name, {"Tensor", "Scalar", "default"}, [op_name](Pt2Importer& m, const Pt2Node& n) {
-      return m.emit(op_name, {m.operand(n, "self"), m.operand(n, "other")});
-    });
+    t.def(op_name, {"Tensor", "Scalar"}, binary(op_name));
+    t.def(dunder, {"Tensor", "Scalar"}, binary(op_name));
   }
   t.def("pow", {"Tensor_Scalar", "Tensor_Tensor", "Scalar"}, [](Pt2Importer& m, const Pt2Node& n) {
     return m.emit("pow", {m.operand(n, "self"), m.operand(n, "exponent")});
@@ -714,7 +708,7 @@ void shapes(Table& t) {
     if (mode != "constant") m.fail(n, "pad mode '" + mode + "' is not supported yet; constant, reflect and replicate are");
     return m.emit("constant_pad_nd", {Operand::tensor(x)}, {{"pad", m.ints_arg(n, "pad")}, {"value", m.float_arg(n, "value", 0.0)}});
   });
-  // An assertion the export recorded about a tensor's dtype and sizes: checked against the import, no value.
+  // An assertion the export recorded about a tensor's dtype: checked against the import; it has no value.
   t.raw("torch.ops.aten._assert_tensor_metadata.default", [](Pt2Importer& m, const Pt2Node& n) {
     const TensorType& type = m.type(m.tensor(n, "a"));
     if (auto dt = m.dtype_arg(n, "dtype"); dt && *dt != type.dtype)
@@ -1096,12 +1090,16 @@ const std::map<std::string, Pt2Handler>& pt2_handlers() {
     nn(t);
     // In-place variants of the elementwise ops (relu_, add_.Tensor, hardtanh_, ...): the same result, which then
     // replaces `self`.
-    static const std::set<std::string> inplace = {
-        "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "neg", "abs", "erf", "reciprocal", "sin", "cos",
-        "silu", "hardswish", "hardsigmoid", "logical_not", "gelu", "hardtanh", "leaky_relu", "add", "sub", "mul",
-        "div", "pow", "masked_fill", "clamp", "clamp_min", "clamp_max", "tan", "asin", "acos", "atan", "sinh", "cosh",
-        "asinh", "acosh", "atanh", "expm1", "log1p", "log2", "log10", "ceil", "floor", "trunc", "round", "sign",
-        "bitwise_not", "elu", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "atan2", "fmod", "remainder"};
+    static const std::set<std::string> inplace = [] {
+      std::set<std::string> names = {"gelu", "hardtanh", "leaky_relu", "elu", "round", "add", "sub", "div", "pow",
+                                     "masked_fill", "clamp", "clamp_min", "clamp_max", "bitwise_and", "bitwise_or",
+                                     "bitwise_xor"};
+      names.insert(std::begin(kSameNameUnaryOps), std::end(kSameNameUnaryOps));
+      names.insert(std::begin(kSameNameBinaryOps), std::end(kSameNameBinaryOps));
+      names.erase("maximum");  // ATen has no maximum_ / minimum_
+      names.erase("minimum");
+      return names;
+    }();
     const std::string prefix = "torch.ops.aten.";
     std::map<std::string, Pt2Handler> variants;
     for (const auto& [target, handler] : t.handlers) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/frontend/same_name_ops.h"
 #include "core/frontend/torchscript_importer.h"
 #include "core/ir/error.h"
 
@@ -159,10 +160,7 @@ struct Table {
 };
 
 void unary_ops(Table& t) {
-  for (const char* name : {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "neg", "abs", "erf", "reciprocal",
-                           "sin", "cos", "silu", "hardswish", "hardsigmoid", "logical_not", "tan", "asin", "acos", "atan",
-                           "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log1p", "log2", "log10", "ceil", "floor",
-                           "trunc", "sign", "bitwise_not"}) {
+  for (const char* name : kSameNameUnaryOps) {
     std::string op_name = name;
     t.def(name, [op_name](Importer& m, const Node* n) { return m.emit(op_name, {m.operand(n, 0)}); });
   }
@@ -233,11 +231,11 @@ void binary_ops(Table& t) {
       self = Operand::tensor(m.emit("mul", {self, Operand::number(Scalar(m.float_arg(n, need_arg(n, "alpha"))))}));
     return m.emit("sub", {m.operand(n, 1), self});
   }, false);
-  for (const char* name : {"mul", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-                           "logical_or", "logical_xor", "atan2", "fmod", "remainder"}) {
-    std::string op_name = name;
-    t.def(name, [op_name](Importer& m, const Node* n) { return m.emit(op_name, {m.operand(n, 0), m.operand(n, 1)}); });
-  }
+  auto binary = [](const std::string& op_name) {
+    return [op_name](Importer& m, const Node* n) { return m.emit(op_name, {m.operand(n, 0), m.operand(n, 1)}); };
+  };
+  for (const char* name : kSameNameBinaryOps) t.def(name, binary(name));
+  t.def("pow", binary("pow"));
   t.def("div", [](Importer& m, const Node* n) {
     AttrValue mode = None{};
     if (has_arg(m, n, "rounding_mode")) mode = m.string_arg(n, need_arg(n, "rounding_mode"));
@@ -596,18 +594,18 @@ void shape_ops(Table& t) {
   t.def("repeat", [](Importer& m, const Node* n) {
     return m.emit("repeat", {Operand::tensor(m.tensor(n, 0))}, {{"repeats", m.ints_arg(n, 1)}});
   }, false);
-  t.def("constant_pad_nd", [](Importer& m, const Node* n) {
+  auto constant_pad = [](Importer& m, const Node* n) {
     return m.emit("constant_pad_nd", {Operand::tensor(m.tensor(n, 0))},
                   {{"pad", m.ints_arg(n, 1)}, {"value", has_arg(m, n, "value") ? m.float_arg(n, need_arg(n, "value")) : 0.0}});
-  }, false);
+  };
+  t.def("constant_pad_nd", constant_pad, false);
   // F.pad (aten::pad in TorchScript saved by newer torch): constant, reflect and replicate modes.
-  t.def("pad", [](Importer& m, const Node* n) {
+  t.def("pad", [constant_pad](Importer& m, const Node* n) {
     const std::string mode = has_arg(m, n, "mode") ? m.string_arg(n, need_arg(n, "mode")) : "constant";
     if (mode == "reflect" || mode == "replicate")
       return m.emit("pad", {Operand::tensor(m.tensor(n, 0))}, {{"pad", m.ints_arg(n, 1)}, {"mode", mode}});
     if (mode != "constant") m.fail(n, "pad mode '" + mode + "' is not supported yet; constant, reflect and replicate are");
-    return m.emit("constant_pad_nd", {Operand::tensor(m.tensor(n, 0))},
-                  {{"pad", m.ints_arg(n, 1)}, {"value", has_arg(m, n, "value") ? m.float_arg(n, need_arg(n, "value")) : 0.0}});
+    return constant_pad(m, n);
   }, false);
   for (const char* kind : {"reflection", "replication"}) {
     const std::string mode = std::string(kind) == "reflection" ? "reflect" : "replicate";

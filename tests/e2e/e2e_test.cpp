@@ -74,6 +74,25 @@ std::vector<at::Tensor> torch_forward(const std::string& model, const std::vecto
   return forward_file(sample(model), inputs);
 }
 
+// Saves a module whose forward is `source` (TorchScript) as dir/<name>.pt and returns its path; `setup` registers
+// its parameters.
+std::string save_module(const fs::path& dir, const std::string& name, const std::string& source,
+                        const std::function<void(torch::jit::Module&)>& setup = nullptr) {
+  torch::jit::Module m("__torch__." + name);
+  if (setup) setup(m);
+  m.define(source);
+  const std::string pt = (dir / (name + ".pt")).string();
+  m.save(pt);
+  return pt;
+}
+
+// Compiles the model at `pt` into so with `flags`; checks success.
+void compile_file(const std::string& pt, const fs::path& so, const std::string& flags) {
+  Result r = run_thunderc(pt + " -o " + so.string() + " " + flags);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+}
+
 void check_close(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want, double rtol = 1e-5,
                  double atol = 1e-6, bool equal_nan = false) {
   REQUIRE(got.size() == want.size());
@@ -371,8 +390,7 @@ TEST_CASE("Hugging Face-style BERT, DistilBERT and GPT-2 compile --standalone an
 // within rtol 1e-5, atol 1e-6. The integers come from a compiled constant (arange), bools from comparisons.
 TEST_CASE("TorchScript math, rounding, remainder and bitwise operators compile --standalone on cpp and match LibTorch") {
   fs::path dir = tmp_dir("math_ops");
-  torch::jit::Module m("__torch__.MathOps");
-  m.define(R"(
+  const std::string pt = save_module(dir, "MathOps", R"(
 def forward(self, x, y):
     i = torch.arange(24).view(3, 8) - 11
     bits = ((i & 5) | (i ^ 3)) + torch.bitwise_not(i)
@@ -387,12 +405,8 @@ def forward(self, x, y):
     d = torch.remainder(x, 0.7) + torch.fmod(y, -0.7) + x % y + torch.atan2(x, y)
     return a, c, d, bits.float() * x, b, torch.isnan(x / y), torch.isinf(x / 0.0)
 )");
-  const std::string pt = (dir / "math_ops.pt").string();
-  m.save(pt);
   const fs::path so = dir / "math_ops.so";
-  Result r = run_thunderc(pt + " -o " + so.string() + " --shapes x=3x8,y=8 --executors cpp --standalone");
-  INFO(r.out);
-  REQUIRE(r.code == 0);
+  compile_file(pt, so, "--shapes x=3x8,y=8 --executors cpp --standalone");
   at::manual_seed(3);
   at::Tensor x = at::randn({3, 8}), y = at::randn({8});
   x.index_put_({0, 0}, 0.0);  // 0 / 0 is NaN, 0 / 0.0 too
@@ -406,8 +420,7 @@ def forward(self, x, y):
 // --standalone (every rewritten piece native), against LibTorch (rtol 1e-5, atol 1e-6); empty rows included.
 TEST_CASE("TorchScript reductions, flips, repeats and pads compile --standalone on cpp and match LibTorch") {
   fs::path dir = tmp_dir("reduce_move_ops");
-  torch::jit::Module m("__torch__.ReduceMoveOps");
-  m.define(R"(
+  const std::string pt = save_module(dir, "ReduceMoveOps", R"(
 def forward(self, x, e):
     a = torch.amin(x, 1) + x.amin(dim=[0, 2], keepdim=True).sum()
     v = torch.var(x, 2) + torch.std(x, dim=[0, 1], unbiased=False, keepdim=True).sum() + torch.var(x, dim=2, correction=0)
@@ -417,17 +430,13 @@ def forward(self, x, e):
     p = torch.constant_pad_nd(x, [1, 2, -1, 0], 0.5)
     return a, v, an, f, r, p, torch.any(e, 1), torch.all(e, 1), torch.amin(e, 0)
 )");
-  const std::string pt = (dir / "reduce_move_ops.pt").string();
-  m.save(pt);
   at::manual_seed(4);
   at::Tensor x = at::randn({3, 4, 5}), e = at::randn({2, 0});
   const std::vector<at::Tensor> want = forward_file(pt, {x, e});
   for (const char* flags : {"", "--executors cpp --standalone"}) {
     CAPTURE(flags);
     const fs::path so = dir / (std::string(flags).empty() ? "default.so" : "cpp.so");
-    Result r = run_thunderc(pt + " -o " + so.string() + " --shapes x=3x4x5,e=2x0 " + flags);
-    INFO(r.out);
-    REQUIRE(r.code == 0);
+    compile_file(pt, so, std::string("--shapes x=3x4x5,e=2x0 ") + flags);
     thunderc::Model compiled(so.string());
     check_close(thunderc::aten::run(compiled, {x, e}), want, 1e-5, 1e-6, /*equal_nan=*/true);
   }
@@ -484,21 +493,10 @@ def forward(self, x):
   };
   for (const Case& c : cases) {
     CAPTURE(c.name);
-    torch::jit::Module m(std::string("__torch__.") + c.name);
-    m.define(c.source);
-    std::string pt = (dir / (std::string(c.name) + ".pt")).string();
-    m.save(pt);
+    const std::string pt = save_module(dir, c.name, c.source);
     at::manual_seed(21);
     at::Tensor x = at::randn({2, 6});
-    torch::jit::Module ref = torch::jit::load(pt);
-    std::vector<at::Tensor> want;
-    {
-      c10::InferenceMode guard;
-      c10::IValue out = ref.forward({x.clone()});
-      if (out.isTensor()) want.push_back(out.toTensor());
-      else
-        for (const auto& t : out.toTupleRef().elements()) want.push_back(t.toTensor());
-    }
+    const std::vector<at::Tensor> want = forward_file(pt, {x.clone()});  // a copy: the model updates its input
     for (bool skip : {false, true}) {
       CAPTURE(skip);
       fs::path so = dir / (std::string(c.name) + (skip ? "_skip" : "") + ".so");
@@ -515,9 +513,7 @@ def forward(self, x):
     }
     // The write-backs (slice_scatter / select_scatter) decompose into slices and a cat: cpp runs them alone.
     fs::path so = dir / (std::string(c.name) + "_native.so");
-    Result r = run_thunderc(pt + " -o " + so.string() + " --shapes x=2x6 --executors cpp --standalone");
-    INFO(r.out);
-    REQUIRE(r.code == 0);
+    compile_file(pt, so, "--shapes x=2x6 --executors cpp --standalone");
     thunderc::Model compiled(so.string());
     std::vector<at::Tensor> got = thunderc::aten::run(compiled, {x});
     REQUIRE(got.size() == want.size());
@@ -529,18 +525,13 @@ def forward(self, x):
 // across it, a constant pad beside it; cpp alone, every size matches.
 TEST_CASE("symbolic values: flip, cumsum, argmax, index_select and pads over a symbolic batch match LibTorch") {
   fs::path dir = tmp_dir("symbolic_positions");
-  torch::jit::Module m("__torch__.Positions");
-  m.define(R"(
+  const std::string pt = save_module(dir, "Positions", R"(
 def forward(self, x):
     y = torch.flip(x, [0, 1]) * 2 + torch.cumsum(x, 0) + x.argmax(1, keepdim=True).float()
     return torch.index_select(y, 1, torch.tensor([3, 0, 1])) + torch.constant_pad_nd(x, [1, 1], 0.5)[:, :3]
 )");
-  const std::string pt = (dir / "positions.pt").string();
-  m.save(pt);
   const fs::path so = dir / "positions.so";
-  Result r = run_thunderc(pt + " -o " + so.string() + " --cache \"symbolic values\" --shapes x=Bx6 --dim B=1:16 --executors cpp --standalone");
-  INFO(r.out);
-  REQUIRE(r.code == 0);
+  compile_file(pt, so, "--cache \"symbolic values\" --shapes x=Bx6 --dim B=1:16 --executors cpp --standalone");
   thunderc::Model compiled(so.string());
   CHECK(compiled.num_variants() == 1);
   for (int64_t batch : {1, 5, 16, 2}) {
@@ -635,55 +626,37 @@ TEST_CASE("symbolic values on cpp and blas alone: --standalone, sizes read at ru
 
 TEST_CASE("symbolic values on cpp alone: means over the symbolic dimension divide by the run-time size") {
   fs::path dir = tmp_dir("symbolic_native_mean");
-  torch::jit::Module m("__torch__.BatchMean");
-  m.define(R"(
+  const std::string pt = save_module(dir, "BatchMean", R"(
 def forward(self, x):
     centered = x - x.mean(0, keepdim=True)
     return torch.softmax(centered, -1) * x.mean(), torch.layer_norm(centered, [8])
 )");
-  std::string pt = (dir / "mean.pt").string();
-  m.save(pt);
-  fs::path so = dir / "mean.so";
-  Result r = run_thunderc(pt + " -o " + so.string() +
-                          " --executors cpp --standalone --cache \"symbolic values\" --shapes x=Bx8 --dim B=1:16");
-  INFO(r.out);
-  REQUIRE(r.code == 0);
+  const fs::path so = dir / "mean.so";
+  compile_file(pt, so, "--executors cpp --standalone --cache \"symbolic values\" --shapes x=Bx8 --dim B=1:16");
   thunderc::Model compiled(so.string());
-  torch::jit::Module ref = torch::jit::load(pt);
   for (int64_t b : {1, 2, 5, 16}) {
     CAPTURE(b);
     at::manual_seed(b);
     at::Tensor x = at::randn({b, 8});
-    c10::InferenceMode guard;
-    auto out = ref.forward({x}).toTupleRef().elements();
     // Native reductions sum in another order than ATen: rtol 1e-4, atol 1e-5.
-    check_close(thunderc::aten::run(compiled, {x}), {out[0].toTensor(), out[1].toTensor()}, 1e-4, 1e-5);
+    check_close(thunderc::aten::run(compiled, {x}), forward_file(pt, {x}), 1e-4, 1e-5);
   }
 }
 
 TEST_CASE("symbolic values: a weight expanded to the batch (a class token) stays an expand, not a constant") {
   fs::path dir = tmp_dir("symbolic_class_token");
-  torch::jit::Module m("__torch__.ClassToken");
-  m.register_parameter("cls", at::randn({1, 1, 8}), false);
-  m.define(R"(
+  const std::string pt = save_module(dir, "ClassToken", R"(
 def forward(self, x):
     tokens = torch.cat([self.cls.expand(x.size(0), -1, -1), x], 1)
     return torch.softmax(tokens, -1)
-)");
-  std::string pt = (dir / "cls.pt").string();
-  m.save(pt);
-  fs::path so = dir / "cls.so";
-  Result r = run_thunderc(pt + " -o " + so.string() +
-                          " --executors cpp --standalone --cache \"symbolic values\" --shapes x=Bx4x8 --dim B=1:16");
-  INFO(r.out);
-  REQUIRE(r.code == 0);
+)", [](torch::jit::Module& m) { m.register_parameter("cls", at::randn({1, 1, 8}), false); });
+  const fs::path so = dir / "cls.so";
+  compile_file(pt, so, "--executors cpp --standalone --cache \"symbolic values\" --shapes x=Bx4x8 --dim B=1:16");
   thunderc::Model compiled(so.string());
-  torch::jit::Module ref = torch::jit::load(pt);
   for (int64_t b : {1, 3, 16}) {
     CAPTURE(b);
     at::Tensor x = at::randn({b, 4, 8});
-    c10::InferenceMode guard;
-    check_close(thunderc::aten::run(compiled, {x}), {ref.forward({x}).toTensor()}, 1e-4, 1e-5);
+    check_close(thunderc::aten::run(compiled, {x}), forward_file(pt, {x}), 1e-4, 1e-5);
   }
 }
 
