@@ -234,6 +234,33 @@ class CppRegion : public RegionLowering {
     if (symbolic())
       guard_parallel(start, par_line, "", parallel_test(p.x_numel, 2) + " && " + std::to_string(p.planes) + " > 1");
   }
+
+  // Rows of output pixels (image n, row oh) are the parallel unit: at batch 1 there is one image.
+  void pool_loops_nhwc(const PoolLoopsNhwc& p) override {
+    const std::size_t start = lines_.size();
+    const std::string rows = std::to_string(p.images * p.OH);
+    L("{");
+    indent_ += 2;
+    const std::size_t par_line = lines_.size();
+    if (symbolic() || (static_cast<double>(p.x_numel) * 2 >= kParallelWork && p.x_numel >= kParallelMinElements &&
+                       p.images * p.OH > 1))
+      L("#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(static)");
+    L("for (int64_t r = 0; r < " + rows + "; ++r) {");
+    L("  const int64_t n = r / " + std::to_string(p.OH) + ", oh = r % " + std::to_string(p.OH) + ";");
+    L("  const " + p.T + "* __restrict in = " + p.X + " + " + std::to_string(p.x_offset) + " + n * " +
+      std::to_string(p.H * p.W * p.C) + ";");
+    L("  for (int64_t ow = 0; ow < " + std::to_string(p.OW) + "; ++ow) {");
+    L("    " + p.T + "* __restrict o = " + p.D + " + (r * " + std::to_string(p.OW) + " + ow) * " + std::to_string(p.C) + ";");
+    indent_ += 4;
+    for (const std::string& b : p.body) L(b);
+    indent_ -= 4;
+    L("  }");
+    L("}");
+    indent_ -= 2;
+    L("}");
+    if (symbolic())
+      guard_parallel(start, par_line, "", parallel_test(p.x_numel, 2) + " && " + rows + " > 1");
+  }
 };
 
 }  // namespace

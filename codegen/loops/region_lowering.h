@@ -533,6 +533,17 @@ class RegionLowering {
     Lines body;
   };
   virtual void pool_loops(const PoolLoops& p) = 0;
+  // Channels-last pooling (max_pool2d_nhwc, avg_pool2d_nhwc; CPU only): for each image n < images (H x W x C
+  // elements at X + x_offset + n * H * W * C) and each output pixel (oh, ow), `body` writes the pixel's C
+  // outputs `o` (at D + ((n * OH + oh) * OW + ow) * C) reading the image `in`; C is the innermost, unit-stride
+  // loop of its statements, so they vectorize across channels.
+  struct PoolLoopsNhwc {
+    std::int64_t images, H, W, C, OH, OW, x_numel;
+    std::string T, X, D;
+    std::int64_t x_offset;
+    Lines body;
+  };
+  virtual void pool_loops_nhwc(const PoolLoopsNhwc&) { internal_error("loop codegen: no channels-last pooling here"); }
   // Called once after the last loop nest (a target that defers work emits it here).
   virtual void finish() {}
   // Operators the shared rules do not lower (nvfuser's GEMMs inside a region).
@@ -772,8 +783,73 @@ class RegionLowering {
     return result(x.shape, make_op("sub", d, d, {shifted, sl}));
   }
 
+  Val lower_pool_nhwc(const BoundSymbol& s, const TensorType& ot, ValueId out) {
+    const std::string& op = s.op->name;
+    const DType d = ot.dtype;
+    Val x = vals_.at(s.inputs[0].value);
+    if (!(x.e->kind == Node::Load && x.e->strides == contiguous(x.shape))) x = materialize(0, x, false);
+    const std::int64_t H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = ot.shape[1], OW = ot.shape[2];
+    const int dest = dest_for(out, d, ot.numel(), true);
+    if (ot.numel() == 0) return {ot.shape, make_load(dest, d, 0, contiguous(ot.shape))};
+    auto pair = [&](const char* n, const IntList& dflt) {
+      IntList v = s.attrs.has(n) ? s.attrs.get_ints(n) : dflt;
+      if (v.empty()) v = dflt;
+      if (v.size() == 1) v.push_back(v[0]);
+      return v;
+    };
+    const std::string T = ctype(d), Cs = std::to_string(C), Hs = std::to_string(H), Ws = std::to_string(W);
+    PoolLoopsNhwc loops{x.shape[0], H, W, C, OH, OW, numel(x.shape), T, "b" + std::to_string(x.e->buf),
+                        "b" + std::to_string(dest), x.e->offset, {}};
+    Lines& body = loops.body;
+    const IntList k = pair("kernel_size", {}), st = pair("stride", k), pd = pair("padding", {0, 0});
+    const std::string lanes = "for (int64_t c = 0; c < " + Cs + "; ++c) ";
+    body.push_back("const int64_t hs = oh * " + std::to_string(st[0]) + " - " + std::to_string(pd[0]) + ";");
+    body.push_back("const int64_t ws_ = ow * " + std::to_string(st[1]) + " - " + std::to_string(pd[1]) + ";");
+    if (op == "max_pool2d_nhwc") {
+      const IntList dl = pair("dilation", {1, 1});
+      body.push_back(lanes + "o[c] = " + lit(-INFINITY, d) + ";");
+      body.push_back("for (int64_t kh = 0; kh < " + std::to_string(k[0]) + "; ++kh) {");
+      body.push_back("  const int64_t h = hs + kh * " + std::to_string(dl[0]) + ";");
+      body.push_back("  if (h < 0 || h >= " + Hs + ") continue;");
+      body.push_back("  for (int64_t kw = 0; kw < " + std::to_string(k[1]) + "; ++kw) {");
+      body.push_back("    const int64_t w = ws_ + kw * " + std::to_string(dl[1]) + ";");
+      body.push_back("    if (w < 0 || w >= " + Ws + ") continue;");
+      body.push_back("    const " + T + "* __restrict v = in + (h * " + Ws + " + w) * " + Cs + ";");
+      body.push_back("#pragma omp simd");
+      // NaN wins, as in the NCHW loop: once o[c] is NaN nothing replaces it.
+      body.push_back("    " + lanes + "o[c] = (v[c] > o[c] || v[c] != v[c]) ? v[c] : o[c];");
+      body.push_back("  }");
+      body.push_back("}");
+    } else {
+      THUNDERC_CHECK(op == "avg_pool2d_nhwc", "loop codegen: no channels-last lowering for ", op);
+      const bool include_pad = s.attrs.get_bool("count_include_pad");
+      body.push_back("int64_t he = std::min<int64_t>(hs + " + std::to_string(k[0]) + ", " + std::to_string(H + pd[0]) +
+                     "), we = std::min<int64_t>(ws_ + " + std::to_string(k[1]) + ", " + std::to_string(W + pd[1]) + ");");
+      body.push_back("const int64_t pool = (he - hs) * (we - ws_);");
+      body.push_back("const int64_t h0 = std::max<int64_t>(hs, 0), w0 = std::max<int64_t>(ws_, 0);");
+      body.push_back("he = std::min<int64_t>(he, " + Hs + "); we = std::min<int64_t>(we, " + Ws + ");");
+      body.push_back(lanes + "o[c] = " + lit(0, d) + ";");
+      body.push_back("for (int64_t h = h0; h < he; ++h)");
+      body.push_back("  for (int64_t w = w0; w < we; ++w) {");
+      body.push_back("    const " + T + "* __restrict v = in + (h * " + Ws + " + w) * " + Cs + ";");
+      body.push_back("#pragma omp simd");
+      body.push_back("    " + lanes + "o[c] += v[c];");
+      body.push_back("  }");
+      const std::string div = !s.attrs.is_none("divisor_override")
+                                  ? std::to_string(s.attrs.get_int("divisor_override"))
+                              : include_pad ? "pool"
+                                            : "(he - h0) * (we - w0)";
+      body.push_back("const " + T + " divisor = static_cast<" + T + ">(" + div + ");");
+      body.push_back("#pragma omp simd");
+      body.push_back(lanes + "o[c] /= divisor;");
+    }
+    pool_loops_nhwc(loops);
+    return {ot.shape, make_load(dest, d, 0, contiguous(ot.shape))};
+  }
+
   Val lower_pool(const BoundSymbol& s, const TensorType& ot, ValueId out) {
     const std::string& op = s.op->name;
+    if (op == "max_pool2d_nhwc" || op == "avg_pool2d_nhwc") return lower_pool_nhwc(s, ot, out);
     DType d = ot.dtype;
     Val x = vals_.at(s.inputs[0].value);
     if (!(x.e->kind == Node::Load && x.e->strides == contiguous(x.shape))) x = materialize(0, x, false);

@@ -20,7 +20,7 @@ std::string ll(std::int64_t v) { return std::to_string(v) + "LL"; }
 std::optional<ValueId> residual_of(const BoundSymbol& sym) {
   if (!sym.is_region()) return std::nullopt;
   THUNDERC_CHECK(sym.subsymbols.size() == 2 && sym.subsymbols[1].op->name == "add",
-                 "onednn: a region must be a conv2d and one add");
+                 "onednn: a region must be a conv2d (or conv2d_nhwc) and one add");
   const BoundSymbol& add = sym.subsymbols[1];
   const ValueId conv_out = sym.subsymbols[0].outputs[0];
   return add.inputs[0].value == conv_out ? add.inputs[1].value : add.inputs[0].value;
@@ -50,10 +50,14 @@ LinkInputs OnednnBackend::link_inputs() const {
 void OnednnBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
   const Trace& t = ctx.trace();
   const BoundSymbol& conv = sym.is_region() ? sym.subsymbols[0] : sym;
-  THUNDERC_CHECK(conv.op->name == "conv2d", "onednn: no code generation for '", conv.op->name, "'");
+  const bool channels_last = conv.op->name == "conv2d_nhwc";
+  THUNDERC_CHECK(conv.op->name == "conv2d" || channels_last, "onednn: no code generation for '", conv.op->name, "'");
   const std::optional<ValueId> residual = residual_of(sym);
-  const TensorType &x = t.type(conv.inputs[0].value), &w = t.type(conv.inputs[1].value), &y = t.type(sym.outputs[0]);
+  TensorType x = t.type(conv.inputs[0].value), y = t.type(sym.outputs[0]);
+  const TensorType& w = t.type(conv.inputs[1].value);
   THUNDERC_CHECK(x.rank() == 4 && w.rank() == 4, "onednn: conv2d of rank ", x.rank());
+  if (channels_last)  // [n, h, w, c] -> the NCHW sizes the spec lists
+    for (TensorType* v : {&x, &y}) v->shape = {v->shape[0], v->shape[3], v->shape[1], v->shape[2]};
   auto pair = [&](const char* name) {
     const IntList& v = conv.attrs.get_ints(name);
     return v.size() == 1 ? IntList{v[0], v[0]} : v;
@@ -63,10 +67,10 @@ void OnednnBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, 
   const std::vector<std::int64_t> spec = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2],
                                           w.shape[3], st[0], st[1], pd[0], pd[1], dl[0], dl[1],
                                           conv.attrs.get_int("groups"), y.shape[2], y.shape[3], bias ? 1 : 0,
-                                          residual ? 1 : 0};
+                                          residual ? 1 : 0, channels_last ? 1 : 0};
   std::string what = "conv2d " + shape_str(x.shape) + " -> " + shape_str(y.shape) + ", kernel " +
                      std::to_string(w.shape[2]) + "x" + std::to_string(w.shape[3]) + (bias ? " +bias" : "") +
-                     (residual ? " +residual" : "");
+                     (residual ? " +residual" : "") + (channels_last ? ", NHWC" : "");
   auto data = [&](ValueId v) { return "static_cast<const float*>(" + ctx.buffer(v) + ".data)"; };
   out.line("{  " + c_comment("oneDNN: " + what));
   out.indent();

@@ -210,6 +210,12 @@ bool pooling(const Trace& t, const BoundSymbol& s) {
   return all_floating<K>(t, s) && (t.type(s.inputs[0].value).rank() == 3 || t.type(s.inputs[0].value).rank() == 4);
 }
 
+// float32/float64 only: the channels-last loops sum in the element type (the NCHW ones widen bfloat16).
+bool pooling_nhwc(const Trace& t, const BoundSymbol& s) {
+  const TensorType& x = t.type(s.inputs[0].value);
+  return all_floating<DeviceKind::CPU>(t, s) && x.rank() == 4 && (x.dtype == DType::Float32 || x.dtype == DType::Float64);
+}
+
 template <DeviceKind K>
 bool same_dtype_norm(const Trace& t, const BoundSymbol& s) {
   if (!all_floating<K>(t, s)) return false;
@@ -242,6 +248,9 @@ void register_loop_impls(Executor& cpp) {
   cpp.register_impl("batch_norm", same_dtype_norm<K>);
   for (const char* name : {"reshape", "permute", "expand", "slice", "select", "cat", "flip"}) cpp.register_impl(name, moves<K>);
   for (const char* name : {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}) cpp.register_impl(name, pooling<K>);
+  // Channels-last pooling (the channels-last pass) has a CPU loop nest only: that pass serves onednn.
+  if constexpr (K == DeviceKind::CPU)
+    for (const char* name : {"max_pool2d_nhwc", "avg_pool2d_nhwc"}) cpp.register_impl(name, pooling_nhwc);
 }
 
 // Matrix products and convolutions the nvfuser GEMM kernels run: CUDA tensors of one dtype, float32, float16

@@ -173,6 +173,7 @@ std::vector<std::unique_ptr<Executor>> make_executors() {
   onednn.probe = [](DeviceKind) { return cached<probe_onednn>(); };
   auto dn1 = std::make_unique<Executor>(std::move(onednn));
   dn1->register_impl("conv2d", onednn_conv_checker);
+  dn1->register_impl("conv2d_nhwc", onednn_conv_checker);
   out.push_back(std::move(dn1));
 
   Executor::Info nvfuser;

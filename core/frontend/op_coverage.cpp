@@ -171,6 +171,8 @@ OpCoverage op_coverage() {
   std::map<std::string, std::size_t> index;
   for (const OpDef* d : op_registry().all()) {
     if (d->category == OpCategory::Fusion) continue;  // a region, made by passes: no ATen operator
+    const std::string& n = d->name;
+    if (n.size() > 5 && n.compare(n.size() - 5, 5, "_nhwc") == 0) continue;  // channels-last form, made by a pass
     OpCoverage::Op op;
     op.name = d->name;
     op.category = op_category_name(d->category);

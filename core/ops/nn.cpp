@@ -79,6 +79,24 @@ std::vector<TensorType> pool_meta(const MetaArgs& m, bool has_dilation) {
   return {t};
 }
 
+// The meta function of the channels-last form of `nchw_op`: input 0 is [N, H, W, C]; the output is the NCHW
+// operator's, permuted the same way.
+MetaFn channels_last_meta(std::string nchw_op) {
+  return [nchw_op](const MetaArgs& m) {
+    const TensorType& a = m.tensor(0);
+    if (a.rank() != 4) user_error(m.op.name, ": expected a 4-D [N, H, W, C] input, got ", shape_str(a.shape));
+    TensorType nchw = a;
+    nchw.shape = {a.shape[0], a.shape[3], a.shape[1], a.shape[2]};
+    std::vector<OperandInfo> inputs = m.inputs;
+    inputs[0].tensor = &nchw;
+    const OpDef& def = op(nchw_op);
+    std::vector<TensorType> out = def.meta(MetaArgs{def, inputs, m.attrs});
+    Shape& s = out[0].shape;
+    s = {s[0], s[2], s[3], s[1]};
+    return out;
+  };
+}
+
 }  // namespace
 
 void register_nn_ops(OpRegistry& r) {
@@ -195,6 +213,14 @@ void register_nn_ops(OpRegistry& r) {
            return {t};
          },
          "average pooling to a fixed output size"});
+  // Channels-last forms, emitted only by the channels-last pass (core/transforms/channels_last.cpp): a 4-D
+  // [N, H, W, C] tensor holds what the NCHW operator's [N, C, H, W] holds, in that order in memory. Same
+  // operands and attributes as the NCHW operator; its meta function, through the permutation.
+  for (const char* name : {"conv2d", "max_pool2d", "avg_pool2d"}) {
+    const OpDef* nchw = r.find(name);
+    r.add({std::string(name) + "_nhwc", nchw->category, nchw->inputs, nchw->attrs, channels_last_meta(name),
+           std::string(name) + " on channels-last tensors: [N, H, W, C] in, [N, H', W', C'] out"});
+  }
   r.add({"embedding", OpCategory::Indexing, {{"weight"}, {"indices"}}, {},
          [](const MetaArgs& m) -> std::vector<TensorType> {
            const TensorType &w = m.tensor(0), &idx = m.tensor(1);

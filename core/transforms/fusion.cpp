@@ -71,7 +71,7 @@ struct Partition {
 // nvfuser's GEMM-backed operators: a GEMM heads a region of its own (never joins its producers' region), so
 // the elementwise ops that follow it can become its kernel's epilogue.
 bool gemm_backed(const BoundSymbol& s) {
-  static const std::set<std::string> ops = {"linear", "matmul", "bmm", "addmm", "conv2d"};
+  static const std::set<std::string> ops = {"linear", "matmul", "bmm", "addmm", "conv2d", "conv2d_nhwc"};
   return ops.count(s.op->name) > 0;
 }
 

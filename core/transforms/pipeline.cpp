@@ -7,6 +7,7 @@
 #include "core/ir/verifier.h"
 #include "core/transforms/attention.h"
 #include "core/transforms/autocast.h"
+#include "core/transforms/channels_last.h"
 #include "core/transforms/constant_folding.h"
 #include "core/transforms/cse.h"
 #include "core/transforms/dce.h"
@@ -41,6 +42,7 @@ const std::vector<RegisteredPass>& registered_passes() {
       {attention_transform(), PassPhase::BeforeClaim},  // before decompose, which undoes it when nothing claims it
       {autocast_transform(), PassPhase::BeforeClaim},   // after attention: sdpa is one low-precision op
       {decompose_transform(), PassPhase::BeforeClaim},
+      {channels_last_transform(), PassPhase::BeforeClaim},  // last before claiming: sees the ops executors get
       {fusion_transform(), PassPhase::AfterClaim},
       {remat_transform(), PassPhase::AfterClaim},
   };

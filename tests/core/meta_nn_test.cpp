@@ -261,3 +261,25 @@ OPS_TEST_CASE("meta group_norm and upsample_nearest2d", "group_norm", "upsample_
   CHECK_USER_ERROR(meta_error("upsample_nearest2d", {T(f4, {3, 4, 5})}, {{"output_size", IntList{8, 7}}}), "4-D");
   CHECK_USER_ERROR(meta_error("upsample_nearest2d", {T(f4, {1, 3, 4, 5})}, {{"output_size", IntList{8}}}), "two positive");
 }
+
+OPS_TEST_CASE("meta channels-last forms: the NCHW operator's rules through the permutation", "conv2d_nhwc",
+              "max_pool2d_nhwc", "avg_pool2d_nhwc") {
+  // [N, H, W, C] in, [N, H', W', C'] out, the sizes of the NCHW operator.
+  const Attrs conv_attrs{{"stride", IntList{2, 2}}, {"padding", IntList{1, 1}}};
+  CHECK(meta1("conv2d_nhwc", {T(f4, {2, 9, 7, 3}), T(f4, {8, 3, 3, 3}), T(f4, {8})}, conv_attrs) ==
+        tt(f4, {2, 5, 4, 8}));
+  CHECK(meta_shape("conv2d", {T(f4, {2, 3, 9, 7}), T(f4, {8, 3, 3, 3}), T(f4, {8})}, conv_attrs) == Shape{2, 8, 5, 4});
+  CHECK(meta1("conv2d_nhwc", {T(f4, {1, 6, 6, 12}), T(f4, {12, 1, 3, 3}), N()}, {{"groups", I(12)}}) ==
+        tt(f4, {1, 4, 4, 12}));
+  const Attrs pool{{"kernel_size", IntList{3}}, {"stride", IntList{2}}, {"padding", IntList{1}}};
+  for (const char* name : {"max_pool2d_nhwc", "avg_pool2d_nhwc"}) {
+    CAPTURE(name);
+    CHECK(meta1(name, {T(f4, {1, 112, 112, 64})}, pool) == tt(f4, {1, 56, 56, 64}));
+    CHECK_USER_ERROR(meta_error(name, {T(f4, {3, 8, 6})}, pool), name, "4-D [N, H, W, C]", "[3, 8, 6]");
+  }
+  // The NCHW operator's checks still apply, read in NHWC terms: the channels are the last dim.
+  CHECK_USER_ERROR(meta_error("conv2d_nhwc", {T(f4, {1, 6, 6, 4}), T(f4, {8, 3, 3, 3}), N()}, {}), "conv2d",
+                   "input channels");
+  CHECK_USER_ERROR(meta_error("conv2d_nhwc", {T(f4, {1, 3, 3}), T(f4, {8, 3, 3, 3}), N()}, {}), "conv2d_nhwc",
+                   "4-D");
+}

@@ -28,7 +28,7 @@ bool registered(const std::string& name) { return find_pass(name) != nullptr; }
 
 // The expected default order: every pass is registered explicitly (pipeline.cpp), none is optional.
 std::vector<std::string> expected_default() {
-  return {"dce", "cse", "constant-folding", "fold-batchnorm", "attention", "autocast", "decompose", "fusion", "remat", "dce"};
+  return {"dce", "cse", "constant-folding", "fold-batchnorm", "attention", "autocast", "decompose", "channels-last", "fusion", "remat", "dce"};
 }
 
 }  // namespace
@@ -39,7 +39,7 @@ TEST_CASE("pipeline: the default order") {
   CHECK(default_transforms() == expected_default());
   PassPlan plan = plan_passes(default_transforms());
   std::vector<std::string> before = names_of(plan.before_claim), after = names_of(plan.after_claim);
-  CHECK(before.back() == "decompose");
+  CHECK(before.back() == "channels-last");
   CHECK(before.front() == "dce");
   CHECK(after.back() == "dce");
   CHECK(std::find(after.begin(), after.end(), "remat") != after.end());

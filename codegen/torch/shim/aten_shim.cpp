@@ -264,6 +264,15 @@ const std::unordered_map<std::string, OpFn>& ops() {
                             a.get_bool("ceil_mode"), a.get_bool("count_include_pad"), opt_int(a, "divisor_override"));
     };
     t["adaptive_avg_pool2d"] = [](A x, T a) { return at::adaptive_avg_pool2d(x[0], a.get_ints("output_size")); };
+    // Channels-last forms (the channels-last pass): [N, H, W, C] in and out, the NCHW operator between.
+    for (const char* name : {"conv2d", "max_pool2d", "avg_pool2d"}) {
+      auto nchw_op = t.at(name);
+      t[std::string(name) + "_nhwc"] = [nchw_op](A x, T a) {
+        std::vector<at::Tensor> args(x.begin(), x.end());
+        args[0] = args[0].permute({0, 3, 1, 2});
+        return nchw_op(args, a).permute({0, 2, 3, 1}).contiguous();
+      };
+    }
     t["index_select"] = [](A x, T a) { return at::index_select(x[0], a.get_int("dim"), x[1]); };
     t["gather"] = [](A x, T a) { return at::gather(x[0], a.get_int("dim"), x[1]); };
     t["argmax"] = [](A x, T a) {

@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
         col(l.c * l.k * l.k * oh * oh);
     for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.1f * i);
     for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * std::cos(0.3f * i);
-    const thunderc_onednn::Conv2dSpec spec = {1, l.c, l.h, l.h, l.oc, l.k, l.k, l.s, l.s, pad, pad, 1, 1, 1, oh, oh, 1, 0};
+    const thunderc_onednn::Conv2dSpec spec = {1, l.c, l.h, l.h, l.oc, l.k, l.k, l.s, l.s, pad, pad, 1, 1, 1, oh, oh, 1, 0, 0};
     thunderc_onednn::Conv2d conv;
     bool failed = false;
     const double t_dnnl = median_seconds(iterations, [&] {

@@ -143,7 +143,7 @@ TEST_CASE("onednn runs the residual add inside the convolution, activations stay
   CHECK(code.find("static thunderc_onednn::Conv2d op;") != std::string::npos);
   CHECK(code.find("oneDNN: conv2d [1, 16, 8, 8] -> [1, 16, 8, 8], kernel 3x3 +bias +residual") != std::string::npos);
   CHECK(code.find("const thunderc_onednn::Conv2dSpec spec = {1LL, 16LL, 8LL, 8LL, 16LL, 3LL, 3LL, 1LL, 1LL, 1LL, 1LL, "
-                  "1LL, 1LL, 1LL, 8LL, 8LL, 1LL, 1LL};") != std::string::npos);
+                  "1LL, 1LL, 1LL, 8LL, 8LL, 1LL, 1LL, 0LL};") != std::string::npos);
 
   s.check("epilogue");
 }

@@ -9,9 +9,10 @@
  *  - the bias and a residual add run inside the convolution (oneDNN's bias and its sum post-op). Activations do
  *    not: oneDNN's relu, clip and logistic post-ops clamp with max/min instructions that turn NaN into a number,
  *    where PyTorch keeps NaN, so they stay in the cpp executor's loops;
- *  - activations cross the call in PyTorch's NCHW: the input is reordered into the blocked layout and the
- *    output back (skipped where the primitive's layout is already NCHW); those buffers and oneDNN's scratchpad
- *    live in a per-thread arena, so concurrent calls share nothing mutable.
+ *  - activations cross the call in PyTorch's NCHW, or NHWC for conv2d_nhwc (the channels-last pass): the input
+ *    is reordered into the primitive's layout and the output back, skipped where they are the same (on AVX-512
+ *    oneDNN's fastest kernels read and write NHWC, on AVX2 they use nChw8c); those buffers and oneDNN's
+ *    scratchpad live in a per-thread arena, so concurrent calls share nothing mutable.
  * Plans are keyed by the sizes (symbolic variants pass them at run time), the thread count and the weights;
  * a call site keeps at most kMaxPlans of them.
  *
@@ -40,10 +41,11 @@
 namespace thunderc_onednn {
 
 // y = conv2d(x, w) + bias + residual, PyTorch's conv2d: x [n, c, h, w], w [oc, c/groups, kh, kw],
-// y [n, oc, oh, ow]; stride, padding (both sides) and dilation as PyTorch gives them.
+// y [n, oc, oh, ow]; stride, padding (both sides) and dilation as PyTorch gives them. With channels_last, x, y
+// and the residual are stored [n, h, w, c] (conv2d_nhwc; the weights are OIHW either way).
 struct Conv2dSpec {
   int64_t n, c, h, w, oc, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow;
-  int64_t has_bias, has_residual;
+  int64_t has_bias, has_residual, channels_last;
 };
 
 inline bool same_spec(const Conv2dSpec& a, const Conv2dSpec& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -114,8 +116,9 @@ inline std::shared_ptr<Conv2dPlan> make_conv2d_plan(const Conv2dSpec& s, int thr
   const memory::dims src_dims = {s.n, s.c, s.h, s.w}, dst_dims = {s.n, s.oc, s.oh, s.ow};
   const memory::dims w_dims = s.groups == 1 ? memory::dims{s.oc, s.c, s.kh, s.kw}
                                             : memory::dims{s.groups, s.oc / s.groups, s.c / s.groups, s.kh, s.kw};
-  plan->user_src = memory::desc(src_dims, f32, tag::nchw);
-  plan->user_dst = memory::desc(dst_dims, f32, tag::nchw);
+  const tag user_tag = s.channels_last ? tag::nhwc : tag::nchw;
+  plan->user_src = memory::desc(src_dims, f32, user_tag);
+  plan->user_dst = memory::desc(dst_dims, f32, user_tag);
   const memory::desc user_w(w_dims, f32, s.groups == 1 ? tag::oihw : tag::goihw);
 
   dnnl::post_ops ops;
