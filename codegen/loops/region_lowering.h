@@ -783,6 +783,14 @@ class RegionLowering {
     return result(x.shape, make_op("sub", d, d, {shifted, sl}));
   }
 
+  // A pooling attribute as two values (one value applies to both dims; absent or empty: `dflt`).
+  static IntList pool_pair(const BoundSymbol& s, const char* name, const IntList& dflt) {
+    IntList v = s.attrs.has(name) ? s.attrs.get_ints(name) : dflt;
+    if (v.empty()) v = dflt;
+    if (v.size() == 1) v.push_back(v[0]);
+    return v;
+  }
+
   Val lower_pool_nhwc(const BoundSymbol& s, const TensorType& ot, ValueId out) {
     const std::string& op = s.op->name;
     const DType d = ot.dtype;
@@ -791,12 +799,7 @@ class RegionLowering {
     const std::int64_t H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = ot.shape[1], OW = ot.shape[2];
     const int dest = dest_for(out, d, ot.numel(), true);
     if (ot.numel() == 0) return {ot.shape, make_load(dest, d, 0, contiguous(ot.shape))};
-    auto pair = [&](const char* n, const IntList& dflt) {
-      IntList v = s.attrs.has(n) ? s.attrs.get_ints(n) : dflt;
-      if (v.empty()) v = dflt;
-      if (v.size() == 1) v.push_back(v[0]);
-      return v;
-    };
+    auto pair = [&](const char* n, const IntList& dflt) { return pool_pair(s, n, dflt); };
     const std::string T = ctype(d), Cs = std::to_string(C), Hs = std::to_string(H), Ws = std::to_string(W);
     PoolLoopsNhwc loops{x.shape[0], H, W, C, OH, OW, numel(x.shape), T, "b" + std::to_string(x.e->buf),
                         "b" + std::to_string(dest), x.e->offset, {}};
@@ -858,12 +861,7 @@ class RegionLowering {
     std::int64_t planes = numel(x.shape) / std::max<std::int64_t>(H * W, 1);
     if (H * W == 0) planes = numel(Shape(x.shape.begin(), x.shape.end() - 2));
     int dest = dest_for(out, d, ot.numel(), true);
-    auto pair = [&](const char* n, const IntList& dflt) {
-      IntList v = s.attrs.has(n) ? s.attrs.get_ints(n) : dflt;
-      if (v.empty()) v = dflt;
-      if (v.size() == 1) v.push_back(v[0]);
-      return v;
-    };
+    auto pair = [&](const char* n, const IntList& dflt) { return pool_pair(s, n, dflt); };
     // T: the element type in memory (the loops' pointers); A: the type sums and maxima are computed in.
     std::string T = ctype(d), A = atype(d), X = "b" + std::to_string(x.e->buf), D = "b" + std::to_string(dest);
     if (ot.numel() == 0) return {ot.shape, make_load(dest, d, 0, contiguous(ot.shape))};
