@@ -791,6 +791,35 @@ class RegionLowering {
     return v;
   }
 
+  // Window code shared by the NCHW and NHWC pooling bodies (output pixel (oh, ow) of an H x W plane).
+  // hs, ws_: the window's top-left corner, padding included.
+  static void window_start(const IntList& st, const IntList& pd, Lines& body) {
+    body.push_back("const int64_t hs = oh * " + std::to_string(st[0]) + " - " + std::to_string(pd[0]) + ";");
+    body.push_back("const int64_t ws_ = ow * " + std::to_string(st[1]) + " - " + std::to_string(pd[1]) + ";");
+  }
+  // Max pooling: opens the loops over the window's (dilated) positions inside the plane, leaving (h, w) in
+  // scope; the caller adds the combining statement and two closing braces.
+  static void max_window_open(const IntList& k, const IntList& dl, std::int64_t H, std::int64_t W, Lines& body) {
+    body.push_back("for (int64_t kh = 0; kh < " + std::to_string(k[0]) + "; ++kh) {");
+    body.push_back("  const int64_t h = hs + kh * " + std::to_string(dl[0]) + ";");
+    body.push_back("  if (h < 0 || h >= " + std::to_string(H) + ") continue;");
+    body.push_back("  for (int64_t kw = 0; kw < " + std::to_string(k[1]) + "; ++kw) {");
+    body.push_back("    const int64_t w = ws_ + kw * " + std::to_string(dl[1]) + ";");
+    body.push_back("    if (w < 0 || w >= " + std::to_string(W) + ") continue;");
+  }
+  // Average pooling: clips the window to [h0, he) x [w0, we) inside the plane; returns ATen's divisor
+  // (divisor_override, else the padded window size with count_include_pad, else the clipped one).
+  static std::string avg_window(const BoundSymbol& s, const IntList& k, const IntList& pd, std::int64_t H,
+                                std::int64_t W, Lines& body) {
+    body.push_back("int64_t he = std::min<int64_t>(hs + " + std::to_string(k[0]) + ", " + std::to_string(H + pd[0]) +
+                   "), we = std::min<int64_t>(ws_ + " + std::to_string(k[1]) + ", " + std::to_string(W + pd[1]) + ");");
+    body.push_back("const int64_t pool = (he - hs) * (we - ws_);");
+    body.push_back("const int64_t h0 = std::max<int64_t>(hs, 0), w0 = std::max<int64_t>(ws_, 0);");
+    body.push_back("he = std::min<int64_t>(he, " + std::to_string(H) + "); we = std::min<int64_t>(we, " + std::to_string(W) + ");");
+    if (!s.attrs.is_none("divisor_override")) return std::to_string(s.attrs.get_int("divisor_override"));
+    return s.attrs.get_bool("count_include_pad") ? "pool" : "(he - h0) * (we - w0)";
+  }
+
   Val lower_pool_nhwc(const BoundSymbol& s, const TensorType& ot, ValueId out) {
     const std::string& op = s.op->name;
     const DType d = ot.dtype;
@@ -800,23 +829,16 @@ class RegionLowering {
     const int dest = dest_for(out, d, ot.numel(), true);
     if (ot.numel() == 0) return {ot.shape, make_load(dest, d, 0, contiguous(ot.shape))};
     auto pair = [&](const char* n, const IntList& dflt) { return pool_pair(s, n, dflt); };
-    const std::string T = ctype(d), Cs = std::to_string(C), Hs = std::to_string(H), Ws = std::to_string(W);
+    const std::string T = ctype(d), Cs = std::to_string(C), Ws = std::to_string(W);
     PoolLoopsNhwc loops{x.shape[0], H, W, C, OH, OW, numel(x.shape), T, "b" + std::to_string(x.e->buf),
                         "b" + std::to_string(dest), x.e->offset, {}};
     Lines& body = loops.body;
     const IntList k = pair("kernel_size", {}), st = pair("stride", k), pd = pair("padding", {0, 0});
     const std::string lanes = "for (int64_t c = 0; c < " + Cs + "; ++c) ";
-    body.push_back("const int64_t hs = oh * " + std::to_string(st[0]) + " - " + std::to_string(pd[0]) + ";");
-    body.push_back("const int64_t ws_ = ow * " + std::to_string(st[1]) + " - " + std::to_string(pd[1]) + ";");
+    window_start(st, pd, body);
     if (op == "max_pool2d_nhwc") {
-      const IntList dl = pair("dilation", {1, 1});
       body.push_back(lanes + "o[c] = " + lit(-INFINITY, d) + ";");
-      body.push_back("for (int64_t kh = 0; kh < " + std::to_string(k[0]) + "; ++kh) {");
-      body.push_back("  const int64_t h = hs + kh * " + std::to_string(dl[0]) + ";");
-      body.push_back("  if (h < 0 || h >= " + Hs + ") continue;");
-      body.push_back("  for (int64_t kw = 0; kw < " + std::to_string(k[1]) + "; ++kw) {");
-      body.push_back("    const int64_t w = ws_ + kw * " + std::to_string(dl[1]) + ";");
-      body.push_back("    if (w < 0 || w >= " + Ws + ") continue;");
+      max_window_open(k, pair("dilation", {1, 1}), H, W, body);
       body.push_back("    const " + T + "* __restrict v = in + (h * " + Ws + " + w) * " + Cs + ";");
       body.push_back("#pragma omp simd");
       // NaN wins, as in the NCHW loop: once o[c] is NaN nothing replaces it.
@@ -825,12 +847,7 @@ class RegionLowering {
       body.push_back("}");
     } else {
       THUNDERC_CHECK(op == "avg_pool2d_nhwc", "loop codegen: no channels-last lowering for ", op);
-      const bool include_pad = s.attrs.get_bool("count_include_pad");
-      body.push_back("int64_t he = std::min<int64_t>(hs + " + std::to_string(k[0]) + ", " + std::to_string(H + pd[0]) +
-                     "), we = std::min<int64_t>(ws_ + " + std::to_string(k[1]) + ", " + std::to_string(W + pd[1]) + ");");
-      body.push_back("const int64_t pool = (he - hs) * (we - ws_);");
-      body.push_back("const int64_t h0 = std::max<int64_t>(hs, 0), w0 = std::max<int64_t>(ws_, 0);");
-      body.push_back("he = std::min<int64_t>(he, " + Hs + "); we = std::min<int64_t>(we, " + Ws + ");");
+      const std::string div = avg_window(s, k, pd, H, W, body);
       body.push_back(lanes + "o[c] = " + lit(0, d) + ";");
       body.push_back("for (int64_t h = h0; h < he; ++h)");
       body.push_back("  for (int64_t w = w0; w < we; ++w) {");
@@ -838,10 +855,6 @@ class RegionLowering {
       body.push_back("#pragma omp simd");
       body.push_back("    " + lanes + "o[c] += v[c];");
       body.push_back("  }");
-      const std::string div = !s.attrs.is_none("divisor_override")
-                                  ? std::to_string(s.attrs.get_int("divisor_override"))
-                              : include_pad ? "pool"
-                                            : "(he - h0) * (we - w0)";
       body.push_back("const " + T + " divisor = static_cast<" + T + ">(" + div + ");");
       body.push_back("#pragma omp simd");
       body.push_back(lanes + "o[c] /= divisor;");
@@ -877,34 +890,20 @@ class RegionLowering {
       body.push_back("o[oh * " + std::to_string(OW) + " + ow] = acc / static_cast<" + A + ">((h1 - h0) * (w1 - w0));");
     } else {
       IntList k = pair("kernel_size", {}), st = pair("stride", k), pd = pair("padding", {0, 0});
-      std::string kh = std::to_string(k[0]), kw = std::to_string(k[1]);
-      body.push_back("const int64_t hs = oh * " + std::to_string(st[0]) + " - " + std::to_string(pd[0]) + ";");
-      body.push_back("const int64_t ws_ = ow * " + std::to_string(st[1]) + " - " + std::to_string(pd[1]) + ";");
+      window_start(st, pd, body);
       if (op == "max_pool2d") {
-        IntList dl = pair("dilation", {1, 1});
         body.push_back(A + " m = " + lit(-INFINITY, d) + ";");
-        body.push_back("for (int64_t kh = 0; kh < " + kh + "; ++kh) {");
-        body.push_back("  const int64_t h = hs + kh * " + std::to_string(dl[0]) + ";");
-        body.push_back("  if (h < 0 || h >= " + Hs + ") continue;");
-        body.push_back("  for (int64_t kw = 0; kw < " + kw + "; ++kw) {");
-        body.push_back("    const int64_t w = ws_ + kw * " + std::to_string(dl[1]) + ";");
-        body.push_back("    if (w < 0 || w >= " + Ws + ") continue;");
+        max_window_open(k, pair("dilation", {1, 1}), H, W, body);
         body.push_back("    const " + A + " v = in[h * " + Ws + " + w];");
         body.push_back("    if (v > m || std::isnan(v)) m = v;");
         body.push_back("  }");
         body.push_back("}");
         body.push_back("o[oh * " + std::to_string(OW) + " + ow] = m;");
       } else {
-        bool include_pad = s.attrs.get_bool("count_include_pad");
-        body.push_back("int64_t he = std::min<int64_t>(hs + " + kh + ", " + std::to_string(H + pd[0]) + "), we = std::min<int64_t>(ws_ + " + kw + ", " + std::to_string(W + pd[1]) + ");");
-        body.push_back("const int64_t pool = (he - hs) * (we - ws_);");
-        body.push_back("const int64_t h0 = std::max<int64_t>(hs, 0), w0 = std::max<int64_t>(ws_, 0);");
-        body.push_back("he = std::min<int64_t>(he, " + Hs + "); we = std::min<int64_t>(we, " + Ws + ");");
+        const std::string div = avg_window(s, k, pd, H, W, body);
         body.push_back(A + " acc = " + lit(0, d) + ";");
         body.push_back("for (int64_t h = h0; h < he; ++h)");
         body.push_back("  for (int64_t w = w0; w < we; ++w) acc += in[h * " + Ws + " + w];");
-        std::string div = !s.attrs.is_none("divisor_override") ? std::to_string(s.attrs.get_int("divisor_override"))
-                          : include_pad ? "pool" : "(he - h0) * (we - w0)";
         body.push_back("o[oh * " + std::to_string(OW) + " + ow] = acc / static_cast<" + A + ">(" + div + ");");
       }
     }

@@ -6,27 +6,25 @@
 #include <set>
 
 #include "core/ir/error.h"
-#include "core/transforms/trace_util.h"
 
 namespace thunderc {
 
 namespace {
 
 const IntList kToNhwc = {0, 2, 3, 1}, kToNchw = {0, 3, 1, 2};
-Attrs dims_attr(const IntList& dims) {
-  Attrs a;
-  a.set("dims", dims);
-  return a;
-}
-
-Attrs shape_attr(const IntList& shape) {
-  Attrs a;
-  a.set("shape", shape);
-  return a;
-}
 
 // Where NCHW dim d lives in NHWC.
 constexpr std::int64_t kNhwcPosition[4] = {0, 3, 1, 2};
+
+// The executor that would claim `s`: the first in the claiming order whose checker accepts it.
+const Executor* first_claimer(const TransformContext& ctx, const Trace& t, const BoundSymbol& s) {
+  for (const Executor* e : ctx.executors)
+    if (e->can_execute(t, s)) return e;
+  return nullptr;
+}
+
+bool is_onednn(const Executor* e) { return e && e->name() == "onednn"; }
+bool is_native(const Executor* e) { return e && !e->is_always(); }
 
 class ChannelsLast {
  public:
@@ -45,23 +43,14 @@ class ChannelsLast {
   }
 
  private:
-  const Executor* first_claimer(const Trace& t, const BoundSymbol& s) const {
-    for (const Executor* e : ctx_.executors)
-      if (e->can_execute(t, s)) return e;
-    return nullptr;
-  }
-
   // Emits op(inputs, attrs) into out_ when `accept` takes its first claimer; otherwise emits nothing.
   std::optional<ValueId> try_emit(const std::string& name, std::vector<Operand> inputs, const Attrs& attrs,
                                   const std::string& source, bool (*accept)(const Executor*)) {
     ValueId v = out_.emit1(op(name), std::move(inputs), attrs, source);
-    if (accept(first_claimer(out_, out_.symbols().back()))) return v;
+    if (accept(first_claimer(ctx_, out_, out_.symbols().back()))) return v;
     out_.mutable_symbols().pop_back();  // the value it made stays unused
     return std::nullopt;
   }
-
-  static bool is_onednn(const Executor* e) { return e && e->name() == "onednn"; }
-  static bool is_native(const Executor* e) { return e && !e->is_always(); }
 
   bool is_nhwc(ValueId v) const { return nhwc_.count(v) != 0; }
 
@@ -73,7 +62,7 @@ class ChannelsLast {
     if (it == nhwc_.end()) return v;
     auto back = nchw_.find(v);
     if (back != nchw_.end()) return back->second;
-    ValueId r = out_.emit1(op("permute"), {Operand::tensor(it->second)}, dims_attr(kToNchw));
+    ValueId r = out_.emit1(op("permute"), {Operand::tensor(it->second)}, Attrs{{"dims", kToNchw}});
     nchw_[v] = r;
     return r;
   }
@@ -83,7 +72,7 @@ class ChannelsLast {
     auto it = nhwc_.find(v);
     if (it != nhwc_.end()) return it->second;
     const ValueId held = nchw(v);
-    ValueId r = out_.emit1(op("permute"), {Operand::tensor(held)}, dims_attr(kToNhwc));
+    ValueId r = out_.emit1(op("permute"), {Operand::tensor(held)}, Attrs{{"dims", kToNhwc}});
     nhwc_[v] = r;
     nchw_[v] = held;
     return r;
@@ -98,8 +87,8 @@ class ChannelsLast {
     if (t.rank() == 4) return Operand::tensor(nhwc(o.value));
     IntList shape(4 - t.rank(), 1);
     shape.insert(shape.end(), t.shape.begin(), t.shape.end());
-    ValueId r = out_.emit1(op("reshape"), {Operand::tensor(nchw(o.value))}, shape_attr(shape));
-    return Operand::tensor(out_.emit1(op("permute"), {Operand::tensor(r)}, dims_attr(kToNhwc)));
+    ValueId r = out_.emit1(op("reshape"), {Operand::tensor(nchw(o.value))}, Attrs{{"shape", shape}});
+    return Operand::tensor(out_.emit1(op("permute"), {Operand::tensor(r)}, Attrs{{"dims", kToNhwc}}));
   }
 
   bool any_nhwc_input(const BoundSymbol& s) const {
@@ -113,9 +102,9 @@ class ChannelsLast {
     const std::string& name = s.op->name;
     const TensorType& y = in_.type(s.outputs[0]);
 
-    if (name == "conv2d" && in_.type(s.inputs[0].value).rank() == 4 && is_onednn(first_claimer(in_, s))) {
+    if (name == "conv2d" && in_.type(s.inputs[0].value).rank() == 4 && is_onednn(first_claimer(ctx_, in_, s))) {
       std::vector<Operand> ins = {Operand::tensor(nhwc(s.inputs[0].value))};
-      for (std::size_t i = 1; i < s.inputs.size(); ++i) ins.push_back(resolved({s.inputs[i]})[0]);
+      for (std::size_t i = 1; i < s.inputs.size(); ++i) ins.push_back(resolved(s.inputs[i]));
       auto v = try_emit("conv2d_nhwc", ins, s.attrs, s.source, is_onednn);
       if (v) produced_nhwc(s, *v);
       return v.has_value();
@@ -135,10 +124,8 @@ class ChannelsLast {
       return v.has_value();
     }
     if (name == "adaptive_avg_pool2d" && is_nhwc(x) && y.shape[2] == 1 && y.shape[3] == 1) {
-      Attrs a;
-      a.set("dims", IntList{1, 2});
-      a.set("keepdim", true);
-      produced_nhwc(s, out_.emit1(op("mean"), {Operand::tensor(nhwc_.at(x))}, a, s.source));
+      produced_nhwc(s, out_.emit1(op("mean"), {Operand::tensor(nhwc_.at(x))},
+                                  Attrs{{"dims", IntList{1, 2}}, {"keepdim", true}}, s.source));
       return true;
     }
     if (name == "cat" && y.rank() == 4) {
@@ -179,16 +166,12 @@ class ChannelsLast {
 
   void keep(const BoundSymbol& s) {
     BoundSymbol k = s;
-    k.inputs = resolved(s.inputs);
+    for (Operand& o : k.inputs) o = resolved(o);
     out_.append(std::move(k));
   }
 
-  std::vector<Operand> resolved(const std::vector<Operand>& ins) {
-    std::vector<Operand> out = ins;
-    for (Operand& o : out)
-      if (o.is_tensor()) o = Operand::tensor(nchw(o.value));
-    return out;
-  }
+  // The operand as an NCHW reader sees it in out_.
+  Operand resolved(const Operand& o) { return o.is_tensor() ? Operand::tensor(nchw(o.value)) : o; }
 
   const Trace& in_;
   const TransformContext& ctx_;
@@ -198,19 +181,14 @@ class ChannelsLast {
   std::map<ValueId, ValueId> renamed_;  // value of in_ -> the out_ value that replaces it (same layout)
 };
 
+// Whether the pass has anything to do: a conv2d that onednn would claim, and no regions yet.
 bool claims_a_conv(const Trace& t, const TransformContext& ctx) {
+  bool conv = false;
   for (const BoundSymbol& s : t.symbols()) {
     if (s.is_region()) return false;
+    conv = conv || (s.op->name == "conv2d" && is_onednn(first_claimer(ctx, t, s)));
   }
-  for (const BoundSymbol& s : t.symbols()) {
-    if (s.op->name != "conv2d") continue;
-    for (const Executor* e : ctx.executors) {
-      if (!e->can_execute(t, s)) continue;
-      if (e->name() == "onednn") return true;
-      break;
-    }
-  }
-  return false;
+  return conv;
 }
 
 }  // namespace
