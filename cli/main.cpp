@@ -73,6 +73,7 @@ struct ModelFlags {
   std::string sharp_edges = "allow";
   std::string precision = "fp32";
   bool skip_inplace_alias_updates = false;
+  std::string bounded_variants = "auto";
 
   void add_to(CLI::App& app, bool model_required) {
     auto* m = app.add_option("MODEL", model, "TorchScript (.pt) or torch.export (.pt2) model file")->type_name("MODEL.pt");
@@ -136,6 +137,13 @@ struct ModelFlags {
                    "stored converted, inputs and outputs keep their dtypes; fp16 on CUDA only, bf16 on the CPU runs "
                    "only on CPUs with AVX512_BF16 or AMX)")
         ->type_name("fp32|tf32|bf16|fp16");
+    app.add_option("--bounded-variants", bounded_variants,
+                   "auto (default): where oneDNN could fuse an activation into a convolution but its post-op would "
+                   "turn NaN into a number, also compile a bounded variant that fuses it; the runtime runs it for "
+                   "calls whose floating-point inputs are all finite and within a bound the compiler proves safe "
+                   "(else the exact variant: NaN and inf as PyTorch gives them). off: exact variants only (half "
+                   "the C++ to compile, slower convolutions)")
+        ->type_name("auto|off");
     app.add_flag("--skip-inplace-alias-updates", skip_inplace_alias_updates,
                  "after an in-place update through a view, do not update the base and its other views (fewer "
                  "operations; wrong results if the model reads them afterwards, as PyTorch would show the update)");
@@ -169,6 +177,9 @@ struct ModelFlags {
     if (precision == "tf32" && o.device.kind != DeviceKind::CUDA)
       user_error("--precision tf32 is a tensor-core mode of NVIDIA GPUs: it needs --device cuda (on the CPU, use fp32)");
     o.precision = precision;
+    if (bounded_variants != "auto" && bounded_variants != "off")
+      user_error("--bounded-variants must be auto or off, got ", quote_text(bounded_variants));
+    o.bounded_variants = bounded_variants == "auto";
     return o;
   }
 };
@@ -347,8 +358,12 @@ int examine(const ModelFlags& flags, bool verbose, const std::string& dot_path) 
             << (options.transforms ? " (from --transforms)" : " (default)") << "; executors claimed after "
             << kClaimPassName << "\n";
   for (const std::string& n : r.executors.notes) std::cout << "  note: " << n << "\n";
-  std::cout << "Specializations: " << r.specializations.size()
-            << (r.shapes_recorded ? " (shapes recorded in the model)" : " (from --shapes)") << "\n";
+  const std::size_t bounded = static_cast<std::size_t>(std::count_if(
+      r.specializations.begin(), r.specializations.end(), [](const SpecializedTrace& s) { return s.input_bound > 0; }));
+  std::cout << "Specializations: " << r.specializations.size() - bounded
+            << (r.shapes_recorded ? " (shapes recorded in the model)" : " (from --shapes)");
+  if (bounded) std::cout << "; " << plural(bounded, "bounded variant") << " ahead of the exact ones (--bounded-variants)";
+  std::cout << "\n";
   if (verbose)
     std::cout << (model.format() == "pt2" ? "\nExported graph (torch.export):\n" : "\nTorchScript graph (frozen, inlined):\n")
               << model.graph_str() << "\n";
@@ -588,7 +603,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.input_names = r.model->input_names();
   std::size_t ops = 0;
   for (const SpecializedTrace& s : r.specializations) {
-    request.variants.push_back({&s.trace, specialization_label(s), s.symbolic.get()});
+    request.variants.push_back({&s.trace, specialization_label(s), s.symbolic.get(), s.input_bound});
     ops += s.trace.symbols().size();
   }
   auto codegen_started = std::chrono::steady_clock::now();

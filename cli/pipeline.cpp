@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include "cli/messages.h"
 #include "core/executors/executor.h"
@@ -17,6 +19,7 @@
 #include "core/ir/verifier.h"
 #include "core/transforms/autocast.h"
 #include "core/transforms/decompose.h"
+#include "core/transforms/value_bounds.h"
 #include "core/util/diagnostics.h"
 
 namespace thunderc {
@@ -153,7 +156,13 @@ void ProgressLine::clear() {
 }
 
 std::string specialization_label(const SpecializedTrace& s) {
-  return s.spec.empty() ? std::string("(no inputs)") : specialization_str(s.spec);
+  std::string label = s.spec.empty() ? std::string("(no inputs)") : specialization_str(s.spec);
+  if (s.input_bound > 0) {
+    int e = 0;
+    std::frexp(s.input_bound, &e);
+    label += ", bounded: finite inputs with |x| <= 2^" + std::to_string(e - 1);
+  }
+  return label;
 }
 
 std::string pass_timing_table(const std::vector<PassTiming>& timings, const std::vector<PassTiming>& extra) {
@@ -294,10 +303,10 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     }
   }
 
-  // One specialization (concrete shapes) through import and the passes. `prefix` starts messages,
-  // `where` the progress lines, `dump_dir` (when dumping) receives its traces.
-  auto run_one = [&](const Specialization& spec, const std::string& prefix, const std::string& where,
-                     const std::string& dump_dir, bool several) {
+  // One specialization (concrete shapes) through import. `prefix` starts messages, `where` the progress
+  // lines.
+  auto import_one = [&](const Specialization& spec, const std::string& prefix, const std::string& where,
+                        bool several) {
     SpecializedTrace s{spec, {}, Trace{}};
     try {
       s.input_types = model.resolve_shapes(s.spec, options.device);
@@ -333,26 +342,40 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     char took[32];
     std::snprintf(took, sizeof took, "%.0f", import_ms);
     s.trace.constructed_by = importer + " (took " + took + " ms)";
-
-    std::unique_ptr<TraceDumper> dumper;
-    if (!dump_dir.empty()) {
-      dumper = std::make_unique<TraceDumper>(dump_dir);
-      dumper->dump(importer, s.trace);
-    }
     if (options.verbose) {
       progress.clear();
       std::cerr << "thunderc: " << where << importer << ": " << s.trace.symbols().size() << " symbols, "
                 << s.trace.constants().size() << " constants (" << took << " ms)\n";
     }
-    CliObserver observer(progress, dumper.get(), options.verbose, where, result.timings, s.trace.symbols().size());
+    return s;
+  };
+  // The passes on an imported specialization; `bounded` builds the bounded variant (its dumps go to a
+  // "bounded" folder inside dump_dir).
+  auto passes_one = [&](SpecializedTrace s, const std::string& prefix, const std::string& where, std::string dump_dir,
+                        bool bounded) {
+    std::unique_ptr<TraceDumper> dumper;
+    if (!dump_dir.empty()) {  // 00-<importer>.txt, then one file per pass
+      if (bounded) dump_dir = (std::filesystem::path(dump_dir) / "bounded").string();
+      dumper = std::make_unique<TraceDumper>(dump_dir);
+      dumper->dump(s.trace.constructed_by.substr(0, s.trace.constructed_by.find(" (took")), s.trace);
+    }
+    TransformContext ctx = context;
+    ctx.bounded_inputs = bounded;
+    CliObserver observer(progress, dumper.get(), options.verbose, bounded ? where + "[bounded] " : where, result.timings,
+                         s.trace.symbols().size());
     try {
-      s.trace = run_passes(std::move(s.trace), plan, context, result.executors, &observer);
+      s.trace = run_passes(std::move(s.trace), plan, ctx, result.executors, &observer);
     } catch (const UserError& e) {
       throw UserError(prefix + e.what());
     }
     check_tensor_sizes(s.trace, prefix);
     return s;
   };
+  // Bounded variants only where a library could hide a NaN: oneDNN's activation post-ops, on the CPU.
+  const bool try_bounded =
+      options.bounded_variants && options.device.kind == DeviceKind::CPU &&
+      std::any_of(result.executors.executors.begin(), result.executors.executors.end(),
+                  [](const Executor* e) { return e->name() == "onednn"; });
 
   if (symbolic_variant) {
     // Trace at several bindings of the symbols, then check they are one program with affine sizes.
@@ -385,44 +408,78 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
         }
       }
     }
-    std::vector<std::vector<std::int64_t>> bindings = symbolic_bindings(ranges);
-    std::vector<SpecializedTrace> traced;
-    auto trace_at = [&](const std::vector<std::int64_t>& values) {
+    const std::vector<std::vector<std::int64_t>> first_bindings = symbolic_bindings(ranges);
+    // Imports by binding, shared by the exact and the bounded variant.
+    std::vector<std::pair<std::vector<std::int64_t>, SpecializedTrace>> imported;
+    auto label_of = [&](const std::vector<std::int64_t>& values) {
       std::string label;
       for (std::size_t k = 0; k < names.size(); ++k) label += (k ? "," : "") + names[k] + "=" + std::to_string(values[k]);
-      std::string dump_dir;
-      if (!options.dump_traces_dir.empty())
-        dump_dir = (std::filesystem::path(options.dump_traces_dir) / ("symbolic-" + label)).string();
-      traced.push_back(run_one(bind_symbols(spec, names, values), "at " + label + ": ", "[" + label + "] ", dump_dir,
-                               true));
+      return label;
     };
-    auto generalize = [&] {
-      std::vector<BoundTrace> bound;
-      for (std::size_t k = 0; k < traced.size(); ++k) bound.push_back({bindings[k], &traced[k].trace});
-      return std::make_shared<SymbolicTrace>(generalize_traces(ranges, input_symbols, bound));
+    auto imported_at = [&](const std::vector<std::int64_t>& values) -> const SpecializedTrace& {
+      for (const auto& [b, s] : imported)
+        if (b == values) return s;
+      const std::string label = label_of(values);
+      imported.emplace_back(values, import_one(bind_symbols(spec, names, values), "at " + label + ": ",
+                                               "[" + label + "] ", true));
+      return imported.back().second;
     };
-    for (const auto& values : bindings) trace_at(values);
-    auto symbolic = generalize();
-    // Native code is generalized from bindings where no symbolic size is 1 (codegen_bindings): trace
-    // those not traced yet, and check them against the others too.
-    const std::vector<std::vector<std::int64_t>> samples = codegen_bindings(ranges, symbolic_dims(*symbolic));
-    bool added = false;
-    for (const auto& b : samples)
-      if (std::find(bindings.begin(), bindings.end(), b) == bindings.end()) {
-        bindings.push_back(b);
-        trace_at(b);
-        added = true;
+    // Traces at every binding, generalized into one symbolic variant.
+    auto build_symbolic = [&](bool bounded) {
+      std::vector<std::vector<std::int64_t>> bindings = first_bindings;
+      std::vector<SpecializedTrace> traced;
+      auto trace_at = [&](const std::vector<std::int64_t>& values) {
+        const std::string label = label_of(values);
+        std::string dump_dir;
+        if (!options.dump_traces_dir.empty())
+          dump_dir = (std::filesystem::path(options.dump_traces_dir) / ("symbolic-" + label)).string();
+        traced.push_back(passes_one(imported_at(values), "at " + label + ": ", "[" + label + "] ", dump_dir, bounded));
+      };
+      auto generalize = [&] {
+        std::vector<BoundTrace> bound;
+        for (std::size_t k = 0; k < traced.size(); ++k) bound.push_back({bindings[k], &traced[k].trace});
+        return std::make_shared<SymbolicTrace>(generalize_traces(ranges, input_symbols, bound));
+      };
+      for (const auto& values : bindings) trace_at(values);
+      auto symbolic = generalize();
+      // Native code is generalized from bindings where no symbolic size is 1 (codegen_bindings): trace
+      // those not traced yet, and check them against the others too.
+      const std::vector<std::vector<std::int64_t>> samples = codegen_bindings(ranges, symbolic_dims(*symbolic));
+      bool added = false;
+      for (const auto& b : samples)
+        if (std::find(bindings.begin(), bindings.end(), b) == bindings.end()) {
+          bindings.push_back(b);
+          trace_at(b);
+          added = true;
+        }
+      if (added) symbolic = generalize();
+      for (const auto& b : samples) {
+        std::size_t k = static_cast<std::size_t>(std::find(bindings.begin(), bindings.end(), b) - bindings.begin());
+        symbolic->sample_values.push_back(b);
+        symbolic->sample_traces.push_back(std::make_shared<const Trace>(traced[k].trace));
       }
-    if (added) symbolic = generalize();
-    for (const auto& b : samples) {
-      std::size_t k = static_cast<std::size_t>(std::find(bindings.begin(), bindings.end(), b) - bindings.begin());
-      symbolic->sample_values.push_back(b);
-      symbolic->sample_traces.push_back(std::make_shared<const Trace>(traced[k].trace));
+      double bound = 0;
+      if (bounded) {  // the bound that holds at every binding (sizes enter the bounds: sums, matmuls)
+        bound = std::numeric_limits<double>::infinity();
+        for (const SpecializedTrace& t : traced) bound = std::min(bound, bounded_input_limit(t.trace));
+      }
+      SpecializedTrace s = std::move(traced[symbolic->max_trace]);
+      s.spec = spec;
+      s.symbolic = std::move(symbolic);
+      s.input_bound = bound;
+      return s;
+    };
+    if (try_bounded) {
+      // The bounded traces can differ between bindings (a bound that holds at the smallest sizes only): then
+      // they are not one program, and the model gets the exact variant alone.
+      try {
+        SpecializedTrace b = build_symbolic(true);
+        if (b.input_bound >= 1) result.specializations.push_back(std::move(b));
+      } catch (const UserError& e) {
+        if (options.verbose) std::cerr << "thunderc: no bounded variant: " << e.what() << "\n";
+      }
     }
-    SpecializedTrace s = std::move(traced[symbolic->max_trace]);
-    s.spec = spec;
-    s.symbolic = std::move(symbolic);
-    result.specializations.push_back(std::move(s));
+    result.specializations.push_back(build_symbolic(false));
     return result;
   }
 
@@ -464,7 +521,13 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
       if (specs.size() > 1) dir /= "specialization-" + std::to_string(i + 1);
       dump_dir = dir.string();
     }
-    result.specializations.push_back(run_one(specs[i], prefix, where, dump_dir, specs.size() > 1));
+    SpecializedTrace imported = import_one(specs[i], prefix, where, specs.size() > 1);
+    if (try_bounded) {
+      SpecializedTrace b = passes_one(imported, prefix, where, dump_dir, true);
+      b.input_bound = bounded_input_limit(b.trace);
+      if (b.input_bound >= 1) result.specializations.push_back(std::move(b));
+    }
+    result.specializations.push_back(passes_one(std::move(imported), prefix, where, dump_dir, false));
   }
   return result;
 }

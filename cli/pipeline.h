@@ -38,6 +38,9 @@ struct PipelineOptions {
   // No --shapes and no --cache: a model that declares dynamic dimensions (ModelFrontend::declared_dims,
   // a .pt2's Dims) gets one symbolic variant over their ranges.
   bool symbolic_if_declared = false;
+  // --bounded-variants auto: where oneDNN could fuse an activation that turns NaN into a number, also build a
+  // bounded variant that does (core/transforms/value_bounds.h), ahead of the exact one. false: off.
+  bool bounded_variants = true;
 };
 
 // One specialization of the model: its input shapes and the trace after every pass.
@@ -49,6 +52,9 @@ struct SpecializedTrace {
   // Symbolic variants only: the sizes as expressions in the symbols; `trace` is then the one traced with
   // every symbol at its maximum (its ValueIds are those `symbolic` refers to).
   std::shared_ptr<const SymbolicTrace> symbolic;
+  // A bounded variant: the runtime runs it only for finite floating-point inputs with |x| <= input_bound
+  // (0: an exact variant, any inputs). It comes right before the exact variant of the same shapes.
+  double input_bound = 0;
 };
 
 // Time spent in one step, summed over the specializations (--time-passes).
@@ -75,7 +81,7 @@ struct PipelineResult {
 // Steps: parse --shapes; resolve executors; resolve --transforms (plan_passes); load the model; pick
 // specializations (--shapes, else recorded_shapes(), else UserError listing the input names); per
 // specialization: resolve_shapes -> import -> verify_trace -> run_passes (claiming included; UserError
-// listing unclaimed operations).
+// listing unclaimed operations), and where it pays a second run_passes for the bounded variant (listed first).
 // UserError when `path` (the model argument) is a directory.
 void check_model_path(const std::string& path);
 

@@ -52,8 +52,10 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
       if (const SymbolicTrace* st = variants[i].symbolic)
         for (std::size_t d = 0; d < st->input_symbols.at(k).size(); ++d)
           if (st->input_symbols[k][d] >= 0) shape[d] = st->symbols[st->input_symbols[k][d]].name;
-      guards.push_back({{"input", input_names.at(k)}, {"dtype", dtype_name(type.dtype)}, {"shape", shape},
-                        {"device", type.device.str()}, {"contiguous", true}});
+      json guard = {{"input", input_names.at(k)}, {"dtype", dtype_name(type.dtype)}, {"shape", shape},
+                    {"device", type.device.str()}, {"contiguous", true}};
+      if (variants[i].input_bound > 0 && is_floating(type.dtype)) guard["finite_max_abs"] = variants[i].input_bound;
+      guards.push_back(std::move(guard));
     }
     json shapes = json::array();
     for (std::size_t j = 0; j < t.outputs().size(); ++j) {

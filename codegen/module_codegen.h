@@ -22,6 +22,9 @@ struct ModuleVariant {
   // Symbolic variants (--cache "symbolic values"): sizes as expressions in the symbols, read from the inputs
   // at run time; `trace` is the one traced at the symbols' maxima. Null for fixed shapes.
   const SymbolicTrace* symbolic = nullptr;
+  // A bounded variant (core/transforms/value_bounds.h): the runtime sends it only calls whose floating-point
+  // inputs are all finite with |x| <= input_bound (the guards' finite_max_abs). 0: no such guard.
+  double input_bound = 0;
 };
 
 // Constants of all variants packed into one blob; equal constants (same type and bytes) stored once.

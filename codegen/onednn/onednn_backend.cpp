@@ -16,14 +16,60 @@ namespace {
 
 std::string ll(std::int64_t v) { return std::to_string(v) + "LL"; }
 
-// The residual a region's add brings (the add's operand that is not the convolution's output).
-std::optional<ValueId> residual_of(const BoundSymbol& sym) {
-  if (!sym.is_region()) return std::nullopt;
-  THUNDERC_CHECK(sym.subsymbols.size() == 2 && sym.subsymbols[1].op->name == "add",
-                 "onednn: a region must be a conv2d (or conv2d_nhwc) and one add");
-  const BoundSymbol& add = sym.subsymbols[1];
-  const ValueId conv_out = sym.subsymbols[0].outputs[0];
-  return add.inputs[0].value == conv_out ? add.inputs[1].value : add.inputs[0].value;
+// What a region adds to its convolution (subsymbols[0]): a residual add, then an activation (each optional;
+// fuse_library_epilogues builds them in that order).
+struct Epilogue {
+  std::optional<ValueId> residual;  // the add's operand that is not the convolution's output
+  const BoundSymbol* activation = nullptr;
+};
+
+Epilogue epilogue_of(const BoundSymbol& sym) {
+  Epilogue e;
+  if (!sym.is_region()) return e;
+  ValueId cur = sym.subsymbols[0].outputs[0];
+  for (std::size_t k = 1; k < sym.subsymbols.size(); ++k) {
+    const BoundSymbol& s = sym.subsymbols[k];
+    if (s.op->name == "add" && !e.residual && !e.activation) {
+      e.residual = s.inputs[0].value == cur ? s.inputs[1].value : s.inputs[0].value;
+    } else {
+      THUNDERC_CHECK(!e.activation && s.inputs.size() == 1, "onednn: a region must be a conv2d, an optional add and an "
+                     "optional activation; got '", s.op->name, "' at position ", k);
+      e.activation = &s;
+    }
+    cur = s.outputs[0];
+  }
+  return e;
+}
+
+// The activation as the kernel's Conv2dSpec fields (activation, alpha, beta) and a description.
+struct ActivationCode {
+  const char* code = "thunderc_onednn::kNoActivation";
+  double alpha = 0, beta = 0;
+  std::string what;
+};
+
+ActivationCode activation_code(const BoundSymbol* act) {
+  ActivationCode a;
+  if (!act) return a;
+  const std::string& op = act->op->name;
+  a.what = " " + op;
+  if (op == "relu") {
+    a.code = "thunderc_onednn::kRelu";
+  } else if (op == "hardtanh" || op == "clamp") {
+    a.code = "thunderc_onednn::kClip";
+    a.alpha = act->attrs.get_float(op == "clamp" ? "min" : "min_val");
+    a.beta = act->attrs.get_float(op == "clamp" ? "max" : "max_val");
+    a.what += "(" + c_number_literal(a.alpha) + ", " + c_number_literal(a.beta) + ")";
+  } else if (op == "sigmoid") {
+    a.code = "thunderc_onednn::kSigmoid";
+  } else if (op == "silu") {
+    a.code = "thunderc_onednn::kSilu";
+  } else if (op == "hardswish") {
+    a.code = "thunderc_onednn::kHardswish";
+  } else {
+    THUNDERC_CHECK(false, "onednn: no post-op for activation '", op, "'");
+  }
+  return a;
 }
 
 }  // namespace
@@ -52,7 +98,9 @@ void OnednnBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, 
   const BoundSymbol& conv = sym.is_region() ? sym.subsymbols[0] : sym;
   const bool channels_last = conv.op->name == "conv2d_nhwc";
   THUNDERC_CHECK(conv.op->name == "conv2d" || channels_last, "onednn: no code generation for '", conv.op->name, "'");
-  const std::optional<ValueId> residual = residual_of(sym);
+  const Epilogue epilogue = epilogue_of(sym);
+  const std::optional<ValueId>& residual = epilogue.residual;
+  const ActivationCode act = activation_code(epilogue.activation);
   TensorType x = t.type(conv.inputs[0].value), y = t.type(sym.outputs[0]);
   const TensorType& w = t.type(conv.inputs[1].value);
   THUNDERC_CHECK(x.rank() == 4 && w.rank() == 4, "onednn: conv2d of rank ", x.rank());
@@ -70,13 +118,15 @@ void OnednnBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, 
                                           residual ? 1 : 0, channels_last ? 1 : 0};
   std::string what = "conv2d " + shape_str(x.shape) + " -> " + shape_str(y.shape) + ", kernel " +
                      std::to_string(w.shape[2]) + "x" + std::to_string(w.shape[3]) + (bias ? " +bias" : "") +
-                     (residual ? " +residual" : "") + (channels_last ? ", NHWC" : "");
+                     (residual ? " +residual" : "") + act.what + (channels_last ? ", NHWC" : "");
   auto data = [&](ValueId v) { return "static_cast<const float*>(" + ctx.buffer(v) + ".data)"; };
   out.line("{  " + c_comment("oneDNN: " + what));
   out.indent();
   out.line("static thunderc_onednn::Conv2d op;");
   std::string fields;
   for (std::int64_t v : spec) fields += (fields.empty() ? "" : ", ") + ll(v);
+  fields += std::string(", ") + act.code + ", static_cast<float>(" + c_number_literal(act.alpha) +
+            "), static_cast<float>(" + c_number_literal(act.beta) + ")";
   out.line("const thunderc_onednn::Conv2dSpec spec = {" + fields + "};");
   out.line("if (op.run(spec, " + data(conv.inputs[0].value) + ", " + data(conv.inputs[1].value) + ", " +
            (bias ? data(conv.inputs[2].value) : std::string("nullptr")) + ", " +

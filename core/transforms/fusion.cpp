@@ -9,6 +9,7 @@
 
 #include "core/ir/error.h"
 #include "core/ir/verifier.h"
+#include "core/transforms/value_bounds.h"
 
 namespace thunderc {
 
@@ -222,18 +223,29 @@ struct LibraryEpilogue {
   std::set<std::string> activations;     // then at most one of these
 };
 
-std::optional<LibraryEpilogue> library_epilogue(const std::string& executor) {
+// nan_hiding_activations: whether activations that turn NaN into a number may be fused at all (bounded variants).
+std::optional<LibraryEpilogue> library_epilogue(const std::string& executor, bool nan_hiding_activations) {
   if (executor == "cublas") return LibraryEpilogue{false, {"relu", "gelu"}};  // gelu only approximate='tanh'
   if (executor == "cudnn") return LibraryEpilogue{true, {"relu", "sigmoid", "silu"}};
-  // oneDNN's sum post-op. No activation: its relu/clip/logistic post-ops turn NaN into a number (max/min
-  // instructions), PyTorch keeps NaN.
-  if (executor == "onednn") return LibraryEpilogue{true, {}};
+  // oneDNN's sum post-op, and its eltwise post-ops only where NaN cannot reach them: they compute with
+  // max/min instructions (and a clamped exp) that turn NaN into a number, where PyTorch keeps NaN.
+  if (executor == "onednn")
+    return nan_hiding_activations
+               ? LibraryEpilogue{true, {"relu", "hardtanh", "clamp", "sigmoid", "silu", "hardswish"}}
+               : LibraryEpilogue{true, {}};
   return std::nullopt;
+}
+
+// clamp fuses only with both bounds (oneDNN's clip).
+bool fusable_activation(const BoundSymbol& s) {
+  if (s.op->name == "gelu") return s.attrs.get_string("approximate") == "tanh";
+  if (s.op->name == "clamp") return !s.attrs.is_none("min") && !s.attrs.is_none("max");
+  return true;
 }
 
 }  // namespace
 
-Trace fuse_library_epilogues(const Trace& trace) {
+Trace fuse_library_epilogues(const Trace& trace, const NanFreePredicate& nan_free) {
   const auto& syms = trace.symbols();
   const std::size_t n = syms.size();
   std::set<ValueId> returned(trace.outputs().begin(), trace.outputs().end());
@@ -253,8 +265,9 @@ Trace fuse_library_epilogues(const Trace& trace) {
   std::vector<bool> absorbed(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     const BoundSymbol& head = syms[i];
-    auto rule = library_epilogue(head.executor);
-    if (!rule || head.is_region() || !gemm_backed(head) || absorbed[i]) continue;
+    if (head.is_region() || !gemm_backed(head) || absorbed[i]) continue;
+    auto rule = library_epilogue(head.executor, static_cast<bool>(nan_free));
+    if (!rule) continue;
     const TensorType out = trace.type(head.outputs[0]);
     std::vector<std::size_t> chain = {i};
     ValueId cur = head.outputs[0];
@@ -271,7 +284,8 @@ Trace fuse_library_epilogues(const Trace& trace) {
         if (other == cur || trace.type(other) != out) break;
         residual_done = true;
       } else if (rule->activations.count(op) && s.inputs.size() == 1) {
-        if (op == "gelu" && s.attrs.get_string("approximate") != "tanh") break;
+        if (!fusable_activation(s)) break;
+        if (head.executor == "onednn" && !nan_free(cur)) break;  // NaN could reach a post-op that hides it
         activation_done = true;
       } else {
         break;
@@ -317,8 +331,10 @@ Trace fuse_library_epilogues(const Trace& trace) {
   return out;
 }
 
-Trace fuse_all_regions(const Trace& trace) {
-  Trace out = fuse_library_epilogues(trace);
+Trace fuse_all_regions(const Trace& trace, const TransformContext& context) {
+  NanFreePredicate nan_free;
+  if (context.bounded_inputs) nan_free = nan_free_values(trace);
+  Trace out = fuse_library_epilogues(trace, nan_free);
   out = fuse_regions(out, "cpp");
   return fuse_regions(out, "nvfuser");
 }
@@ -328,7 +344,7 @@ const Transform& fusion_transform() {
                            "symbols claimed by cpp or nvfuser are grouped into fusion regions (cpp_fusion<N>, "
                            "nvfuser_fusion<N>) by dataflow; cublas/cudnn/onednn calls absorb the epilogue their library "
                            "applies (residual add, activation)",
-                           [](const Trace& trace, const TransformContext&) { return fuse_all_regions(trace); }};
+                           [](const Trace& trace, const TransformContext& context) { return fuse_all_regions(trace, context); }};
   return t;
 }
 

@@ -25,11 +25,14 @@
 // Library calls (fuse_library_epilogues, run first): a GEMM claimed by cublas, or a convolution claimed by
 // cudnn or onednn, absorbs the chain of symbols after it that its library applies in the same call, each the sole
 // reader of the value before it (never a returned value): for cudnn an optional residual add (the other
-// operand of exactly the output's type) then an optional relu, sigmoid or silu; for onednn the residual add only
-// (its activation post-ops do not keep NaN); for cublas an optional relu
+// operand of exactly the output's type) then an optional relu, sigmoid or silu; for onednn the residual add,
+// and in a bounded variant (TransformContext::bounded_inputs) an optional relu, hardtanh, clamp (both bounds),
+// sigmoid, silu or hardswish where the value it reads is NaN-free; for cublas an optional relu
 // or gelu(approximate='tanh') (cuBLASLt's GELU is the tanh form). The chain becomes a region of the library
 // executor ("cudnn_fusion<N>") placed where its last member was; nothing else moves.
 #pragma once
+
+#include <functional>
 
 #include "core/ir/trace.h"
 #include "core/transforms/transform.h"
@@ -38,10 +41,14 @@ namespace thunderc {
 
 Trace fuse_regions(const Trace& trace, const std::string& executor);
 Trace fuse_cpp_regions(const Trace& trace);  // fuse_regions(trace, "cpp")
-Trace fuse_library_epilogues(const Trace& trace);
+// Whether a value can hold no NaN in a bounded variant (nan_free_values, value_bounds.h): an onednn convolution
+// absorbs an activation (whose post-op turns NaN into a number) only where the value it reads is NaN-free.
+// Empty (every exact variant): never.
+using NanFreePredicate = std::function<bool(ValueId)>;
+Trace fuse_library_epilogues(const Trace& trace, const NanFreePredicate& nan_free = {});
 
-// name "fusion"; runs fuse_library_epilogues, then fuse_regions for cpp and for nvfuser (the context is not
-// needed).
+// name "fusion"; runs fuse_library_epilogues (NaN-hiding epilogues with context.bounded_inputs), then
+// fuse_regions for cpp and for nvfuser.
 const Transform& fusion_transform();
 
 }  // namespace thunderc

@@ -17,6 +17,9 @@ struct TransformContext {
   std::vector<const Executor*> executors;  // the claiming order (always-executors last), also before claiming
   std::vector<std::string> decompose_ops;  // operators `decompose` rewrites whatever the executors (--decompose)
   std::string precision = "fp32";          // --precision: "bf16"/"fp16" make `autocast` cast
+  // A bounded variant (value_bounds.h): the runtime calls it only with finite inputs within a bound, so
+  // `fusion` may fuse activations that turn NaN into a number where no NaN can arise.
+  bool bounded_inputs = false;
 };
 
 struct Transform {

@@ -62,6 +62,10 @@ inline std::string shape_to_string(const std::vector<int64_t>& s) {
 bool dense_nbytes(const int64_t* shape, int ndim, DLDataType dtype, size_t* out);
 // Compact row-major (PyTorch is_contiguous semantics: size-1 dims may have any stride).
 bool is_contiguous(const DLTensor& t);
+// Every element of a dense host tensor (float16/bfloat16/float32/float64) is finite with |x| <= bound (a
+// power of two; any bound above the dtype's range means just "finite"). False for other dtypes.
+bool finite_within(const DLTensor& t, double bound);
+std::string format_bound(double bound);  // "2^16" for a power of two, else %g
 
 // ---- manifest ------------------------------------------------------------------------------------
 struct TensorDesc {
@@ -80,6 +84,9 @@ struct Guard {
   std::string device_name;
   DLDevice device{};
   bool contiguous = true;
+  // "finite_max_abs" (a bounded variant, docs/manifest.md): the input's values must be finite with
+  // |x| <= this; 0 when the guard has none.
+  double finite_max_abs = 0;
 };
 
 // A symbolic dimension of a variant (manifest "dims"): bound from the inputs on every call.
@@ -97,6 +104,7 @@ struct AffineDim {
 struct Variant {
   size_t id = 0;
   std::string entry;
+  bool bounded = false;  // a guard has finite_max_abs: the variant reads its inputs' values to accept them
   std::vector<SymDim> dims;  // empty: every size fixed
   std::vector<Guard> guards;
   std::vector<std::vector<int64_t>> output_shapes;  // -1 where the size depends on a symbol

@@ -1,5 +1,6 @@
 // Manifest parsing and validation (schema: docs/manifest.md). Every field the runtime uses is checked
 // for presence and type; errors name the field by its JSON path.
+#include <cmath>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -250,6 +251,17 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
         v.error(Validator::join(gpath, "device"),
                 "unsupported device '" + g.device_name + "' (expected cpu, cuda or cuda:N)");
       g.contiguous = v.bool_field(guards[gi], "contiguous", gpath);
+      if (auto it = guards[gi].find("finite_max_abs"); it != guards[gi].end()) {
+        const std::string bpath = Validator::join(gpath, "finite_max_abs");
+        if (!it->is_number() || !(it->get<double>() >= 1) || !std::isfinite(it->get<double>()))
+          v.error(bpath, "expected a finite number >= 1, got " + (it->is_number() ? it->dump() : Validator::type_of(*it)));
+        if (g.dtype.code != kDLFloat && g.dtype.code != kDLBfloat)
+          v.error(bpath, "only a floating-point input can have one (this one is " + g.dtype_name + ")");
+        if (g.device.device_type != kDLCPU)
+          v.error(bpath, "only a cpu input can have one (this one is on " + g.device_name + ")");
+        g.finite_max_abs = it->get<double>();
+        var.bounded = true;
+      }
       size_t bytes = 0;
       std::vector<int64_t> largest = g.shape;
       for (size_t d = 0; d < largest.size(); ++d)
@@ -350,6 +362,7 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
       if (gi) var.signature += ", ";
       const Guard& g = var.guards[gi];
       var.signature += g.input + ": " + g.dtype_name + g.shape_text + " " + device_to_string(g.device);
+      if (g.finite_max_abs > 0) var.signature += " finite |x| <= " + format_bound(g.finite_max_abs);
     }
     for (size_t k = 0; k < var.dims.size(); ++k)
       var.signature += (k ? ", " : " (") + var.dims[k].name + " in " + std::to_string(var.dims[k].min) + ".." +

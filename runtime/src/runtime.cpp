@@ -472,6 +472,18 @@ std::string call_mismatch(const Variant& v, const std::vector<TensorDesc>& names
   return {};
 }
 
+// Why a bounded variant's value guards (finite_max_abs) reject these inputs, or empty. Reads the inputs' data,
+// so it runs after every other check has passed.
+std::string value_mismatch(const thunderc_model* m, const Variant& v, const DLTensor* inputs, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const Guard& g = v.guards[i];
+    if (g.finite_max_abs > 0 && !finite_within(inputs[i], g.finite_max_abs))
+      return "input '" + m->manifest.inputs[i].name + "' holds a NaN, an infinity or a value above " +
+             format_bound(g.finite_max_abs) + " in magnitude (this variant is for finite inputs within that bound)";
+  }
+  return {};
+}
+
 // Why v does not accept these inputs, or empty (availability aside).
 std::string variant_mismatch(const thunderc_model* m, const Variant& v, const DLTensor* inputs, size_t n) {
   const Manifest& mf = m->manifest;
@@ -483,9 +495,10 @@ std::string variant_mismatch(const thunderc_model* m, const Variant& v, const DL
   if (!why.empty()) return why;
   if (v.symbolic()) {
     SmallVec<int64_t> values(v.dims.size());
-    return bind_dims(v, mf.inputs, inputs, n, values.data());
+    why = bind_dims(v, mf.inputs, inputs, n, values.data());
+    if (!why.empty()) return why;
   }
-  return {};
+  return value_mismatch(m, v, inputs, n);
 }
 
 size_t select_variant(const thunderc_model* m, const DLTensor* inputs, size_t n) {
@@ -499,7 +512,8 @@ size_t select_variant(const thunderc_model* m, const DLTensor* inputs, size_t n)
   }
   for (size_t i = 0; i < n; ++i) check_tensor_struct(inputs[i], "input '" + mf.inputs[i].name + "'");
 
-  auto matches = [&](const Variant& v) {
+  // Shapes, dtypes, devices and symbols; the value guards of bounded variants are checked apart.
+  auto matches_types = [&](const Variant& v) {
     if (!v.available) return false;
     for (size_t i = 0; i < n; ++i)
       if (!guard_mismatch(v.guards[i], inputs[i]).empty()) return false;
@@ -510,14 +524,25 @@ size_t select_variant(const thunderc_model* m, const DLTensor* inputs, size_t n)
     }
     return true;
   };
+  auto values_hold = [&](const Variant& v) { return !v.bounded || value_mismatch(m, v, inputs, n).empty(); };
+  // "same input" skips the type checks of the remembered variant, never its value guards: a NaN must not
+  // reach a bounded variant.
   const long memo = m->memo.load(std::memory_order_relaxed);
-  if (memo >= 0 && mf.cache == CacheMode::SameInput) return static_cast<size_t>(memo);
+  if (memo >= 0 && mf.cache == CacheMode::SameInput && values_hold(mf.variants[memo])) return static_cast<size_t>(memo);
   if (memo >= 0 && (mf.cache == CacheMode::ConstantValues || mf.cache == CacheMode::SymbolicValues) &&
-      matches(mf.variants[memo]))
+      matches_types(mf.variants[memo]) && values_hold(mf.variants[memo]))
     return static_cast<size_t>(memo);
+  bool value_rejected = false;
   for (const Variant& v : mf.variants) {
-    if (!matches(v)) continue;
-    if (mf.cache != CacheMode::NoCaching) m->memo.store(static_cast<long>(v.id), std::memory_order_relaxed);
+    if (!matches_types(v)) continue;
+    if (!values_hold(v)) {
+      value_rejected = true;
+      continue;
+    }
+    // A call that a bounded variant turned away for its values (a NaN) is not remembered: the next call is
+    // most likely finite again.
+    if (mf.cache != CacheMode::NoCaching && !value_rejected)
+      m->memo.store(static_cast<long>(v.id), std::memory_order_relaxed);
     return v.id;
   }
 

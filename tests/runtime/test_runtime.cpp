@@ -322,6 +322,17 @@ TEST_CASE("no matching variant: messages name the input and list every variant")
     CHECK(st.code() == THUNDERC_STATUS_NO_MATCHING_VARIANT);
     CHECK(st.message().find("non-contiguous, strides [1, 2]") != std::string::npos);
   }
+  SUBCASE("byte size beyond int64") {
+    // uint8 [2^62, 3]: 3 * 2^62 bytes fits in size_t but not in int64_t (the element count and strides
+    // would overflow while describing the mismatch; fuzz_run found it).
+    std::vector<int64_t> xs{int64_t{1} << 62, 3}, strides{3, 1};
+    DLTensor in = f32(x, xs);
+    in.dtype = DLDataType{kDLUInt, 8, 1};
+    in.strides = strides.data();
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));
+    CHECK(st.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+    CHECK_MESSAGE(st.message().find("is too large") != std::string::npos, st.message());
+  }
   SUBCASE("input count") {
     std::vector<int64_t> xs{2, 3};
     DLTensor in[2] = {f32(x, xs), f32(x, xs)};

@@ -6,9 +6,9 @@
  *    layouts (nChw8c on AVX2, nChw16c on AVX-512) and its JIT kernels for the CPU it runs on, at run time: the
  *    instruction set is the running CPU's, not the compiling machine's;
  *  - the weights (constants embedded in the .so) are reordered into the primitive's layout once, at planning;
- *  - the bias and a residual add run inside the convolution (oneDNN's bias and its sum post-op). Activations do
- *    not: oneDNN's relu, clip and logistic post-ops clamp with max/min instructions that turn NaN into a number,
- *    where PyTorch keeps NaN, so they stay in the cpp executor's loops;
+ *  - the bias, a residual add and an activation run inside the convolution (oneDNN's bias, its sum and eltwise
+ *    post-ops). The activations clamp with max/min instructions that turn NaN into a number, where PyTorch
+ *    keeps NaN: code generation fuses them only in bounded variants (inputs checked finite and bounded);
  *  - activations cross the call in PyTorch's NCHW, or NHWC for conv2d_nhwc (the channels-last pass): the input
  *    is reordered into the primitive's layout and the output back, skipped where they are the same (on AVX-512
  *    oneDNN's fastest kernels read and write NHWC, on AVX2 they use nChw8c); those buffers and oneDNN's
@@ -35,6 +35,8 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -43,10 +45,18 @@ namespace thunderc_onednn {
 // y = conv2d(x, w) + bias + residual, PyTorch's conv2d: x [n, c, h, w], w [oc, c/groups, kh, kw],
 // y [n, oc, oh, ow]; stride, padding (both sides) and dilation as PyTorch gives them. With channels_last, x, y
 // and the residual are stored [n, h, w, c] (conv2d_nhwc; the weights are OIHW either way).
+// activation: applied last (after bias and residual), one of Activation; alpha/beta are clip's bounds.
 struct Conv2dSpec {
   int64_t n, c, h, w, oc, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow;
   int64_t has_bias, has_residual, channels_last;
+  int64_t activation;
+  float alpha, beta;
 };
+
+// The activations a convolution can apply as oneDNN eltwise post-ops. They compute with max/min (and a clamped
+// exp), so NaN comes out as a number: code generation uses them only in variants whose inputs the runtime
+// has checked to be finite and small enough that no NaN can arise (see docs/onednn.md, "Fused activations").
+enum Activation : int64_t { kNoActivation = 0, kRelu = 1, kClip = 2, kSigmoid = 3, kSilu = 4, kHardswish = 5 };
 
 inline bool same_spec(const Conv2dSpec& a, const Conv2dSpec& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
@@ -123,6 +133,15 @@ inline std::shared_ptr<Conv2dPlan> make_conv2d_plan(const Conv2dSpec& s, int thr
 
   dnnl::post_ops ops;
   if (s.has_residual) ops.append_sum(1.0f);
+  switch (s.activation) {
+    case kNoActivation: break;
+    case kRelu: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f); break;
+    case kClip: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, s.alpha, s.beta); break;
+    case kSigmoid: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f); break;
+    case kSilu: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f); break;
+    case kHardswish: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f); break;
+    default: throw std::invalid_argument("unknown activation " + std::to_string(s.activation));
+  }
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

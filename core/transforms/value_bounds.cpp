@@ -1,0 +1,393 @@
+#include "core/transforms/value_bounds.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+
+#include "core/ir/half.h"
+
+namespace thunderc {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// The input bound at which fusion decides (see nan_free_values in the header).
+constexpr double kFusionInputBound = 256;
+
+// Largest finite value of a floating dtype, divided by 256 (the margin for rounding; see the header).
+double float_limit(DType d) {
+  switch (d) {
+    case DType::Float16: return 65504.0 / 256;
+    case DType::BFloat16: return 3.3895313892515355e38 / 256;
+    case DType::Float32: return static_cast<double>(std::numeric_limits<float>::max()) / 256;
+    case DType::Float64: return std::numeric_limits<double>::max() / 256;
+    default: return kInf;
+  }
+}
+
+// Element i of a constant as a double.
+double element(const Value& v, std::size_t i) {
+  const unsigned char* p = v.data->bytes.data() + i * dtype_size(v.type.dtype);
+  switch (v.type.dtype) {
+    case DType::Float32: { float f; std::memcpy(&f, p, 4); return f; }
+    case DType::Float64: { double d; std::memcpy(&d, p, 8); return d; }
+    case DType::Float16: { std::uint16_t h; std::memcpy(&h, p, 2); return f16_to_float(h); }
+    case DType::BFloat16: { std::uint16_t h; std::memcpy(&h, p, 2); return bf16_to_float(h); }
+    case DType::Bool: return *p ? 1 : 0;
+    case DType::UInt8: return *p;
+    case DType::Int8: { std::int8_t x; std::memcpy(&x, p, 1); return x; }
+    case DType::Int16: { std::int16_t x; std::memcpy(&x, p, 2); return x; }
+    case DType::Int32: { std::int32_t x; std::memcpy(&x, p, 4); return x; }
+    default: { std::int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
+  }
+}
+
+using R = ValueRange;
+
+constexpr R kUnknown{-kInf, kInf};
+
+R hull(R a, R b) { return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)}; }
+R with_zero(R a) { return hull(a, {0, 0}); }
+double magnitude(R a) { return std::max(std::fabs(a.lo), std::fabs(a.hi)); }
+R symmetric(double m) { return std::isfinite(m) ? R{-m, m} : kUnknown; }
+R mul(R a, R b) {
+  const double p[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
+  return {*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
+}
+// f monotone non-decreasing.
+template <typename F>
+R monotone(R a, F f) {
+  return {f(a.lo), f(a.hi)};
+}
+// silu, hardswish, gelu: f(x) between x and 0 for x < 0 (and >= floor), between 0 and x for x >= 0.
+R below_identity(R a, double floor) { return {a.lo < 0 ? std::max(a.lo, floor) : 0.0, std::max(a.hi, 0.0)}; }
+
+// Per output channel (row of a constant weight [oc, ...]): the sums of its positive and of its negative
+// entries.
+struct RowSums {
+  std::vector<double> pos, neg;
+  bool finite = true;
+};
+
+class Analysis {
+ public:
+  explicit Analysis(const Trace& t) : t_(t) {}
+
+  std::vector<R> run(double input_bound) const {
+    std::vector<R> r(t_.num_values(), kUnknown);
+    for (ValueId v : t_.inputs()) {
+      DType d = t_.type(v).dtype;
+      r[v] = is_floating(d) ? R{-input_bound, input_bound} : integer_range(d);
+    }
+    for (ValueId v : t_.constants()) r[v] = constant_range(v);
+    for (const BoundSymbol& s : t_.symbols()) visit(s, r);
+    return r;
+  }
+
+ private:
+  static R integer_range(DType d) {
+    switch (d) {
+      case DType::Bool: return {0, 1};
+      case DType::UInt8: return {0, 255};
+      case DType::Int8: return {-128, 127};
+      case DType::Int16: return {-32768, 32767};
+      case DType::Int32: return {-2147483648.0, 2147483647.0};
+      default: return {-9223372036854775808.0, 9223372036854775808.0};  // int64
+    }
+  }
+
+  void visit(const BoundSymbol& s, std::vector<R>& r) const {
+    if (s.is_region()) {
+      for (const BoundSymbol& sub : s.subsymbols) visit(sub, r);
+      return;
+    }
+    for (ValueId o : s.outputs) {
+      DType d = t_.type(o).dtype;
+      if (!is_floating(d)) {
+        r[o] = integer_range(d);  // comparisons, argmax, integer arithmetic: never NaN
+        continue;
+      }
+      R v = rule(s, r);
+      r[o] = v.finite() && magnitude(v) <= float_limit(d) && v.lo <= v.hi ? v : kUnknown;
+    }
+  }
+
+  // Operand i: a tensor's range, a number as [v, v], an absent optional operand as [0, 0].
+  R in(const BoundSymbol& s, std::size_t i, const std::vector<R>& r) const {
+    if (i >= s.inputs.size()) return {0, 0};
+    const Operand& o = s.inputs[i];
+    if (o.is_tensor()) return r[o.value];
+    if (o.kind == OperandKind::Scalar) {
+      const double v = o.scalar.to_double();
+      return std::isfinite(v) ? R{v, v} : kUnknown;
+    }
+    return {0, 0};
+  }
+
+  double attr(const BoundSymbol& s, const char* name, double if_none) const {
+    if (!s.attrs.has(name) || s.attrs.is_none(name)) return if_none;
+    return s.attrs.get_float(name);
+  }
+
+  // Elements of operand 0 reduced into one output element.
+  double reduced_count(const BoundSymbol& s) const {
+    const std::int64_t in_n = t_.type(s.inputs[0].value).numel(), out_n = t_.type(s.outputs[0]).numel();
+    return out_n > 0 ? static_cast<double>(in_n) / static_cast<double>(out_n) : 0;
+  }
+
+  R rule(const BoundSymbol& s, const std::vector<R>& r) const {
+    const std::string& op = s.op->name;
+    auto x = [&](std::size_t i) { return in(s, i, r); };
+    // The result's elements are some of the operand's (or averages, maxima of them).
+    if (op == "to_dtype" || op == "permute" || op == "reshape" || op == "expand" || op == "flip" || op == "repeat" ||
+        op == "select" || op == "slice" || op == "gather" || op == "index_select" || op == "max_pool2d" ||
+        op == "max_pool2d_nhwc" || op == "adaptive_avg_pool2d" || op == "upsample_nearest2d" || op == "mean" ||
+        op == "amax" || op == "amin" || op == "pad" || op == "embedding")
+      return x(0);
+    if (op == "avg_pool2d" || op == "avg_pool2d_nhwc") {  // zero padding averages in zeros
+      if (s.attrs.has("divisor_override") && !s.attrs.is_none("divisor_override")) return kUnknown;
+      return with_zero(x(0));
+    }
+    if (op == "relu") return monotone(x(0), [](double v) { return std::max(v, 0.0); });
+    if (op == "neg") return {-x(0).hi, -x(0).lo};
+    if (op == "abs") {
+      const R a = x(0);
+      return {a.lo >= 0 ? a.lo : a.hi <= 0 ? -a.hi : 0.0, magnitude(a)};
+    }
+    if (op == "silu") return below_identity(x(0), -0.28);       // min of x * sigmoid(x): -0.2785
+    if (op == "hardswish") return below_identity(x(0), -0.375);  // min at x = -1.5
+    if (op == "gelu") return below_identity(x(0), -0.18);       // min of x * Phi(x): -0.170 (tanh form: -0.170)
+    if (op == "ceil" || op == "floor" || op == "round" || op == "trunc") return {x(0).lo - 1, x(0).hi + 1};
+    if (op == "sigmoid" || op == "hardsigmoid" || op == "softmax") return {0, 1};
+    if (op == "tanh" || op == "erf" || op == "sin" || op == "cos" || op == "sign") return {-1, 1};
+    if (op == "atan") return {-2, 2};
+    if (op == "asinh") return monotone(x(0), [](double v) { return std::asinh(v); });
+    if (op == "leaky_relu") {
+      const R a = x(0);
+      const double ns = attr(s, "negative_slope", 0.01);
+      const double c[5] = {a.lo, a.hi, ns * a.lo, ns * a.hi, 0};
+      return {*std::min_element(c, c + 5), *std::max_element(c, c + 5)};
+    }
+    if (op == "elu") {
+      const double scale = std::fabs(attr(s, "scale", 1)), alpha = std::fabs(attr(s, "alpha", 1));
+      return symmetric(std::max(scale * magnitude(x(0)), scale * alpha));
+    }
+    if (op == "hardtanh" || op == "clamp") {  // min(max(x, lo), hi), monotone
+      const bool h = op == "hardtanh";
+      const double lo = attr(s, h ? "min_val" : "min", -kInf), hi = attr(s, h ? "max_val" : "max", kInf);
+      if (std::isnan(lo) || std::isnan(hi)) return kUnknown;
+      return monotone(x(0), [&](double v) { return std::min(std::max(v, lo), hi); });
+    }
+    if (op == "exp" || op == "expm1" || op == "sinh") {
+      if (magnitude(x(0)) >= 80) return kUnknown;
+      if (op == "exp") return monotone(x(0), [](double v) { return std::exp(v); });
+      if (op == "expm1") return monotone(x(0), [](double v) { return std::expm1(v); });
+      return monotone(x(0), [](double v) { return std::sinh(v); });
+    }
+    if (op == "cosh") return magnitude(x(0)) < 80 ? R{1, std::cosh(magnitude(x(0)))} : kUnknown;
+    if (op == "add") return {x(0).lo + x(1).lo, x(0).hi + x(1).hi};
+    if (op == "sub") return {x(0).lo - x(1).hi, x(0).hi - x(1).lo};
+    if (op == "mul") return mul(x(0), x(1));
+    if (op == "div") {
+      // By a number or a constant (never by a computed tensor), none of them zero: [1/hi, 1/lo] of one sign.
+      R d = x(1);
+      if (s.inputs[1].is_tensor() && t_.value(s.inputs[1].value).origin != ValueOrigin::Constant) return kUnknown;
+      if (!d.finite() || (d.lo <= 0 && d.hi >= 0)) return kUnknown;
+      if (s.inputs[1].is_tensor() && constant_has_zero(s.inputs[1].value)) return kUnknown;
+      R q = mul(x(0), {1 / d.hi, 1 / d.lo});
+      if (s.attrs.has("rounding_mode") && !s.attrs.is_none("rounding_mode")) q = {q.lo - 1, q.hi + 1};
+      return q;
+    }
+    if (op == "maximum") return {std::max(x(0).lo, x(1).lo), std::max(x(0).hi, x(1).hi)};
+    if (op == "minimum") return {std::min(x(0).lo, x(1).lo), std::min(x(0).hi, x(1).hi)};
+    if (op == "cat" || op == "select_scatter" || op == "slice_scatter") {
+      R u = x(0);
+      for (std::size_t i = 1; i < s.inputs.size(); ++i) u = hull(u, x(i));
+      return u;
+    }
+    if (op == "where") return hull(x(1), x(2));
+    if (op == "masked_fill") return hull(x(0), x(2));
+    if (op == "constant_pad_nd") {
+      const double v = attr(s, "value", 0);
+      return std::isfinite(v) ? hull(x(0), {v, v}) : kUnknown;
+    }
+    if (op == "sum") {
+      const double n = reduced_count(s);
+      return {n * x(0).lo, n * x(0).hi};
+    }
+    if (op == "cumsum") {  // partial sums of 1..n terms
+      const TensorType& a = t_.type(s.inputs[0].value);
+      std::int64_t dim = s.attrs.get_int("dim");
+      if (dim < 0) dim += static_cast<std::int64_t>(a.rank());
+      const double n = a.rank() == 0 ? 1 : static_cast<double>(a.shape[static_cast<std::size_t>(dim)]);
+      return hull(x(0), {n * x(0).lo, n * x(0).hi});
+    }
+    if (op == "conv2d" || op == "conv2d_nhwc" || op == "linear") return weighted_sum(s, r, op != "linear");
+    if (op == "matmul" || op == "bmm")
+      return symmetric(magnitude(x(0)) * magnitude(x(1)) * inner_size(s.inputs[0].value));
+    if (op == "addmm")
+      return symmetric(std::fabs(attr(s, "beta", 1)) * magnitude(x(0)) +
+                       std::fabs(attr(s, "alpha", 1)) * magnitude(x(1)) * magnitude(x(2)) * inner_size(s.inputs[1].value));
+    if (op == "layer_norm" || op == "rms_norm" || op == "group_norm") return normalized(s, r);
+    if (op == "scaled_dot_product_attention") {
+      // A convex combination of value's rows, when the scores are finite: no mask (an all -inf row of a float
+      // mask gives NaN), and q.k^T * scale bounded.
+      if (s.inputs.size() > 3 && s.inputs[3].is_tensor()) return kUnknown;
+      const double d = inner_size(s.inputs[0].value);
+      const double scale = s.attrs.is_none("scale") ? 1 / std::sqrt(d) : std::fabs(attr(s, "scale", 1));
+      const double scores = magnitude(x(0)) * magnitude(x(1)) * d * scale;
+      return std::isfinite(scores) && scores < 1e30 ? x(2) : kUnknown;
+    }
+    return kUnknown;  // no rule: nothing is known
+  }
+
+  // The last dimension of a matmul operand (the reduction length).
+  double inner_size(ValueId v) const {
+    const TensorType& t = t_.type(v);
+    return t.rank() == 0 ? 1 : static_cast<double>(t.shape.back());
+  }
+
+  // conv2d (zero padding: the input's range widened to 0) and linear: per output channel
+  // [P lo + N hi, P hi + N lo] + bias with a constant weight; with a computed one, |x| |w| * the row length.
+  R weighted_sum(const BoundSymbol& s, const std::vector<R>& r, bool padded) const {
+    R a = in(s, 0, r);
+    if (padded) a = with_zero(a);
+    const ValueId w = s.inputs[1].value;
+    const R bias = in(s, 2, r);
+    const Value& wv = t_.value(w);
+    if (wv.origin != ValueOrigin::Constant || !wv.data) {
+      const double k = wv.type.shape.empty() ? 1
+                                             : static_cast<double>(wv.type.numel() /
+                                                                   std::max<std::int64_t>(1, wv.type.shape[0]));
+      const R m = symmetric(magnitude(a) * magnitude(r[w]) * k);
+      return {m.lo + bias.lo, m.hi + bias.hi};
+    }
+    const RowSums& rs = row_sums(w);
+    if (!rs.finite) return kUnknown;
+    const bool bias_constant = s.inputs.size() > 2 && s.inputs[2].is_tensor() &&
+                               t_.value(s.inputs[2].value).origin == ValueOrigin::Constant &&
+                               t_.value(s.inputs[2].value).data &&
+                               static_cast<std::size_t>(t_.type(s.inputs[2].value).numel()) == rs.pos.size();
+    R out{kInf, -kInf};
+    for (std::size_t oc = 0; oc < rs.pos.size(); ++oc) {
+      const double b = bias_constant ? element(t_.value(s.inputs[2].value), oc) : 0;
+      out.lo = std::min(out.lo, rs.pos[oc] * a.lo + rs.neg[oc] * a.hi + b);
+      out.hi = std::max(out.hi, rs.pos[oc] * a.hi + rs.neg[oc] * a.lo + b);
+    }
+    if (rs.pos.empty()) out = {0, 0};
+    if (!bias_constant) out = {out.lo + bias.lo, out.hi + bias.hi};
+    return out;
+  }
+
+  // Normalized by its own statistics: |(a - mean) / sqrt(var + eps)| <= sqrt(n) for n normalized elements
+  // (and |a / rms| likewise), then * weight + bias. Needs a * a * n finite (the variance).
+  R normalized(const BoundSymbol& s, const std::vector<R>& r) const {
+    const double a = magnitude(in(s, 0, r));
+    double n = 1;
+    if (s.op->name == "group_norm") {
+      const TensorType& t = t_.type(s.inputs[0].value);
+      n = static_cast<double>(t.numel()) /
+          static_cast<double>(std::max<std::int64_t>(1, t.shape[0] * s.attrs.get_int("num_groups")));
+    } else {
+      for (std::int64_t d : s.attrs.get_ints("normalized_shape")) n *= static_cast<double>(d);
+    }
+    if (!(a * a * n < 1e30)) return kUnknown;
+    const double weight = s.inputs.size() > 1 && s.inputs[1].is_tensor() ? magnitude(in(s, 1, r)) : 1;
+    const double bias = s.inputs.size() > 2 ? magnitude(in(s, 2, r)) : 0;
+    return symmetric(std::sqrt(n) * weight + bias);
+  }
+
+  R constant_range(ValueId v) const {
+    const Value& val = t_.value(v);
+    if (!val.data) return kUnknown;
+    const std::size_t n = static_cast<std::size_t>(val.type.numel());
+    if (n == 0) return {0, 0};
+    R out{kInf, -kInf};
+    for (std::size_t i = 0; i < n; ++i) {
+      const double e = element(val, i);
+      if (!std::isfinite(e)) return kUnknown;
+      out.lo = std::min(out.lo, e);
+      out.hi = std::max(out.hi, e);
+    }
+    return out;
+  }
+
+  bool constant_has_zero(ValueId v) const {
+    const Value& val = t_.value(v);
+    const std::size_t n = static_cast<std::size_t>(val.type.numel());
+    for (std::size_t i = 0; i < n; ++i)
+      if (element(val, i) == 0) return true;
+    return false;
+  }
+
+  const RowSums& row_sums(ValueId v) const {
+    auto it = row_cache_.find(v);
+    if (it != row_cache_.end()) return it->second;
+    const Value& val = t_.value(v);
+    const std::size_t n = static_cast<std::size_t>(val.type.numel());
+    const std::size_t rows =
+        val.type.shape.empty() ? 1 : static_cast<std::size_t>(std::max<std::int64_t>(1, val.type.shape[0]));
+    const std::size_t per_row = n / rows;
+    RowSums rs;
+    rs.pos.assign(rows, 0);
+    rs.neg.assign(rows, 0);
+    for (std::size_t row = 0; row < rows && rs.finite; ++row)
+      for (std::size_t k = 0; k < per_row; ++k) {
+        const double e = element(val, row * per_row + k);
+        if (!std::isfinite(e)) {
+          rs.finite = false;
+          break;
+        }
+        (e > 0 ? rs.pos[row] : rs.neg[row]) += e;
+      }
+    return row_cache_[v] = std::move(rs);
+  }
+
+  const Trace& t_;
+  mutable std::map<ValueId, RowSums> row_cache_;
+};
+
+}  // namespace
+
+bool ValueRange::finite() const { return std::isfinite(lo) && std::isfinite(hi); }
+
+std::vector<ValueRange> value_ranges(const Trace& trace, double input_bound) {
+  return Analysis(trace).run(input_bound);
+}
+
+std::function<bool(ValueId)> nan_free_values(const Trace& trace) {
+  auto ranges = std::make_shared<std::vector<ValueRange>>(value_ranges(trace, kFusionInputBound));
+  return [ranges](ValueId v) { return v < ranges->size() && (*ranges)[v].finite(); };
+}
+
+std::optional<ValueId> nan_hidden_value(const BoundSymbol& sym) {
+  if (sym.executor != "onednn" || !sym.is_region()) return std::nullopt;
+  for (std::size_t k = 1; k < sym.subsymbols.size(); ++k)
+    if (sym.subsymbols[k].op->name != "add") return sym.subsymbols[k].inputs[0].value;
+  return std::nullopt;
+}
+
+double bounded_input_limit(const Trace& trace) {
+  std::vector<ValueId> hidden;
+  for (const BoundSymbol& s : trace.symbols())
+    if (auto v = nan_hidden_value(s)) hidden.push_back(*v);
+  if (hidden.empty()) return 0;
+  Analysis analysis(trace);
+  auto holds = [&](int exponent) {
+    const std::vector<ValueRange> r = analysis.run(std::ldexp(1.0, exponent));
+    return std::all_of(hidden.begin(), hidden.end(), [&](ValueId v) { return r[v].finite(); });
+  };
+  if (!holds(0)) return 0;
+  int lo = 0, hi = 64;  // holds(lo); find the largest exponent that holds
+  if (holds(hi)) return std::ldexp(1.0, hi);
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    (holds(mid) ? lo : hi) = mid;
+  }
+  return std::ldexp(1.0, lo);
+}
+
+}  // namespace thunderc
