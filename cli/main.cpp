@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -625,6 +626,14 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   std::printf("  %s, %s, executors %s\n", plural(r.specializations.size(), "variant").c_str(),
               plural(ops, "operation").c_str(), r.executors.names_str().c_str());
   for (const std::string& note : r.executors.notes) std::printf("  note: %s\n", note.c_str());
+  for (std::size_t i = 0; i < r.specializations.size(); ++i)
+    if (r.specializations[i].input_bound > 0) {
+      int e = 0;
+      std::frexp(r.specializations[i].input_bound, &e);
+      std::printf("  variant %zu is bounded: oneDNN's fused activations, for calls whose floating-point inputs are all "
+                  "finite with |x| <= 2^%d (others run variant %zu; --bounded-variants off leaves it out)\n",
+                  i, e - 1, i + 1);
+    }
   if (r.symbolic && !r.specializations.empty() && r.specializations[0].symbolic) {
     std::string ranges;
     for (const SymbolRange& d : r.specializations[0].symbolic->symbols)

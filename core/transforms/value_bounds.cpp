@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <functional>
 #include <memory>
 
 #include "core/ir/half.h"
@@ -30,6 +31,11 @@ double float_limit(DType d) {
 
 // Element i of a constant as a double.
 double element(const Value& v, std::size_t i) {
+  if (v.type.dtype == DType::Float32) {  // nearly every weight: no size lookup
+    float f;
+    std::memcpy(&f, v.data->bytes.data() + 4 * i, 4);
+    return f;
+  }
   const unsigned char* p = v.data->bytes.data() + i * dtype_size(v.type.dtype);
   switch (v.type.dtype) {
     case DType::Float32: { float f; std::memcpy(&f, p, 4); return f; }
@@ -77,17 +83,27 @@ class Analysis {
   explicit Analysis(const Trace& t) : t_(t) {}
 
   std::vector<R> run(double input_bound) const {
-    std::vector<R> r(t_.num_values(), kUnknown);
+    State st;
+    st.r.assign(t_.num_values(), kUnknown);
+    st.ch.resize(t_.num_values());
     for (ValueId v : t_.inputs()) {
       DType d = t_.type(v).dtype;
-      r[v] = is_floating(d) ? R{-input_bound, input_bound} : integer_range(d);
+      st.r[v] = is_floating(d) ? R{-input_bound, input_bound} : integer_range(d);
     }
-    for (ValueId v : t_.constants()) r[v] = constant_range(v);
-    for (const BoundSymbol& s : t_.symbols()) visit(s, r);
-    return r;
+    for (ValueId v : t_.constants()) st.r[v] = constant_range(v);
+    for (const BoundSymbol& s : t_.symbols()) visit(s, st);
+    return st.r;
   }
 
  private:
+  // Every value's range, and where known a range per index of its last dimension (the channel of an NHWC
+  // activation, the feature of a linear layer's output): a convolution's next layer then sums each input
+  // channel's own range instead of the widest one's, which keeps deep networks' bounds much tighter.
+  struct State {
+    std::vector<R> r;
+    std::vector<std::vector<R>> ch;  // empty: no per-channel ranges
+  };
+
   static R integer_range(DType d) {
     switch (d) {
       case DType::Bool: return {0, 1};
@@ -99,19 +115,35 @@ class Analysis {
     }
   }
 
-  void visit(const BoundSymbol& s, std::vector<R>& r) const {
+  R checked(R v, DType d) const { return v.finite() && magnitude(v) <= float_limit(d) && v.lo <= v.hi ? v : kUnknown; }
+
+  void visit(const BoundSymbol& s, State& st) const {
     if (s.is_region()) {
-      for (const BoundSymbol& sub : s.subsymbols) visit(sub, r);
+      for (const BoundSymbol& sub : s.subsymbols) visit(sub, st);
       return;
     }
     for (ValueId o : s.outputs) {
       DType d = t_.type(o).dtype;
       if (!is_floating(d)) {
-        r[o] = integer_range(d);  // comparisons, argmax, integer arithmetic: never NaN
+        st.r[o] = integer_range(d);  // comparisons, argmax, integer arithmetic: never NaN
         continue;
       }
-      R v = rule(s, r);
-      r[o] = v.finite() && magnitude(v) <= float_limit(d) && v.lo <= v.hi ? v : kUnknown;
+      R v = checked(rule(s, [&](std::size_t i) { return in(s, i, st.r); }), d);
+      if (v.finite() && s.outputs.size() == 1) {
+        std::vector<R> ch = channel_rule(s, st);
+        bool ok = !ch.empty();
+        R h{kInf, -kInf};
+        for (R& c : ch) {
+          c = checked(c, d);
+          ok = ok && c.finite();
+          h = hull(h, c);
+        }
+        if (ok) {  // both bound the value: keep the tighter ends
+          v = {std::max(v.lo, h.lo), std::min(v.hi, h.hi)};
+          st.ch[o] = std::move(ch);
+        }
+      }
+      st.r[o] = v;
     }
   }
 
@@ -127,6 +159,144 @@ class Analysis {
     return {0, 0};
   }
 
+  static std::int64_t last_dim(const TensorType& t) { return t.rank() == 0 ? 1 : t.shape.back(); }
+
+  // Operand i's ranges per index of a last dimension of size c: its own, or its one range repeated when it
+  // broadcasts along that dimension (a number, size 1) or has no per-channel ranges; empty when its last
+  // dimension is another size.
+  std::vector<R> channels_of(const BoundSymbol& s, std::size_t i, const State& st, std::int64_t c) const {
+    const R whole = in(s, i, st.r);
+    if (i >= s.inputs.size() || !s.inputs[i].is_tensor()) return std::vector<R>(static_cast<std::size_t>(c), whole);
+    const ValueId v = s.inputs[i].value;
+    const std::int64_t last = last_dim(t_.type(v));
+    if (last == c && st.ch[v].size() == static_cast<std::size_t>(c)) return st.ch[v];
+    if (last == c && t_.value(v).origin == ValueOrigin::Constant && t_.value(v).data) return constant_channels(v);
+    if (last == c || last == 1) return std::vector<R>(static_cast<std::size_t>(c), whole);
+    return {};
+  }
+
+  // Per-channel ranges of a single-output symbol, or empty (then only the one range is known).
+  std::vector<R> channel_rule(const BoundSymbol& s, const State& st) const {
+    const TensorType& out = t_.type(s.outputs[0]);
+    const std::int64_t c = last_dim(out);
+    if (out.rank() == 0 || c > (1 << 16)) return {};
+    const std::string& op = s.op->name;
+    auto keeps_last = [&](ValueId in) {  // the operand's last dimension is the output's, element for element
+      const TensorType& t = t_.type(in);
+      return t.rank() > 0 && t.shape.back() == c;
+    };
+    if (s.op->category == OpCategory::Elementwise) {
+      std::vector<std::vector<R>> operands;
+      for (std::size_t i = 0; i < s.inputs.size(); ++i) {
+        operands.push_back(channels_of(s, i, st, c));
+        if (operands.back().empty()) return {};
+      }
+      std::vector<R> res(static_cast<std::size_t>(c));
+      for (std::size_t k = 0; k < res.size(); ++k)
+        res[k] = rule(s, [&](std::size_t i) { return i < operands.size() ? operands[i][k] : R{0, 0}; });
+      return res;
+    }
+    if (op == "conv2d_nhwc" || op == "linear") return channel_weighted_sum(s, st, op == "conv2d_nhwc");
+    if (s.inputs.empty() || !s.inputs[0].is_tensor()) return {};
+    const ValueId a = s.inputs[0].value;
+    const std::int64_t rank = static_cast<std::int64_t>(t_.type(a).rank());
+    auto dims_exclude_last = [&](const IntList& dims) {
+      for (std::int64_t d : dims)
+        if (d == rank - 1 || d == -1) return false;
+      return !dims.empty();
+    };
+    std::vector<R> x = channels_of(s, 0, st, c);
+    if (x.empty() || !keeps_last(a)) return {};
+    if (op == "max_pool2d_nhwc" || op == "amax" || op == "amin" || op == "expand" || op == "reshape" ||
+        op == "slice" || op == "select" || op == "flip" || op == "repeat") {
+      if ((op == "slice" || op == "select" || op == "flip") && !s.attrs.has("dim") && !s.attrs.has("dims")) return {};
+      if ((op == "slice" || op == "select") && (s.attrs.get_int("dim") == rank - 1 || s.attrs.get_int("dim") == -1))
+        return {};
+      if (op == "flip" && !dims_exclude_last(s.attrs.get_ints("dims"))) return {};
+      if ((op == "amax" || op == "amin") && !dims_exclude_last(s.attrs.get_ints("dims"))) return {};
+      if (op == "repeat" && s.attrs.get_ints("repeats").back() != 1) return {};
+      return x;
+    }
+    if (op == "avg_pool2d_nhwc") {
+      if (s.attrs.has("divisor_override") && !s.attrs.is_none("divisor_override")) return {};
+      for (R& k : x) k = with_zero(k);
+      return x;
+    }
+    if (op == "mean" || op == "sum") {
+      if (!dims_exclude_last(s.attrs.get_ints("dims"))) return {};
+      if (op == "sum") {
+        const double n = reduced_count(s);
+        for (R& k : x) k = {n * k.lo, n * k.hi};
+      }
+      return x;
+    }
+    if (op == "permute") {
+      const IntList& p = s.attrs.get_ints("dims");
+      return !p.empty() && (p.back() == rank - 1 || p.back() == -1) ? x : std::vector<R>{};
+    }
+    if (op == "cat") {
+      std::int64_t dim = s.attrs.get_int("dim");
+      if (dim < 0) dim += rank;
+      std::vector<R> res;
+      if (dim == rank - 1) {  // channels side by side
+        for (std::size_t i = 0; i < s.inputs.size(); ++i) {
+          const std::int64_t ci = last_dim(t_.type(s.inputs[i].value));
+          std::vector<R> part = channels_of(s, i, st, ci);
+          if (part.empty()) return {};
+          res.insert(res.end(), part.begin(), part.end());
+        }
+        return res.size() == static_cast<std::size_t>(c) ? res : std::vector<R>{};
+      }
+      res = x;
+      for (std::size_t i = 1; i < s.inputs.size(); ++i) {
+        std::vector<R> part = channels_of(s, i, st, c);
+        if (part.empty()) return {};
+        for (std::size_t k = 0; k < res.size(); ++k) res[k] = hull(res[k], part[k]);
+      }
+      return res;
+    }
+    return {};
+  }
+
+  // conv2d_nhwc (input [n, h, w, C], weight [oc, C/groups, kh, kw]) and linear (weight [oc, C]) with constant
+  // weights: output channel oc in [sum over its input channels k of (P_k lo_k + N_k hi_k), ... (P_k hi_k + N_k lo_k)]
+  // + bias, P_k and N_k the sums of the positive and negative weights joining k to oc. Zero padding widens each
+  // input channel's range to 0.
+  std::vector<R> channel_weighted_sum(const BoundSymbol& s, const State& st, bool conv) const {
+    const ValueId w = s.inputs[1].value;
+    const Value& wv = t_.value(w);
+    if (wv.origin != ValueOrigin::Constant || !wv.data || wv.type.rank() < 2) return {};
+    const std::int64_t cin = last_dim(t_.type(s.inputs[0].value));
+    std::vector<R> x = channels_of(s, 0, st, cin);
+    if (x.empty()) return {};
+    if (conv && zero_padded(s))
+      for (R& k : x) k = with_zero(k);
+    const std::int64_t oc = wv.type.shape[0], per_group = wv.type.shape[1];
+    const std::int64_t groups = conv ? s.attrs.get_int("groups") : 1;
+    if (per_group * groups != cin || oc % groups != 0 || oc != last_dim(t_.type(s.outputs[0]))) return {};
+    const std::vector<float>& sums = pair_sums(w, oc * per_group);
+    if (sums.empty()) return {};
+    const R bias = in(s, 2, st.r);
+    const bool bias_constant = s.inputs.size() > 2 && s.inputs[2].is_tensor() &&
+                               t_.value(s.inputs[2].value).origin == ValueOrigin::Constant &&
+                               t_.value(s.inputs[2].value).data && t_.type(s.inputs[2].value).numel() == oc;
+    std::vector<R> out(static_cast<std::size_t>(oc));
+    for (std::int64_t o = 0; o < oc; ++o) {
+      const std::int64_t first = (o / (oc / groups)) * per_group;  // the group's first input channel
+      double lo = 0, hi = 0;
+      for (std::int64_t k = 0; k < per_group; ++k) {
+        const std::size_t pair = static_cast<std::size_t>(o * per_group + k);
+        const double pos = sums[2 * pair], neg = sums[2 * pair + 1];
+        const R& xi = x[static_cast<std::size_t>(first + k)];
+        lo += pos * xi.lo + neg * xi.hi;
+        hi += pos * xi.hi + neg * xi.lo;
+      }
+      const double b = bias_constant ? element(t_.value(s.inputs[2].value), static_cast<std::size_t>(o)) : 0;
+      out[static_cast<std::size_t>(o)] = bias_constant ? R{lo + b, hi + b} : R{lo + bias.lo, hi + bias.hi};
+    }
+    return out;
+  }
+
   double attr(const BoundSymbol& s, const char* name, double if_none) const {
     if (!s.attrs.has(name) || s.attrs.is_none(name)) return if_none;
     return s.attrs.get_float(name);
@@ -138,9 +308,11 @@ class Analysis {
     return out_n > 0 ? static_cast<double>(in_n) / static_cast<double>(out_n) : 0;
   }
 
-  R rule(const BoundSymbol& s, const std::vector<R>& r) const {
+  // The range of operand i (a tensor's, a number's, or [0, 0] for an absent optional operand).
+  using Operands = std::function<R(std::size_t)>;
+
+  R rule(const BoundSymbol& s, const Operands& x) const {
     const std::string& op = s.op->name;
-    auto x = [&](std::size_t i) { return in(s, i, r); };
     // The result's elements are some of the operand's (or averages, maxima of them).
     if (op == "to_dtype" || op == "permute" || op == "reshape" || op == "expand" || op == "flip" || op == "repeat" ||
         op == "select" || op == "slice" || op == "gather" || op == "index_select" || op == "max_pool2d" ||
@@ -225,13 +397,13 @@ class Analysis {
       const double n = a.rank() == 0 ? 1 : static_cast<double>(a.shape[static_cast<std::size_t>(dim)]);
       return hull(x(0), {n * x(0).lo, n * x(0).hi});
     }
-    if (op == "conv2d" || op == "conv2d_nhwc" || op == "linear") return weighted_sum(s, r, op != "linear");
+    if (op == "conv2d" || op == "conv2d_nhwc" || op == "linear") return weighted_sum(s, x, zero_padded(s));
     if (op == "matmul" || op == "bmm")
       return symmetric(magnitude(x(0)) * magnitude(x(1)) * inner_size(s.inputs[0].value));
     if (op == "addmm")
       return symmetric(std::fabs(attr(s, "beta", 1)) * magnitude(x(0)) +
                        std::fabs(attr(s, "alpha", 1)) * magnitude(x(1)) * magnitude(x(2)) * inner_size(s.inputs[1].value));
-    if (op == "layer_norm" || op == "rms_norm" || op == "group_norm") return normalized(s, r);
+    if (op == "layer_norm" || op == "rms_norm" || op == "group_norm") return normalized(s, x);
     if (op == "scaled_dot_product_attention") {
       // A convex combination of value's rows, when the scores are finite: no mask (an all -inf row of a float
       // mask gives NaN), and q.k^T * scale bounded.
@@ -244,25 +416,33 @@ class Analysis {
     return kUnknown;  // no rule: nothing is known
   }
 
+  // A convolution that reads zeros past the input's edges.
+  static bool zero_padded(const BoundSymbol& s) {
+    if (!s.attrs.has("padding")) return false;
+    for (std::int64_t p : s.attrs.get_ints("padding"))
+      if (p != 0) return true;
+    return false;
+  }
+
   // The last dimension of a matmul operand (the reduction length).
   double inner_size(ValueId v) const {
     const TensorType& t = t_.type(v);
     return t.rank() == 0 ? 1 : static_cast<double>(t.shape.back());
   }
 
-  // conv2d (zero padding: the input's range widened to 0) and linear: per output channel
+  // conv2d (with zero padding, the input's range widened to 0) and linear: per output channel
   // [P lo + N hi, P hi + N lo] + bias with a constant weight; with a computed one, |x| |w| * the row length.
-  R weighted_sum(const BoundSymbol& s, const std::vector<R>& r, bool padded) const {
-    R a = in(s, 0, r);
+  R weighted_sum(const BoundSymbol& s, const Operands& x, bool padded) const {
+    R a = x(0);
     if (padded) a = with_zero(a);
     const ValueId w = s.inputs[1].value;
-    const R bias = in(s, 2, r);
+    const R bias = x(2);
     const Value& wv = t_.value(w);
     if (wv.origin != ValueOrigin::Constant || !wv.data) {
       const double k = wv.type.shape.empty() ? 1
                                              : static_cast<double>(wv.type.numel() /
                                                                    std::max<std::int64_t>(1, wv.type.shape[0]));
-      const R m = symmetric(magnitude(a) * magnitude(r[w]) * k);
+      const R m = symmetric(magnitude(a) * magnitude(x(1)) * k);
       return {m.lo + bias.lo, m.hi + bias.hi};
     }
     const RowSums& rs = row_sums(w);
@@ -284,8 +464,8 @@ class Analysis {
 
   // Normalized by its own statistics: |(a - mean) / sqrt(var + eps)| <= sqrt(n) for n normalized elements
   // (and |a / rms| likewise), then * weight + bias. Needs a * a * n finite (the variance).
-  R normalized(const BoundSymbol& s, const std::vector<R>& r) const {
-    const double a = magnitude(in(s, 0, r));
+  R normalized(const BoundSymbol& s, const Operands& x) const {
+    const double a = magnitude(x(0));
     double n = 1;
     if (s.op->name == "group_norm") {
       const TensorType& t = t_.type(s.inputs[0].value);
@@ -295,12 +475,18 @@ class Analysis {
       for (std::int64_t d : s.attrs.get_ints("normalized_shape")) n *= static_cast<double>(d);
     }
     if (!(a * a * n < 1e30)) return kUnknown;
-    const double weight = s.inputs.size() > 1 && s.inputs[1].is_tensor() ? magnitude(in(s, 1, r)) : 1;
-    const double bias = s.inputs.size() > 2 ? magnitude(in(s, 2, r)) : 0;
+    const double weight = s.inputs.size() > 1 && s.inputs[1].is_tensor() ? magnitude(x(1)) : 1;
+    const double bias = s.inputs.size() > 2 ? magnitude(x(2)) : 0;
     return symmetric(std::sqrt(n) * weight + bias);
   }
 
   R constant_range(ValueId v) const {
+    auto it = range_cache_.find(v);
+    if (it != range_cache_.end()) return it->second;
+    return range_cache_[v] = scan_constant(v);
+  }
+
+  R scan_constant(ValueId v) const {
     const Value& val = t_.value(v);
     if (!val.data) return kUnknown;
     const std::size_t n = static_cast<std::size_t>(val.type.numel());
@@ -313,6 +499,52 @@ class Analysis {
       out.hi = std::max(out.hi, e);
     }
     return out;
+  }
+
+  // For a constant weight [rows, ...] read as `pairs` rows of equal length (conv2d: [oc * C/groups] of kh * kw
+  // taps): each row's sum of positive and of negative entries, interleaved (rounded up to float, which only
+  // widens the ranges by an ulp: the factor 256 covers it). Empty when it holds NaN or infinity.
+  const std::vector<float>& pair_sums(ValueId w, std::int64_t pairs) const {
+    auto it = pair_cache_.find(w);
+    if (it != pair_cache_.end()) return it->second;
+    const Value& val = t_.value(w);
+    const std::size_t n = static_cast<std::size_t>(val.type.numel()), rows = static_cast<std::size_t>(pairs);
+    const std::size_t taps = rows ? n / rows : 0;
+    std::vector<float> out(2 * rows);
+    const bool f32 = val.type.dtype == DType::Float32;
+    const float* wf = reinterpret_cast<const float*>(val.data->bytes.data());
+    for (std::size_t row = 0; row < rows; ++row) {
+      double pos = 0, neg = 0;  // branch-free: weights' signs are random
+      for (std::size_t k = 0; k < taps; ++k) {
+        const double e = f32 ? static_cast<double>(wf[row * taps + k]) : element(val, row * taps + k);
+        pos += std::max(e, 0.0);
+        neg += std::min(e, 0.0);
+      }
+      if (!std::isfinite(pos) || !std::isfinite(neg)) return pair_cache_[w] = {};  // NaN or infinity in the row
+      // Rounded away from zero, so the float sums still bound the exact ones.
+      out[2 * row] = std::nextafter(static_cast<float>(pos), std::numeric_limits<float>::infinity());
+      out[2 * row + 1] = std::nextafter(static_cast<float>(neg), -std::numeric_limits<float>::infinity());
+      if (pos == 0) out[2 * row] = 0;
+      if (neg == 0) out[2 * row + 1] = 0;
+    }
+    return pair_cache_[w] = std::move(out);
+  }
+
+  // A constant's range per index of its last dimension (unknown ends where it holds NaN or infinity).
+  const std::vector<R>& constant_channels(ValueId v) const {
+    auto it = channel_cache_.find(v);
+    if (it != channel_cache_.end()) return it->second;
+    const Value& val = t_.value(v);
+    const std::size_t c = static_cast<std::size_t>(last_dim(val.type)), n = static_cast<std::size_t>(val.type.numel());
+    std::vector<R> out(c, R{kInf, -kInf});
+    for (std::size_t i = 0; i < n; ++i) {
+      const double e = element(val, i);
+      R& k = out[i % c];
+      k = std::isfinite(e) ? hull(k, {e, e}) : kUnknown;
+    }
+    for (R& k : out)
+      if (k.lo > k.hi) k = {0, 0};  // an empty tensor
+    return channel_cache_[v] = std::move(out);
   }
 
   bool constant_has_zero(ValueId v) const {
@@ -334,20 +566,25 @@ class Analysis {
     RowSums rs;
     rs.pos.assign(rows, 0);
     rs.neg.assign(rows, 0);
-    for (std::size_t row = 0; row < rows && rs.finite; ++row)
+    for (std::size_t row = 0; row < rows && rs.finite; ++row) {
+      double pos = 0, neg = 0;  // branch-free: weights' signs are random
       for (std::size_t k = 0; k < per_row; ++k) {
         const double e = element(val, row * per_row + k);
-        if (!std::isfinite(e)) {
-          rs.finite = false;
-          break;
-        }
-        (e > 0 ? rs.pos[row] : rs.neg[row]) += e;
+        pos += std::max(e, 0.0);
+        neg += std::min(e, 0.0);
       }
+      rs.finite = std::isfinite(pos) && std::isfinite(neg);  // NaN or infinity anywhere in the row
+      rs.pos[row] = pos;
+      rs.neg[row] = neg;
+    }
     return row_cache_[v] = std::move(rs);
   }
 
   const Trace& t_;
   mutable std::map<ValueId, RowSums> row_cache_;
+  mutable std::map<ValueId, std::vector<R>> channel_cache_;
+  mutable std::map<ValueId, R> range_cache_;
+  mutable std::map<ValueId, std::vector<float>> pair_cache_;
 };
 
 }  // namespace
@@ -380,14 +617,13 @@ double bounded_input_limit(const Trace& trace) {
     const std::vector<ValueRange> r = analysis.run(std::ldexp(1.0, exponent));
     return std::all_of(hidden.begin(), hidden.end(), [&](ValueId v) { return r[v].finite(); });
   };
-  if (!holds(0)) return 0;
-  int lo = 0, hi = 64;  // holds(lo); find the largest exponent that holds
-  if (holds(hi)) return std::ldexp(1.0, hi);
+  if (holds(64)) return std::ldexp(1.0, 64);
+  int lo = -1, hi = 64;  // holds(hi) is false; holds(lo) true, -1 standing for "none"
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
     (holds(mid) ? lo : hi) = mid;
   }
-  return std::ldexp(1.0, lo);
+  return lo < 0 ? 0 : std::ldexp(1.0, lo);
 }
 
 }  // namespace thunderc

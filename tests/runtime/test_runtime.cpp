@@ -17,7 +17,8 @@
 
 #include <doctest/doctest.h>
 
-#include "../../runtime/src/cpu_isa.hpp"  // header-only: the levels, tested with made-up CPUs
+#include "../../runtime/src/cpu_isa.hpp"   // header-only: the levels, tested with made-up CPUs
+#include "../../runtime/src/internal.hpp"  // finite_within (runtime/src/util.cpp, compiled into this test)
 #include "test_util.hpp"
 #include "thunderc/runtime.h"
 
@@ -640,6 +641,10 @@ TEST_CASE("corrupt or invalid manifests") {
        "variants[1].guards[0].device: unsupported device 'tpu'"},
       {"guard input name", replace(good, "\"input\": \"x\", \"shape\": [2, 3]", "\"input\": \"z\", \"shape\": [2, 3]"),
        "variants[0].guards[0].input: names 'z' but input 0 is 'x'"},
+      {"finite_max_abs type", replace(good, "\"input\": \"x\", \"shape\": [2, 3]", "\"input\": \"x\", \"shape\": [2, 3], \"finite_max_abs\": \"big\""),
+       "variants[0].guards[0].finite_max_abs: expected a finite number >= 1, got string"},
+      {"finite_max_abs small", replace(good, "\"input\": \"x\", \"shape\": [2, 3]", "\"input\": \"x\", \"shape\": [2, 3], \"finite_max_abs\": 0.5"),
+       "variants[0].guards[0].finite_max_abs: expected a finite number >= 1, got 0.5"},
       {"guard contiguous", replace(good, "\"contiguous\": true", "\"contiguous\": 1"),
        "variants[0].guards[0].contiguous: expected true or false, got integer"},
       {"guards count", replace(good, "\"guards\": [{\"contiguous\": true, \"device\": \"cpu\", \"dtype\": \"float32\", \"input\": \"x\", \"shape\": [2, 3]}]", "\"guards\": []"),
@@ -913,4 +918,99 @@ TEST_CASE("symbolic output sizes are checked over the whole range, not only at t
   Status huge = open_with_manifest(with_rowsum("{\"min\": 2, \"max\": 3}", "{\"const\": 0, \"R\": 4611686018427387904}"), &m);
   CHECK(huge.code() == THUNDERC_STATUS_MANIFEST);
   CHECK_MESSAGE(huge.message().find("overflows") != std::string::npos, huge.message());
+}
+
+// ---- bounded variants (finite_max_abs) ------------------------------------------------------------
+
+TEST_CASE("a bounded variant takes only finite inputs within its bound, and says so when it refuses") {
+  std::string manifest = read_file(model_path("two_variants", ".json"));
+  manifest = replace(manifest, "\"input\": \"x\", \"shape\": [2, 3]", "\"input\": \"x\", \"shape\": [2, 3], \"finite_max_abs\": 4");
+  thunderc_model* m = nullptr;
+  Status opened = open_with_manifest(manifest, &m);
+  REQUIRE_MESSAGE(opened.ok(), opened.message());
+  struct Closer {
+    thunderc_model* m;
+    ~Closer() { thunderc_model_close(m); }
+  } h{m};
+  std::vector<float> x = {1, -2, 3, -4, 0, 0.5f};
+  std::vector<float> y(6), s(2);
+  std::vector<int64_t> xs{2, 3}, ys{2, 3}, ss{2};
+  DLTensor in = f32(x, xs), out[2] = {f32(y, ys), f32(s, ss)};
+  thunderc_variant_info info{};
+  REQUIRE(Status(thunderc_model_variant_info(h.m, 0, &info)).ok());
+  CHECK(std::string(info.signature) == "x: float32[2, 3] cpu finite |x| <= 2^2");
+  size_t v = 99;
+  CHECK(Status(thunderc_model_select_variant(h.m, &in, 1, &v)).ok());
+  CHECK(v == 0);  // |x| <= 4, the bound included
+  CHECK(Status(thunderc_model_run(h.m, &in, 1, out, 2)).ok());
+  CHECK(y[3] == -7.0f);
+  for (float bad : {4.0001f, -5.0f, std::numeric_limits<float>::infinity(), std::nanf("")}) {
+    CAPTURE(bad);
+    x[4] = bad;
+    Status st(thunderc_model_run(h.m, &in, 1, out, 2));  // the [4, 3] variant does not fit either
+    CHECK(st.code() == THUNDERC_STATUS_NO_MATCHING_VARIANT);
+    CHECK_MESSAGE(st.message().find("#0 x: float32[2, 3] cpu finite |x| <= 2^2 (input 'x' holds a NaN, an infinity or "
+                                    "a value above 2^2 in magnitude") != std::string::npos,
+                  st.message());
+  }
+}
+
+TEST_CASE("finite_within: every float dtype, the bound's edge, NaN and infinities") {
+  using thunderc::rt::finite_within;
+  auto tensor = [](void* data, uint8_t code, uint8_t bits, std::vector<int64_t>& shape) {
+    DLTensor t{};
+    t.data = data;
+    t.device = DLDevice{kDLCPU, 0};
+    t.ndim = static_cast<int>(shape.size());
+    t.dtype = DLDataType{code, bits, 1};
+    t.shape = shape.data();
+    return t;
+  };
+  std::vector<int64_t> shape{130};  // two blocks of 64 and a tail
+  std::vector<float> f(130, 0.25f);
+  DLTensor tf = tensor(f.data(), kDLFloat, 32, shape);
+  CHECK(finite_within(tf, 8));
+  for (size_t i : {size_t{0}, size_t{70}, size_t{129}}) {
+    CAPTURE(i);
+    f[i] = -8;
+    CHECK(finite_within(tf, 8));
+    f[i] = std::nextafter(8.0f, 9.0f);
+    CHECK_FALSE(finite_within(tf, 8));
+    f[i] = std::nanf("");
+    CHECK_FALSE(finite_within(tf, std::ldexp(1.0, 64)));
+    f[i] = -std::numeric_limits<float>::infinity();
+    CHECK_FALSE(finite_within(tf, std::ldexp(1.0, 64)));
+    f[i] = 0.25f;
+  }
+  std::vector<double> d(130, -1e300);
+  DLTensor td = tensor(d.data(), kDLFloat, 64, shape);
+  CHECK_FALSE(finite_within(td, std::ldexp(1.0, 64)));
+  d.assign(130, -3.0);
+  CHECK(finite_within(td, 4));
+  d[100] = std::nan("");
+  CHECK_FALSE(finite_within(td, 4));
+  // float16: 0x4400 = 4, 0x4401 = 4.004, 0x7bff = 65504, 0x7c00 = inf, 0x7e00 = NaN; sign bit 0x8000.
+  std::vector<uint16_t> h(130, 0xC400);
+  DLTensor th = tensor(h.data(), kDLFloat, 16, shape);
+  CHECK(finite_within(th, 4));
+  h[5] = 0x4401;
+  CHECK_FALSE(finite_within(th, 4));
+  h[5] = 0x7bff;
+  CHECK(finite_within(th, std::ldexp(1.0, 64)));  // a bound above float16's range: finite is enough
+  h[5] = 0xfc00;
+  CHECK_FALSE(finite_within(th, std::ldexp(1.0, 64)));
+  h[5] = 0x7e00;
+  CHECK_FALSE(finite_within(th, std::ldexp(1.0, 64)));
+  // bfloat16: float32's upper half (0x4080 = 4, 0x4081 = 4.03, 0x7f80 = inf).
+  std::vector<uint16_t> b(130, 0xC080);
+  DLTensor tb = tensor(b.data(), kDLBfloat, 16, shape);
+  CHECK(finite_within(tb, 4));
+  b[129] = 0x4081;
+  CHECK_FALSE(finite_within(tb, 4));
+  b[129] = 0x7f80;
+  CHECK_FALSE(finite_within(tb, std::ldexp(1.0, 64)));
+  // Not a float: never within.
+  std::vector<int32_t> n(130, 0);
+  DLTensor ti = tensor(n.data(), kDLInt, 32, shape);
+  CHECK_FALSE(finite_within(ti, 4));
 }
