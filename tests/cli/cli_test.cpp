@@ -160,6 +160,41 @@ TEST_CASE("compile writes OUT.so and OUT.json (creating the directory) and repor
   CHECK(std::ifstream(dir + "/mlp.json").good());
 }
 
+TEST_CASE("--bounded-variants: auto puts a bounded variant before the exact one, off leaves it out, others are refused") {
+  const std::string dir = std::string(THUNDERC_TEST_TMP) + "/bounded_variants";
+  std::filesystem::create_directories(dir);
+  auto variants = [&](const std::string& json) {
+    std::ifstream in(json);
+    return nlohmann::json::parse(in)["variants"];
+  };
+  // samples/cnn.pt: convolutions followed by relu, claimed by onednn by default.
+  Result automatic = thunderc({sample("cnn.pt"), "-o", dir + "/auto.so"});
+  REQUIRE(automatic.code == 0);
+  CHECK_OUTPUT(automatic, "2 variants");
+  CHECK_OUTPUT(automatic, "variant 0 is bounded: oneDNN's fused activations, for calls whose floating-point inputs are all "
+                          "finite with |x| <= 2^");
+  const auto v = variants(dir + "/auto.json");
+  REQUIRE(v.size() == 2);
+  CHECK(v[0]["guards"][0]["finite_max_abs"].get<double>() >= 1);
+  CHECK_FALSE(v[1]["guards"][0].contains("finite_max_abs"));
+  CHECK(v[0]["executors"]["cpp"].get<int>() < v[1]["executors"]["cpp"].get<int>());  // relus moved into oneDNN
+  Result off = thunderc({sample("cnn.pt"), "-o", dir + "/off.so", "--bounded-variants", "off"});
+  REQUIRE(off.code == 0);
+  CHECK_OUTPUT(off, "1 variant,");
+  CHECK(variants(dir + "/off.json").size() == 1);
+  nlohmann::json exact = v[1];  // the exact variant is the same either way, but for its id and entry
+  exact["id"] = 0;
+  exact["entry"] = "thunderc_variant_0";
+  CHECK(variants(dir + "/off.json")[0] == exact);
+  Result bad = thunderc({"examine", sample("cnn.pt"), "--bounded-variants", "maybe"});
+  CHECK(bad.code == 1);
+  CHECK_OUTPUT(bad, "--bounded-variants must be auto or off, got 'maybe'");
+  // Without oneDNN in the list nothing would fuse: no bounded variant.
+  Result blas = thunderc({sample("cnn.pt"), "-o", dir + "/blas.so", "--executors", "cpp,blas"});
+  REQUIRE(blas.code == 0);
+  CHECK(variants(dir + "/blas.json").size() == 1);
+}
+
 TEST_CASE("CUDA: the card's command compiles for CUDA (no GPU needed), says what it did, and run fails clearly without a GPU") {
   std::string dir = std::string(THUNDERC_TEST_TMP) + "/cuda_compile";
   std::filesystem::remove_all(dir);
