@@ -130,9 +130,16 @@ void make(FuzzedDataProvider& in, Tensor& x, uint8_t code, uint8_t bits, const s
   if (x.t.byte_offset > 4096) with_data = false;
   // A scalar (ndim 0) may have shape NULL; it still holds one element.
   const size_t bytes = x.t.shape || x.t.ndim == 0 ? buffer_bytes(x.t) : 0;
+  // The values: 0x3f bytes (0.75 as float32), or any byte repeated (NaN, infinities, large values), and
+  // maybe one byte changed, for the bounded variant's value guard (finite_max_abs).
+  const uint8_t fill = in.ConsumeBool() ? 0x3f : in.ConsumeIntegral<uint8_t>();
+  const bool poke = in.ConsumeBool();
+  const size_t poke_at = poke ? in.ConsumeIntegral<size_t>() : 0;
+  const uint8_t poke_byte = poke ? in.ConsumeIntegral<uint8_t>() : 0;
   if (with_data && (bytes > 0 || x.t.byte_offset == 0)) {
     x.data.reset(new char[bytes ? bytes : 1]);
-    std::memset(x.data.get(), 0x3f, bytes ? bytes : 1);
+    std::memset(x.data.get(), fill, bytes ? bytes : 1);
+    if (poke && bytes) x.data[poke_at % bytes] = static_cast<char>(poke_byte);
     x.t.data = x.data.get();
   } else {
     x.t.data = nullptr;

@@ -2,7 +2,8 @@
 // byte-for-byte as the tests' models do it). It implements the generated-code ABI
 // (runtime/include/thunderc/abi.h) for two inputs, x: float32 and k: int64, and two outputs:
 //   variant 0: x [2, 3], k []  -> y [2, 3], n []          (fixed sizes, no workspace)
-//   variant 1: x [B, C], k [B] -> y [B, 2C+1], n []       (B in 1..8, C in 2..5, 256 bytes of workspace)
+//   variant 1: x [B, C], k [B] -> y [B, 2C+1], n []       (B in 1..8, C in 2..5, 256 bytes of workspace;
+//              a bounded variant: x finite with |x| <= 1024, its guard's finite_max_abs)
 // Unlike a generated model it trusts nothing: every call re-checks what the ABI promises (the runtime has
 // already checked the guards: dtypes, shapes, device, contiguity, byte_offset folded into data) and aborts
 // when the runtime broke a promise, so that libFuzzer reports it. It reads every input element and writes
@@ -82,6 +83,7 @@ int32_t run(const thunderc_call* call, int64_t B, int64_t C, size_t workspace) {
     for (int64_t c = 0; c < W; ++c) {
       float v = 0;
       if (c < C) std::memcpy(&v, xp + (r * C + c) * 4, 4);
+      if (workspace && !(v >= -1024.0f && v <= 1024.0f)) broken("variant 1's value guard (finite, |x| <= 1024)");
       v = v * 2 + 1;
       std::memcpy(yp + (r * W + c) * 4, &v, 4);
     }
