@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <array>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,6 +79,18 @@ inline std::vector<HostTensor> random_inputs(const Trace& trace, std::uint64_t s
     in.push_back(std::move(h));
   }
   return in;
+}
+
+// Every file of a directory (generated sources kept with keep_sources), concatenated.
+inline std::string read_dir_text(const fs::path& dir) {
+  std::string all;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    std::ifstream in(f.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    all += ss.str();
+  }
+  return all;
 }
 
 inline double at(const HostTensor& h, std::size_t i) {

@@ -61,17 +61,6 @@ std::vector<std::string> op_list(const Trace& t) {
   return got;
 }
 
-std::string read_dir_text(const fs::path& dir) {
-  std::string all;
-  for (const auto& f : fs::directory_iterator(dir)) {
-    std::ifstream in(f.path());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    all += ss.str();
-  }
-  return all;
-}
-
 // The bounded and the exact variant of `t` in one .so, as the pipeline builds them.
 struct Built {
   std::string so, json, sources;

@@ -97,17 +97,6 @@ struct Suite {
   }
 };
 
-std::string read_dir_text(const fs::path& dir) {
-  std::string all;
-  for (const auto& f : fs::directory_iterator(dir)) {
-    std::ifstream in(f.path());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    all += ss.str();
-  }
-  return all;
-}
-
 }  // namespace
 
 TEST_CASE("onednn conv2d matches the torch executor (float32)") {
