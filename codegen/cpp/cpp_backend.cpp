@@ -267,7 +267,7 @@ class CppRegion : public RegionLowering {
 
 LinkInputs CppBackend::link_inputs() const {
   LinkInputs in;
-  in.includes = {"algorithm", "cmath", "cstdio", "cstring", "omp.h", "thunderc/cpp_math.h"};
+  in.includes = {"algorithm", "cmath", "cstdio", "cstring", "limits", "vector", "omp.h", "thunderc/cpp_math.h"};
   in.include_dirs = {resource_paths().cpp_include};
   // -fno-trapping-math lets GCC if-convert comparisons (relu, clamp, the math helpers) so loops vectorize;
   // it changes no result, it only assumes no floating-point trap handler is watching.

@@ -1,30 +1,14 @@
 #include "codegen/cpp/indexing.h"
 
-#include "codegen/loops/region_lowering.h"
+#include "codegen/cpp/own_code.h"
+#include "codegen/cpp/resample.h"
+#include "codegen/cpp/scatter.h"
 
 namespace thunderc {
 
 namespace {
 
-// Elements touched from which a team of threads pays for itself (as the loop nests' threshold).
-constexpr std::int64_t kParallelElements = 65536;
-
-std::string S(std::int64_t v) { return std::to_string(v) + "LL"; }
-
-std::int64_t product(const Shape& s, std::size_t begin, std::size_t end) {
-  std::int64_t n = 1;
-  for (std::size_t i = begin; i < end; ++i) n *= s[i];
-  return n;
-}
-
-std::size_t wrapped(std::int64_t dim, std::size_t rank) {
-  return static_cast<std::size_t>(dim < 0 ? dim + static_cast<std::int64_t>(rank) : dim);
-}
-
-std::string parallel_if(std::int64_t work) {
-  return "#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(static) if (" + S(work) + " >= " +
-         S(kParallelElements) + ")";
-}
+using namespace own_code;
 
 struct Emitter {
   const EmitContext& ctx;
@@ -34,20 +18,9 @@ struct Emitter {
 
   const TensorType& in_type(std::size_t i) const { return t.type(sym.inputs[i].value); }
   const TensorType& out_type() const { return t.type(sym.outputs[0]); }
-  void pointer(const std::string& name, ValueId v, bool is_const) {
-    const std::string T = loops::ctype(t.type(v).dtype);
-    const std::string c = is_const ? "const " : "";
-    out.line(c + T + "* __restrict " + name + " = static_cast<" + c + T + "*>(" + ctx.buffer(v) + ".data);");
-  }
-  // Fails the call unless every one of the n indices at `idx` is in [0, size).
+  void pointer(const std::string& name, ValueId v, bool is_const) { own_code::pointer(ctx, out, name, v, is_const); }
   void check_indices(const std::string& op, std::int64_t n, std::int64_t size, std::size_t dim) {
-    out.line("for (int64_t i = 0; i < " + S(n) + "; ++i) {");
-    out.line("  if (idx[i] < 0 || idx[i] >= " + S(size) + ") {");
-    out.line("    std::snprintf(call->error, call->error_capacity, \"" + op + ": index %lld is out of range for dimension " +
-             std::to_string(dim) + " of size " + std::to_string(size) + "\", (long long)idx[i]);");
-    out.line("    " + ctx.on_failure());
-    out.line("  }");
-    out.line("}");
+    own_code::check_indices(ctx, out, "idx", op, n, size, dim);
   }
 
   // out[o, j, i] = a[o, index[j], i]: outer x index count x inner, rows of `inner` elements copied.
@@ -62,7 +35,7 @@ struct Emitter {
     pointer("o", sym.outputs[0], false);
     check_indices("index_select", n, size, dim);
     const std::string bytes = S(inner) + " * sizeof(*o)";
-    out.line(parallel_if(outer * n * inner));
+    out.line(parallel_for_if(outer * n * inner));
     out.line("for (int64_t r = 0; r < " + S(outer * n) + "; ++r) {");
     out.line("  const int64_t p = r / " + S(n) + ", j = r % " + S(n) + ";");
     out.line("  std::memcpy(o + r * " + S(inner) + ", x + (p * " + S(size) + " + (int64_t)idx[j]) * " + S(inner) + ", " + bytes + ");");
@@ -89,7 +62,7 @@ struct Emitter {
         offset += " + ((i / " + S(step) + ") % " + S(index.shape[d]) + ") * " + S(a_strides[d]);
       step *= index.shape[d];
     }
-    out.line(parallel_if(n));
+    out.line(parallel_for_if(n));
     out.line("for (int64_t i = 0; i < " + S(n) + "; ++i) o[i] = x[" + offset + "];");
   }
 
@@ -108,7 +81,7 @@ struct Emitter {
   }
   // Opens the parallel loop over the rows and declares `base`; the caller closes it.
   void open_rows(const Rows& rows) {
-    out.line(parallel_if(rows.outer * rows.n * rows.inner));
+    out.line(parallel_for_if(rows.outer * rows.n * rows.inner));
     out.line("for (int64_t r = 0; r < " + S(rows.outer * rows.inner) + "; ++r) {");
     out.line("  const int64_t base = (r / " + S(rows.inner) + ") * " + S(rows.n * rows.inner) + " + r % " + S(rows.inner) + ";");
   }
@@ -159,12 +132,131 @@ struct Emitter {
     out.line("  }");
     out.line("}");
   }
+
+  // Products along dim (of every element when dim is None), each element converted to the result's dtype
+  // first; floating results multiply in double, integer ones in int64 wrapping around (computed in uint64).
+  void prod() {
+    const TensorType &a = in_type(0), &o = out_type();
+    const Rows rows = rows_along(a, sym.attrs.get("dim"));
+    const bool floating = is_floating(o.dtype);
+    const std::string O = loops::ctype(o.dtype);
+    out.comment("prod over " + std::to_string(rows.n) + " elements, " + std::to_string(rows.outer * rows.inner) + " rows");
+    pointer("x", sym.inputs[0].value, true);
+    pointer("o", sym.outputs[0], false);
+    open_rows(rows);
+    out.line(std::string("  ") + (floating ? "double acc = 1;" : "uint64_t acc = 1;"));
+    out.line("  for (int64_t k = 0; k < " + S(rows.n) + "; ++k)");
+    if (floating) out.line("    acc *= static_cast<" + O + ">(x[base + k * " + S(rows.inner) + "]);");
+    else out.line("    acc *= static_cast<uint64_t>(static_cast<int64_t>(static_cast<" + O + ">(x[base + k * " + S(rows.inner) + "])));");
+    out.line("  o[r] = static_cast<" + O + ">(acc);");
+    out.line("}");
+  }
+
+  // Whether u comes first in ascending (descending) order, NaN above every number.
+  static std::string before(DType d, bool descending, const std::string& u, const std::string& v) {
+    if (!is_floating(d)) return descending ? u + " > " + v : u + " < " + v;
+    return descending ? "(" + u + " != " + u + ") ? (" + v + " == " + v + ") : (" + u + " > " + v + ")"
+                      : "(" + v + " != " + v + ") ? (" + u + " == " + u + ") : (" + u + " < " + v + ")";
+  }
+
+  // Opens a parallel region over the rows with a permutation of one row per thread (the caller closes two
+  // braces): perm holds 0..n-1 at the top of each row, and `cmp(p, q)` compares the row's elements p and q.
+  void open_permuted_rows(const Rows& rows, DType d, bool descending, bool index_ties) {
+    const std::string A = loops::atype(d);
+    out.line("#pragma omp parallel num_threads(thunderc_cpp_nt) if (" + S(rows.outer * rows.n * rows.inner) + " >= " +
+             S(kParallelElements) + ")");
+    out.line("{");
+    out.line("  std::vector<int64_t> perm(" + S(rows.n) + ");");
+    out.line("  #pragma omp for schedule(static)");
+    out.line("  for (int64_t r = 0; r < " + S(rows.outer * rows.inner) + "; ++r) {");
+    out.line("    const int64_t base = (r / " + S(rows.inner) + ") * " + S(rows.n * rows.inner) + " + r % " + S(rows.inner) + ";");
+    out.line("    for (int64_t k = 0; k < " + S(rows.n) + "; ++k) perm[k] = k;");
+    out.line("    auto cmp = [&](int64_t p, int64_t q) {");
+    out.line("      const " + A + " u = x[base + p * " + S(rows.inner) + "], v = x[base + q * " + S(rows.inner) + "];");
+    if (index_ties) {
+      out.line("      if (" + before(d, descending, "u", "v") + ") return true;");
+      out.line("      if (" + before(d, descending, "v", "u") + ") return false;");
+      out.line("      return p < q;");
+    } else {
+      out.line("      return " + before(d, descending, "u", "v") + ";");
+    }
+    out.line("    };");
+  }
+
+  // Each row in order (a stable sort: equal elements keep their order), values and positions.
+  void sort() {
+    const TensorType& a = in_type(0);
+    const Rows rows = rows_along(a, sym.attrs.get("dim"));
+    const bool descending = sym.attrs.get_bool("descending");
+    out.comment(std::string("sort ") + (descending ? "descending" : "ascending") + ": " + std::to_string(rows.outer * rows.inner) +
+                " rows of " + std::to_string(rows.n));
+    pointer("x", sym.inputs[0].value, true);
+    pointer("ov", sym.outputs[0], false);
+    pointer("oi", sym.outputs[1], false);
+    open_permuted_rows(rows, a.dtype, descending, false);
+    out.line("    std::stable_sort(perm.begin(), perm.end(), cmp);");
+    out.line("    for (int64_t k = 0; k < " + S(rows.n) + "; ++k) {");
+    out.line("      ov[base + k * " + S(rows.inner) + "] = x[base + perm[k] * " + S(rows.inner) + "];");
+    out.line("      oi[base + k * " + S(rows.inner) + "] = perm[k];");
+    out.line("    }");
+    out.line("  }");
+    out.line("}");
+  }
+
+  // The k first elements of each row in descending (largest) or ascending order, ties by position.
+  void topk() {
+    const TensorType& a = in_type(0);
+    const Rows rows = rows_along(a, sym.attrs.get("dim"));
+    const std::int64_t k = sym.attrs.get_int("k");
+    const bool largest = sym.attrs.get_bool("largest");
+    out.comment(std::string("topk ") + (largest ? "largest " : "smallest ") + std::to_string(k) + " of " +
+                std::to_string(rows.n) + ", " + std::to_string(rows.outer * rows.inner) + " rows");
+    pointer("x", sym.inputs[0].value, true);
+    pointer("ov", sym.outputs[0], false);
+    pointer("oi", sym.outputs[1], false);
+    open_permuted_rows(rows, a.dtype, largest, true);
+    out.line("    std::partial_sort(perm.begin(), perm.begin() + " + S(k) + ", perm.end(), cmp);");
+    out.line("    const int64_t obase = (r / " + S(rows.inner) + ") * " + S(k * rows.inner) + " + r % " + S(rows.inner) + ";");
+    out.line("    for (int64_t j = 0; j < " + S(k) + "; ++j) {");
+    out.line("      ov[obase + j * " + S(rows.inner) + "] = x[base + perm[j] * " + S(rows.inner) + "];");
+    out.line("      oi[obase + j * " + S(rows.inner) + "] = perm[j];");
+    out.line("    }");
+    out.line("  }");
+    out.line("}");
+  }
+
+  // out[p, i] = a[.., i + max(0, -offset) at dim1, .., i + max(0, offset) at dim2, ..] where p runs over the
+  // other dims in order.
+  void diagonal() {
+    const TensorType& a = in_type(0);
+    const std::size_t rank = a.rank();
+    const std::size_t d1 = wrapped(sym.attrs.get_int("dim1"), rank), d2 = wrapped(sym.attrs.get_int("dim2"), rank);
+    const std::int64_t offset = sym.attrs.get_int("offset"), len = out_type().shape.back();
+    const Shape strides = loops::contiguous(a.shape);
+    Shape rest, rest_strides;
+    for (std::size_t d = 0; d < rank; ++d)
+      if (d != d1 && d != d2) rest.push_back(a.shape[d]), rest_strides.push_back(strides[d]);
+    const std::int64_t outer = product(rest, 0, rest.size());
+    const std::int64_t start = std::max<std::int64_t>(0, -offset) * strides[d1] + std::max<std::int64_t>(0, offset) * strides[d2];
+    out.comment("diagonal of dims " + std::to_string(d1) + ", " + std::to_string(d2) + ": " + std::to_string(len) + " elements, " +
+                std::to_string(outer) + " times");
+    pointer("x", sym.inputs[0].value, true);
+    pointer("o", sym.outputs[0], false);
+    out.line(parallel_for_if(outer * len));
+    out.line("for (int64_t p = 0; p < " + S(outer) + "; ++p) {");
+    out.line("  const int64_t at = " + S(start) + " + " + offset_of("p", rest, rest_strides) + ";");
+    out.line("  for (int64_t i = 0; i < " + S(len) + "; ++i) o[p * " + S(len) + " + i] = x[at + i * " +
+             S(strides[d1] + strides[d2]) + "];");
+    out.line("}");
+  }
 };
 
 }  // namespace
 
 bool is_cpp_indexing_op(const std::string& name) {
-  return name == "index_select" || name == "gather" || name == "argmax" || name == "argmin" || name == "cumsum";
+  return name == "index_select" || name == "gather" || name == "argmax" || name == "argmin" || name == "cumsum" ||
+         name == "prod" || name == "sort" || name == "topk" || name == "diagonal" || is_cpp_scatter_op(name) ||
+         name == "upsample_bilinear2d";
 }
 
 void emit_cpp_indexing(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
@@ -176,6 +268,12 @@ void emit_cpp_indexing(const EmitContext& ctx, const BoundSymbol& sym, SourceWri
   else if (name == "gather") e.gather();
   else if (name == "argmax" || name == "argmin") e.arg_extreme(name == "argmax");
   else if (name == "cumsum") e.cumsum();
+  else if (name == "prod") e.prod();
+  else if (name == "sort") e.sort();
+  else if (name == "topk") e.topk();
+  else if (name == "diagonal") e.diagonal();
+  else if (is_cpp_scatter_op(name)) emit_cpp_scatter(ctx, sym, out);
+  else if (name == "upsample_bilinear2d") emit_cpp_upsample_bilinear2d(ctx, sym, out);
   else internal_error("cpp codegen: ", name, " is not an indexing operator");
   out.dedent();
   out.line("}");

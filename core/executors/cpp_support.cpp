@@ -90,6 +90,43 @@ bool cpu_cumsum(const Trace& t, const BoundSymbol& s) {
   return out == DType::Int64 && !is_floating(in);
 }
 
+// prod as cumsum (its result dtypes, the same conversions).
+bool cpu_prod(const Trace& t, const BoundSymbol& s) { return cpu_cumsum(t, s); }
+
+// sort / topk of float32, float64, integer (and, for sort, bool) tensors on the CPU (codegen/cpp/indexing.cpp).
+bool cpu_sort(const Trace& t, const BoundSymbol& s) {
+  if (!moves<DeviceKind::CPU>(t, s)) return false;
+  const DType d = t.type(s.inputs[0].value).dtype;
+  return d == DType::Float32 || d == DType::Float64 || is_integral(d) || (d == DType::Bool && s.op->name == "sort");
+}
+
+bool exact_integer_number(const Operand& in);
+
+// diagonal, index: data movement in any dtype the loops move; index tensors int32 or int64 (the meta function's
+// rule). scatter: the same, with a number as src only where a literal holds it exactly.
+bool cpu_index_move(const Trace& t, const BoundSymbol& s) {
+  if (!moves<DeviceKind::CPU>(t, s)) return false;
+  if (s.op->name == "scatter" && !s.inputs[2].is_tensor())
+    return !is_integral(t.type(s.inputs[0].value).dtype) || exact_integer_number(s.inputs[2]);
+  return true;
+}
+
+// scatter_reduce, and index_put when it accumulates: arithmetic in the dtype itself, so float32, float64 and
+// integers (not the half types, whose sums ATen forms in float; not bool).
+bool cpu_index_reduce(const Trace& t, const BoundSymbol& s) {
+  if (!moves<DeviceKind::CPU>(t, s)) return false;
+  if (s.op->name == "index_put" && !s.attrs.get_bool("accumulate")) return true;
+  const DType d = t.type(s.inputs[0].value).dtype;
+  return d == DType::Float32 || d == DType::Float64 || is_integral(d);
+}
+
+// upsample_bilinear2d of float32 or float64 on the CPU (codegen/cpp/resample.cpp).
+bool cpu_upsample_bilinear(const Trace& t, const BoundSymbol& s) {
+  if (!moves<DeviceKind::CPU>(t, s)) return false;
+  const DType d = t.type(s.inputs[0].value).dtype;
+  return d == DType::Float32 || d == DType::Float64;
+}
+
 template <DeviceKind K>
 bool all_floating(const Trace& t, const BoundSymbol& s) {
   if (!on_device<K>(t, s)) return false;
@@ -401,6 +438,11 @@ void register_cpp_impls(Executor& cpp) {
   for (const char* name : {"index_select", "gather"}) cpp.register_impl(name, cpu_gather);
   for (const char* name : {"argmax", "argmin"}) cpp.register_impl(name, cpu_arg_extreme);
   cpp.register_impl("cumsum", cpu_cumsum);
+  cpp.register_impl("prod", cpu_prod);
+  for (const char* name : {"sort", "topk"}) cpp.register_impl(name, cpu_sort);
+  for (const char* name : {"diagonal", "index", "scatter"}) cpp.register_impl(name, cpu_index_move);
+  for (const char* name : {"scatter_reduce", "index_put"}) cpp.register_impl(name, cpu_index_reduce);
+  cpp.register_impl("upsample_bilinear2d", cpu_upsample_bilinear);
 }
 
 void register_nvfuser_impls(Executor& nvfuser) {

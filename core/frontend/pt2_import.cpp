@@ -12,6 +12,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/frontend/advanced_indexing.h"
 #include "core/frontend/pt2.h"
 #include "core/frontend/same_name_ops.h"
 #include "core/frontend/unsupported_ops.h"
@@ -140,6 +141,19 @@ class Pt2Importer {
 
   ValueId emit(const std::string& op_name, std::vector<Operand> inputs, Attrs attrs = {}) {
     return trace_.emit1(op(op_name), std::move(inputs), std::move(attrs), current_ ? current_->location() : "");
+  }
+  std::vector<ValueId> emit_all(const std::string& op_name, std::vector<Operand> inputs, Attrs attrs = {}) {
+    return trace_.emit(op(op_name), std::move(inputs), std::move(attrs), current_ ? current_->location() : "");
+  }
+  const Trace& trace() const { return trace_; }
+  // Tensor?[] (index.Tensor's indices): None entries are nullopt.
+  std::vector<std::optional<ValueId>> optional_tensors_arg(const Pt2Node& n, const std::string& name) {
+    const Pt2Arg& a = need(n, name);
+    if (a.kind != Pt2Arg::Kind::OptionalTensors && a.kind != Pt2Arg::Kind::Tensors)
+      fail(n, "argument '" + name + "' must be a list of optional tensors, got " + a.tag);
+    std::vector<std::optional<ValueId>> out;
+    for (const std::string& t : a.names) out.push_back(t.empty() ? std::nullopt : std::optional<ValueId>(value(t)));
+    return out;
   }
   // Binds output `i` of the node (an as_tensor output, or element i of an as_tensors output).
   void bind(const Pt2Node& n, std::size_t i, ValueId v) {
@@ -592,6 +606,62 @@ void reductions(Table& t) {
                     {{"dim", m.int_arg(n, "dim")}});
     });
   }
+  // prod.default(self, *, dtype=None), prod.dim_int(self, dim, keepdim=False, *, dtype=None).
+  t.def("prod", {"default", "dim_int"}, [](Pt2Importer& m, const Pt2Node& n) {
+    auto dt = m.dtype_arg(n, "dtype");
+    const bool by_dim = m.has(n, "dim");
+    return m.emit("prod", {Operand::tensor(m.tensor(n, "self"))},
+                  {{"dim", by_dim ? AttrValue(m.int_arg(n, "dim")) : AttrValue(None{})},
+                   {"keepdim", by_dim && m.bool_arg(n, "keepdim", false)}, {"dtype", dt ? AttrValue(*dt) : AttrValue(None{})}});
+  });
+  // sort.default(self, dim=-1, descending=False), sort.stable(self, *, stable, dim=-1, descending=False) and
+  // topk.default(self, k, dim=-1, largest=True, sorted=True): (values, indices).
+  for (const char* target : {"torch.ops.aten.sort.default", "torch.ops.aten.sort.stable"})
+  t.raw(target, [](Pt2Importer& m, const Pt2Node& n) {
+    auto out = m.emit_all("sort", {Operand::tensor(m.tensor(n, "self"))},
+                          {{"dim", m.int_arg(n, "dim", -1)}, {"descending", m.bool_arg(n, "descending", false)},
+                           {"stable", m.bool_arg(n, "stable", false)}});
+    m.bind(n, 0, out[0]);
+    m.bind(n, 1, out[1]);
+  });
+  t.raw("torch.ops.aten.topk.default", [](Pt2Importer& m, const Pt2Node& n) {
+    auto out = m.emit_all("topk", {Operand::tensor(m.tensor(n, "self"))},
+                          {{"k", m.int_arg(n, "k")}, {"dim", m.int_arg(n, "dim", -1)}, {"largest", m.bool_arg(n, "largest", true)},
+                           {"sorted", m.bool_arg(n, "sorted", true)}});
+    m.bind(n, 0, out[0]);
+    m.bind(n, 1, out[1]);
+  });
+  t.def("diagonal", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("diagonal", {Operand::tensor(m.tensor(n, "self"))},
+                  {{"offset", m.int_arg(n, "offset", 0)}, {"dim1", m.int_arg(n, "dim1", 0)}, {"dim2", m.int_arg(n, "dim2", 1)}});
+  });
+  // scatter.src(self, dim, index, src), scatter.value(self, dim, index, value), scatter_add.default(self, dim,
+  // index, src), scatter_reduce.two(self, dim, index, src, reduce, *, include_self=True).
+  t.def("scatter", {"src", "value"}, [](Pt2Importer& m, const Pt2Node& n) {
+    const bool value = m.has(n, "value");
+    return m.emit("scatter", {Operand::tensor(m.tensor(n, "self")), Operand::tensor(m.tensor(n, "index")),
+                              m.operand(n, value ? "value" : "src")},
+                  {{"dim", m.int_arg(n, "dim")}});
+  });
+  t.def("scatter_add", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("scatter_reduce", {Operand::tensor(m.tensor(n, "self")), Operand::tensor(m.tensor(n, "index")),
+                                     Operand::tensor(m.tensor(n, "src"))},
+                  {{"dim", m.int_arg(n, "dim")}, {"reduce", std::string("sum")}, {"include_self", true}});
+  });
+  t.def("scatter_reduce", {"two"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("scatter_reduce", {Operand::tensor(m.tensor(n, "self")), Operand::tensor(m.tensor(n, "index")),
+                                     Operand::tensor(m.tensor(n, "src"))},
+                  {{"dim", m.int_arg(n, "dim")}, {"reduce", m.string_arg(n, "reduce", "sum")},
+                   {"include_self", m.bool_arg(n, "include_self", true)}});
+  });
+  // index.Tensor(self, indices: Tensor?[]), index_put.default(self, indices, values, accumulate=False).
+  t.def("index", {"Tensor"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return emit_index(m, m.tensor(n, "self"), m.optional_tensors_arg(n, "indices"), [&](const std::string& why) { m.fail(n, why); });
+  });
+  t.def("index_put", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return emit_index_put(m, m.tensor(n, "self"), m.tensor(n, "values"), m.optional_tensors_arg(n, "indices"),
+                          m.bool_arg(n, "accumulate", false), [&](const std::string& why) { m.fail(n, why); });
+  });
   t.def("any", {"default", "dim", "dims"}, sum_like("any", false));
   t.def("all", {"default", "dim", "dims"}, sum_like("all", false));
   // var.correction(input, dim=None, *, correction=None, keepdim=False); var.dim(self, dim, unbiased, keepdim).
@@ -824,6 +894,31 @@ void shapes(Table& t) {
     if (m.has(n, "output_size")) size = m.ints_arg(n, "output_size");
     if (size.size() != 2) m.fail(n, "needs an output size or scale factors");
     return m.emit("upsample_nearest2d", {Operand::tensor(x)}, {{"output_size", size}, {"scale_h", sh}, {"scale_w", sw}});
+  });
+  // upsample_bilinear2d.vec(input, output_size?, align_corners, scale_factors?) and
+  // .default(self, output_size, align_corners, scales_h?, scales_w?).
+  t.def("upsample_bilinear2d", {"vec", "default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    const bool vec = m.has(n, "input");
+    ValueId x = m.tensor(n, vec ? "input" : "self");
+    const Shape& s = m.type(x).shape;
+    if (s.size() != 4) m.fail(n, "expects a 4-D input, got " + shape_str(s));
+    AttrValue sh = None{}, sw = None{};
+    IntList size;
+    if (vec && m.has(n, "scale_factors")) {
+      const Pt2Arg& f = m.need(n, "scale_factors");
+      if (f.floats.size() != 2) m.fail(n, "needs two scale factors");
+      sh = f.floats[0], sw = f.floats[1];
+      if (!m.has(n, "output_size"))
+        size = {static_cast<std::int64_t>(std::floor(static_cast<double>(s[2]) * f.floats[0])),
+                static_cast<std::int64_t>(std::floor(static_cast<double>(s[3]) * f.floats[1]))};
+    } else if (!vec) {
+      if (m.has(n, "scales_h")) sh = m.float_arg(n, "scales_h");
+      if (m.has(n, "scales_w")) sw = m.float_arg(n, "scales_w");
+    }
+    if (m.has(n, "output_size")) size = m.ints_arg(n, "output_size");
+    if (size.size() != 2) m.fail(n, "needs an output size or scale factors");
+    return m.emit("upsample_bilinear2d", {Operand::tensor(x)},
+                  {{"output_size", size}, {"align_corners", m.bool_arg(n, "align_corners")}, {"scale_h", sh}, {"scale_w", sw}});
   });
   // native_group_norm(input, weight, bias, N, C, HxW, group, eps) -> (out, mean, rstd): out; group_norm too.
   t.raw("torch.ops.aten.native_group_norm.default", [](Pt2Importer& m, const Pt2Node& n) {

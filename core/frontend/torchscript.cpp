@@ -245,6 +245,27 @@ std::vector<ValueId> Importer::tensors_arg(const Node* n, std::size_t i) {
   fail(n, "argument " + std::to_string(i) + " must be a list of tensors");
 }
 
+std::vector<std::optional<ValueId>> Importer::optional_tensors_arg(const Node* n, std::size_t i) {
+  const JVal& j = in(n, i);
+  std::vector<JVal> items;
+  if (j.kind == JVal::Kind::Seq) items = j.items;
+  else if (j.kind == JVal::Kind::Known && j.known.isList())
+    for (const c10::IValue& v : j.known.toListRef()) items.push_back(JVal::of_known(v));
+  else fail(n, "argument " + std::to_string(i) + " must be a list of tensors or None");
+  std::vector<std::optional<ValueId>> out;
+  for (const JVal& item : items) {
+    if (item.kind == JVal::Kind::Tensor) out.push_back(item.tensor);
+    else if (item.kind == JVal::Kind::Known && item.known.isNone()) out.push_back(std::nullopt);
+    else if (item.kind == JVal::Kind::Known && item.known.isTensor()) out.push_back(materialize(n->input(i), item.known.toTensor()));
+    else fail(n, "argument " + std::to_string(i) + " must be a list of tensors or None");
+  }
+  return out;
+}
+
+std::vector<ValueId> Importer::emit_all(const std::string& op_name, std::vector<Operand> inputs, Attrs attrs) {
+  return trace_.emit(op(op_name), std::move(inputs), std::move(attrs), current_ ? location(current_) : "");
+}
+
 ValueId Importer::emit(const std::string& op_name, std::vector<Operand> inputs, Attrs attrs) {
   ValueId out = trace_.emit1(op(op_name), std::move(inputs), std::move(attrs), current_ ? location(current_) : "");
   record_view(trace_.symbols().back());

@@ -56,11 +56,13 @@ class Importer {
   IntList ints_arg(const torch::jit::Node* n, std::size_t i) const;
   std::optional<DType> opt_dtype_arg(const torch::jit::Node* n, std::size_t i) const;
   std::vector<ValueId> tensors_arg(const torch::jit::Node* n, std::size_t i);  // Tensor[] (cat, stack)
+  std::vector<std::optional<ValueId>> optional_tensors_arg(const torch::jit::Node* n, std::size_t i);  // Tensor?[] (index)
   const TensorType& type(ValueId v) const { return trace_.type(v); }
   // A constant tensor known at compile time, as a trace constant.
   ValueId constant(const at::Tensor& t) { return materialize(nullptr, t); }
 
   ValueId emit(const std::string& op, std::vector<Operand> inputs, Attrs attrs = {});
+  std::vector<ValueId> emit_all(const std::string& op, std::vector<Operand> inputs, Attrs attrs = {});  // every output
   void bind(const torch::jit::Value* v, JVal j);
   void bind_tensor(const torch::jit::Node* n, std::size_t out, ValueId id) { bind(n->output(out), JVal::of_tensor(id)); }
   // For in-place aten ops (relu_, add_): the result replaces the mutated input from here on.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/frontend/advanced_indexing.h"
 #include "core/frontend/same_name_ops.h"
 #include "core/frontend/torchscript_importer.h"
 #include "core/ir/error.h"
@@ -300,6 +301,66 @@ void binary_ops(Table& t) {
   t.def("gather", [](Importer& m, const Node* n) {
     return m.emit("gather", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 2))}, {{"dim", m.int_arg(n, 1)}});
   }, false);
+  // prod(self, *, dtype=None) and prod.dim_int(self, dim, keepdim=False, *, dtype=None).
+  t.def("prod", [](Importer& m, const Node* n) {
+    auto dt = has_arg(m, n, "dtype") ? m.opt_dtype_arg(n, need_arg(n, "dtype")) : std::nullopt;
+    const bool by_dim = arg_index(n, "dim") >= 0;
+    return m.emit("prod", {Operand::tensor(m.tensor(n, 0))},
+                  {{"dim", by_dim ? AttrValue(m.int_arg(n, need_arg(n, "dim"))) : AttrValue(None{})},
+                   {"keepdim", by_dim && has_arg(m, n, "keepdim") && m.bool_arg(n, need_arg(n, "keepdim"))},
+                   {"dtype", dt ? AttrValue(*dt) : AttrValue(None{})}});
+  }, false);
+  // sort(self, dim=-1, descending=False), sort.stable(self, *, stable, dim=-1, descending=False): (values, indices).
+  t.raw("aten::sort", [](Importer& m, const Node* n) {
+    const bool stable = has_arg(m, n, "stable") && m.bool_arg(n, need_arg(n, "stable"));
+    auto out = m.emit_all("sort", {Operand::tensor(m.tensor(n, 0))},
+                          {{"dim", has_arg(m, n, "dim") ? m.int_arg(n, need_arg(n, "dim")) : std::int64_t{-1}},
+                           {"descending", has_arg(m, n, "descending") && m.bool_arg(n, need_arg(n, "descending"))},
+                           {"stable", stable}});
+    m.bind_tensor(n, 0, out[0]);
+    m.bind_tensor(n, 1, out[1]);
+  });
+  // topk(self, k, dim=-1, largest=True, sorted=True): (values, indices).
+  t.raw("aten::topk", [](Importer& m, const Node* n) {
+    auto out = m.emit_all("topk", {Operand::tensor(m.tensor(n, 0))},
+                          {{"k", m.int_arg(n, 1)}, {"dim", m.int_arg(n, 2)}, {"largest", m.bool_arg(n, 3)},
+                           {"sorted", m.bool_arg(n, 4)}});
+    m.bind_tensor(n, 0, out[0]);
+    m.bind_tensor(n, 1, out[1]);
+  });
+  t.def("diagonal", [](Importer& m, const Node* n) {
+    return m.emit("diagonal", {Operand::tensor(m.tensor(n, 0))},
+                  {{"offset", m.int_arg(n, 1)}, {"dim1", m.int_arg(n, 2)}, {"dim2", m.int_arg(n, 3)}});
+  }, false);
+  // scatter.src / scatter.value (self, dim, index, src|value) and their reduce="add"/"multiply" forms, which
+  // are scatter_reduce's sum / prod including self.
+  t.def("scatter", [](Importer& m, const Node* n) {
+    const Operand a = Operand::tensor(m.tensor(n, 0)), index = Operand::tensor(m.tensor(n, 2));
+    const std::int64_t dim = m.int_arg(n, 1);
+    const Operand src = m.operand(n, 3);
+    if (!has_arg(m, n, "reduce")) return m.emit("scatter", {a, index, src}, {{"dim", dim}});
+    const std::string reduce = m.string_arg(n, need_arg(n, "reduce"));
+    if (reduce != "add" && reduce != "multiply") m.fail(n, "reduce must be 'add' or 'multiply', got '" + reduce + "'");
+    if (!src.is_tensor()) m.fail(n, "scatter with reduce= and a number as value is not supported; use a tensor src");
+    return m.emit("scatter_reduce", {a, index, src}, {{"dim", dim}, {"reduce", std::string(reduce == "add" ? "sum" : "prod")}, {"include_self", true}});
+  });
+  t.def("scatter_add", [](Importer& m, const Node* n) {
+    return m.emit("scatter_reduce", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 2)), Operand::tensor(m.tensor(n, 3))},
+                  {{"dim", m.int_arg(n, 1)}, {"reduce", std::string("sum")}, {"include_self", true}});
+  });
+  t.def("scatter_reduce", [](Importer& m, const Node* n) {
+    return m.emit("scatter_reduce", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 2)), Operand::tensor(m.tensor(n, 3))},
+                  {{"dim", m.int_arg(n, 1)}, {"reduce", m.string_arg(n, 4)},
+                   {"include_self", !has_arg(m, n, "include_self") || m.bool_arg(n, need_arg(n, "include_self"))}});
+  });
+  // index.Tensor(self, Tensor?[] indices); index_put(self, Tensor?[] indices, values, accumulate=False).
+  t.def("index", [](Importer& m, const Node* n) {
+    return emit_index(m, m.tensor(n, 0), m.optional_tensors_arg(n, 1), [&](const std::string& why) { m.fail(n, why); });
+  }, false);
+  t.def("index_put", [](Importer& m, const Node* n) {
+    return emit_index_put(m, m.tensor(n, 0), m.tensor(n, 2), m.optional_tensors_arg(n, 1), m.bool_arg(n, 3),
+                          [&](const std::string& why) { m.fail(n, why); });
+  });
   t.def("where", [](Importer& m, const Node* n) {
     if (n->inputs().size() != 3) m.fail(n, "only where(condition, a, b) is supported");
     return m.emit("where", {Operand::tensor(m.tensor(n, 0)), m.operand(n, 1), m.operand(n, 2)});
@@ -634,6 +695,29 @@ void shape_ops(Table& t) {
     if (has_arg(m, n, "output_size")) size = m.ints_arg(n, need_arg(n, "output_size"));
     if (size.size() != 2) m.fail(n, "needs an output size or scale factors");
     return m.emit("upsample_nearest2d", {Operand::tensor(x)}, {{"output_size", size}, {"scale_h", sh}, {"scale_w", sw}});
+  }, false);
+  // upsample_bilinear2d(input, output_size, align_corners, scales_h=None, scales_w=None) and
+  // .vec(input, output_size?, align_corners, scale_factors?).
+  t.def("upsample_bilinear2d", [](Importer& m, const Node* n) {
+    ValueId x = m.tensor(n, 0);
+    const Shape& s = m.type(x).shape;
+    if (s.size() != 4) m.fail(n, "expects a 4-D input, got " + shape_str(s));
+    AttrValue sh = None{}, sw = None{};
+    IntList size;
+    if (has_arg(m, n, "scale_factors")) {
+      const c10::IValue& f = m.in(n, need_arg(n, "scale_factors")).known;
+      if (!f.isDoubleList() || f.toDoubleVector().size() != 2) m.fail(n, "needs two scale factors");
+      const std::vector<double> v = f.toDoubleVector();
+      sh = v[0], sw = v[1];
+      size = {static_cast<std::int64_t>(std::floor(static_cast<double>(s[2]) * v[0])),
+              static_cast<std::int64_t>(std::floor(static_cast<double>(s[3]) * v[1]))};
+    }
+    if (has_arg(m, n, "scales_h")) sh = m.float_arg(n, need_arg(n, "scales_h"));
+    if (has_arg(m, n, "scales_w")) sw = m.float_arg(n, need_arg(n, "scales_w"));
+    if (has_arg(m, n, "output_size")) size = m.ints_arg(n, need_arg(n, "output_size"));
+    if (size.size() != 2) m.fail(n, "needs an output size or scale factors");
+    return m.emit("upsample_bilinear2d", {Operand::tensor(x)},
+                  {{"output_size", size}, {"align_corners", m.bool_arg(n, need_arg(n, "align_corners"))}, {"scale_h", sh}, {"scale_w", sw}});
   }, false);
   // group_norm(input, num_groups, weight, bias, eps, cudnn_enabled).
   t.def("group_norm", [](Importer& m, const Node* n) {

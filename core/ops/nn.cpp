@@ -266,6 +266,28 @@ void register_nn_ops(OpRegistry& r) {
          },
          "nearest-neighbour resize of the last two dims to output_size (source index floor(i * scale), scale "
          "1 / scale_h (scale_w) when given, else in / out)"});
+  // Code of its own on the CPU (codegen/cpp/resample.cpp), hence the Indexing category: never in a region.
+  r.add({"upsample_bilinear2d", OpCategory::Indexing, {{"a"}},
+         {{"output_size", AttrType::IntList},
+          {"align_corners", AttrType::Bool},
+          {"scale_h", AttrType::Float, true, None{}},
+          {"scale_w", AttrType::Float, true, None{}}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType& a = m.tensor(0);
+           const IntList& size = m.attrs.get_ints("output_size");
+           if (a.rank() != 4) user_error("upsample_bilinear2d: expected a 4-D input, got ", shape_str(a.shape));
+           require_floating(a, "upsample_bilinear2d", "input");
+           if (size.size() != 2 || size[0] <= 0 || size[1] <= 0)
+             user_error("upsample_bilinear2d: output_size must be two positive sizes, got ", shape_str(size));
+           if (a.shape[2] <= 0 || a.shape[3] <= 0)
+             user_error("upsample_bilinear2d: the input ", shape_str(a.shape), " has an empty spatial dim");
+           TensorType out = a;
+           out.shape[2] = size[0], out.shape[3] = size[1];
+           return {out};
+         },
+         "bilinear resize of the last two dims to output_size (PyTorch's source index: (i + 0.5) * scale - 0.5 "
+         "clamped at 0, or i * (in - 1) / (out - 1) with align_corners; scale 1 / scale_h (scale_w) when given, "
+         "else in / out)"});
   r.add({"scaled_dot_product_attention", OpCategory::Attention,
          {{"query"}, {"key"}, {"value"}, {"attn_mask", true}},
          {{"is_causal", AttrType::Bool, false, false}, {"scale", AttrType::Float, true, None{}}},

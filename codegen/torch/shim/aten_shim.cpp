@@ -66,6 +66,16 @@ c10::optional<at::Scalar> opt_scalar(const Attrs& a, const std::string& name) {
 using Args = std::vector<at::Tensor>;
 using OpFn = std::function<at::Tensor(const Args&, const Attrs&)>;
 
+// The index list of index / index_put: operands first.. at the positions `dims`, undefined (a whole dim) between.
+c10::List<c10::optional<at::Tensor>> index_list(const Args& x, std::size_t first, const IntList& dims) {
+  c10::List<c10::optional<at::Tensor>> list;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    while (static_cast<std::int64_t>(list.size()) < dims[i]) list.push_back(c10::nullopt);
+    list.push_back(x[first + i]);
+  }
+  return list;
+}
+
 // softmax(q k^T * scale + mask) v, written out so it works with every LibTorch version.
 at::Tensor attention(const Args& x, const Attrs& a) {
   const at::Tensor &q = x[0], &k = x[1], &v = x[2], &mask = x[3];
@@ -285,7 +295,56 @@ const std::unordered_map<std::string, OpFn>& ops() {
     };
     t["cumsum"] = [](A x, T a) { return at::cumsum(x[0], a.get_int("dim"), opt_dtype(a, "dtype")); };
     t["embedding"] = [](A x, T) { return at::embedding(x[0], x[1]); };
+    t["prod"] = [](A x, T a) {
+      if (a.is_none("dim")) {
+        at::Tensor p = at::prod(x[0], opt_dtype(a, "dtype"));
+        return a.get_bool("keepdim") ? p.reshape(std::vector<int64_t>(static_cast<std::size_t>(x[0].dim()), 1)) : p;
+      }
+      return at::prod(x[0], a.get_int("dim"), a.get_bool("keepdim"), opt_dtype(a, "dtype"));
+    };
+    t["diagonal"] = [](A x, T a) {
+      return at::diagonal(x[0], a.get_int("offset"), a.get_int("dim1"), a.get_int("dim2")).contiguous();
+    };
+    t["scatter"] = [](A x, T a) {
+      if (x[2].unsafeGetTensorImpl()->is_wrapped_number())
+        return at::scatter(x[0], a.get_int("dim"), x[1], x[2].item());
+      return at::scatter(x[0], a.get_int("dim"), x[1], x[2]);
+    };
+    t["scatter_reduce"] = [](A x, T a) {
+      return at::scatter_reduce(x[0], a.get_int("dim"), x[1], x[2], a.get_string("reduce"), a.get_bool("include_self"));
+    };
+    t["index"] = [](A x, T a) { return at::index(x[0], index_list(x, 1, a.get_ints("dims"))); };
+    t["index_put"] = [](A x, T a) {
+      return at::index_put(x[0], index_list(x, 2, a.get_ints("dims")), x[1], a.get_bool("accumulate"));
+    };
+    t["upsample_bilinear2d"] = [](A x, T a) {
+      auto scale = [&](const char* name) {
+        return a.is_none(name) ? c10::optional<double>() : c10::optional<double>(a.get_float(name));
+      };
+      return at::upsample_bilinear2d(x[0], a.get_ints("output_size"), a.get_bool("align_corners"), scale("scale_h"),
+                                     scale("scale_w"));
+    };
     t["scaled_dot_product_attention"] = attention;
+    return t;
+  }();
+  return table;
+}
+
+// Operators with more than one result.
+using MultiOpFn = std::function<std::vector<at::Tensor>(const Args&, const Attrs&)>;
+const std::unordered_map<std::string, MultiOpFn>& multi_ops() {
+  static const std::unordered_map<std::string, MultiOpFn> table = [] {
+    using A = const Args&;
+    using T = const Attrs&;
+    std::unordered_map<std::string, MultiOpFn> t;
+    t["sort"] = [](A x, T a) -> std::vector<at::Tensor> {
+      auto [values, indices] = at::sort(x[0], a.get_bool("stable"), a.get_int("dim"), a.get_bool("descending"));
+      return {values, indices};
+    };
+    t["topk"] = [](A x, T a) -> std::vector<at::Tensor> {
+      auto [values, indices] = at::topk(x[0], a.get_int("k"), a.get_int("dim"), a.get_bool("largest"), a.get_bool("sorted"));
+      return {values, indices};
+    };
     return t;
   }();
   return table;
@@ -326,21 +385,27 @@ int32_t thunderc_aten_call(const char* op_name, const thunderc_operand* inputs, 
   try {
     c10::InferenceMode guard;
     const OpDef* def = op_registry().find(op_name);
-    auto it = ops().find(op_name);
-    if (!def || it == ops().end()) internal_error("the ATen shim has no implementation of '", op_name, "'");
+    auto single = ops().find(op_name);
+    auto multi = multi_ops().find(op_name);
+    if (!def || (single == ops().end() && multi == multi_ops().end()))
+      internal_error("the ATen shim has no implementation of '", op_name, "'");
     Attrs attrs = decode_attrs(*def, attr_ints, static_cast<std::size_t>(num_attr_ints), attr_floats,
                                static_cast<std::size_t>(num_attr_floats), attr_strings,
                                static_cast<std::size_t>(num_attr_strings));
     Args args;
     args.reserve(static_cast<std::size_t>(num_inputs));
     for (int32_t i = 0; i < num_inputs; ++i) args.push_back(operand(inputs[i]));
-    at::Tensor result = it->second(args, attrs);
-    if (num_outputs != 1) internal_error(op_name, ": expected one output buffer, got ", num_outputs);
-    at::Tensor out = wrap(outputs[0]);
-    if (!result.sizes().equals(out.sizes()) || result.scalar_type() != out.scalar_type())
-      internal_error(op_name, ": ATen computed ", result.toString(), result.sizes(), ", thunderc planned ",
-                     out.toString(), out.sizes());
-    out.copy_(result);
+    const std::vector<at::Tensor> results =
+        single != ops().end() ? std::vector<at::Tensor>{single->second(args, attrs)} : multi->second(args, attrs);
+    if (static_cast<std::size_t>(num_outputs) != results.size())
+      internal_error(op_name, ": ATen computed ", results.size(), " results for ", num_outputs, " output buffers");
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      at::Tensor out = wrap(outputs[i]);
+      if (!results[i].sizes().equals(out.sizes()) || results[i].scalar_type() != out.scalar_type())
+        internal_error(op_name, ": ATen computed ", results[i].toString(), results[i].sizes(), " as result ", i,
+                       ", thunderc planned ", out.toString(), out.sizes());
+      out.copy_(results[i]);
+    }
     return 0;
   } catch (const c10::Error& e) {
     write_error(error, error_capacity, std::string("torch executor: ") + op_name + ": " + e.what_without_backtrace());
