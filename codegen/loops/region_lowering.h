@@ -504,6 +504,16 @@ class RegionLowering {
     if (op == "bitwise_and") return "static_cast<" + T + ">(" + x + " & " + a[1] + ")";
     if (op == "bitwise_or") return "static_cast<" + T + ">(" + x + " | " + a[1] + ")";
     if (op == "bitwise_xor") return "static_cast<" + T + ">(" + x + " ^ " + a[1] + ")";
+    if (integer && (op == "fmod" || op == "remainder" || op == "div_trunc" || op == "div_floor")) {
+      // Integers by a nonzero number (the checker's rule): C++'s / and % truncate; remainder takes the
+      // divisor's sign and floor division rounds down, as ATen.
+      const std::string q = "(" + x + " / " + a[1] + ")", r = "(" + x + " % " + a[1] + ")";
+      const std::string inexact_negative = "(" + r + " != 0 && ((" + r + " < 0) != (" + a[1] + " < 0)))";
+      if (op == "fmod") return "static_cast<" + T + ">" + r;
+      if (op == "div_trunc") return "static_cast<" + T + ">" + q;
+      if (op == "remainder") return "static_cast<" + T + ">(" + inexact_negative + " ? " + r + " + " + a[1] + " : " + r + ")";
+      return "static_cast<" + T + ">(" + q + " - (" + inexact_negative + " ? 1 : 0))";
+    }
     if (op == "atan2") return "std::atan2(" + x + ", " + a[1] + ")";
     if (op == "fmod") return "std::fmod(" + x + ", " + a[1] + ")";
     if (op == "remainder") {  // fmod, moved into the sign of the divisor, as ATen
@@ -608,6 +618,7 @@ class RegionLowering {
           params = {s.attrs.is_none("min") ? 0.0 : s.attrs.get_float("min"), s.attrs.is_none("max") ? 0.0 : s.attrs.get_float("max"),
                     s.attrs.is_none("min") ? 0.0 : 1.0, s.attrs.is_none("max") ? 0.0 : 1.0};
         if (op == "to_dtype") name = "cast";
+        if (op == "div" && !s.attrs.is_none("rounding_mode")) name = "div_" + s.attrs.get_string("rounding_mode");
         if (op == "pow" && !s.inputs[1].is_tensor()) {  // as ATen: small exponents without pow()
           double e = s.inputs[1].scalar.to_double();
           if (e == 1) return {ot.shape, make_op("cast", ot.dtype, C, {args[0]})};

@@ -145,6 +145,17 @@ bool loop_integer(DType d) {
 
 // A number the generated code can hold as a literal of an integer type: literals are made from a double, so
 // integers beyond 2^53 (which a double does not hold exactly) are left to torch.
+// The values an integer dtype holds.
+std::pair<std::int64_t, std::int64_t> integer_range(DType d) {
+  switch (d) {
+    case DType::UInt8: return {0, 255};
+    case DType::Int8: return {-128, 127};
+    case DType::Int16: return {-32768, 32767};
+    case DType::Int32: return {INT32_MIN, INT32_MAX};
+    default: return {INT64_MIN, INT64_MAX};
+  }
+}
+
 bool exact_integer_number(const Operand& in) {
   if (in.scalar.is_bool()) return true;
   if (in.scalar.is_float()) return false;
@@ -174,17 +185,26 @@ bool integer_operands(const Trace& t, const BoundSymbol& s) {
 
 // Arithmetic. A floating result: from floating operands, and from integer (CPU) and bool ones, converted to
 // it first as ATen does (1.0 - mask, mask * -1e4). An integer result (CPU): add, sub, mul, neg, abs, relu,
-// maximum and minimum of integer (and bool) tensors and numbers, wrapping around on overflow as ATen. Integer division,
-// remainder and powers stay with torch: ATen raises on a zero divisor or a negative power.
+// maximum and minimum of integer (and bool) tensors and numbers, wrapping around on overflow as ATen. Integer
+// division (floor or trunc), remainder and fmod by a number: only a nonzero divisor the result's dtype holds,
+// and not -1 (ATen raises on a zero divisor, which a fused loop cannot; INT_MIN / -1 traps in C++). Division by
+// an integer tensor and powers stay with torch: ATen raises on a zero divisor or a negative power.
 template <DeviceKind K>
 bool arithmetic(const Trace& t, const BoundSymbol& s) {
   if (!moves<K>(t, s)) return false;
   const std::string& name = s.op->name;
-  if (name == "div" && !s.attrs.is_none("rounding_mode")) return false;
   const DType out = t.type(s.outputs[0]).dtype;
-  if (is_floating(out)) return convertible_operands<K>(t, s);
+  const bool rounded_div = name == "div" && !s.attrs.is_none("rounding_mode");
+  if (is_floating(out)) return !rounded_div && convertible_operands<K>(t, s);
+  if (!loop_integer<K>(out) || !integer_operands<K>(t, s)) return false;
+  if (rounded_div || name == "remainder" || name == "fmod") {
+    if (!s.inputs[0].is_tensor() || s.inputs[1].is_tensor() || s.inputs[1].scalar.is_bool()) return false;
+    const std::int64_t d = s.inputs[1].scalar.to_int();
+    const auto [lo, hi] = integer_range(out);
+    return d != 0 && d != -1 && d >= lo && d <= hi;
+  }
   static const std::set<std::string> integer_ops = {"add", "sub", "mul", "neg", "abs", "relu", "maximum", "minimum"};
-  return loop_integer<K>(out) && integer_ops.count(name) && integer_operands<K>(t, s);
+  return integer_ops.count(name) > 0;
 }
 
 // Math with a floating result (exp, atan, log1p, ...): floating operands, and on the CPU integer or bool ones

@@ -66,12 +66,12 @@ c10::optional<at::Scalar> opt_scalar(const Attrs& a, const std::string& name) {
 using Args = std::vector<at::Tensor>;
 using OpFn = std::function<at::Tensor(const Args&, const Attrs&)>;
 
-// The index list of index / index_put: operands first.. at the positions `dims`, undefined (a whole dim) between.
+// The index list of index / index_put: operands first.. at the positions `dims`, None (a whole dim) between.
 c10::List<c10::optional<at::Tensor>> index_list(const Args& x, std::size_t first, const IntList& dims) {
   c10::List<c10::optional<at::Tensor>> list;
   for (std::size_t i = 0; i < dims.size(); ++i) {
     while (static_cast<std::int64_t>(list.size()) < dims[i]) list.push_back(c10::nullopt);
-    list.push_back(x[first + i]);
+    list.push_back(x[first + i].to(at::kLong));  // LibTorch before 2.0 refuses int32 indices; PyTorch 2 takes them
   }
   return list;
 }

@@ -577,10 +577,20 @@ TEST_CASE("integer tensors: bitwise ops, rounding, sign, predicates and int-to-f
     for (const char* name : {"bitwise_not", "ceil", "floor", "trunc", "round", "sign", "isnan", "isinf", "exp",
                              "atan", "log1p", "sigmoid"})
       outs.push_back(t.emit1(op(name), {T(a)}, {}));
+    // Division by a number (positive and negative divisors; dividends of both signs): floor and trunc
+    // division, remainder (the divisor's sign) and fmod (the dividend's).
+    for (std::int64_t divisor : {3, -4, 7}) {
+      if (d == DType::UInt8 && divisor < 0) continue;
+      const Operand by = Operand::number(Scalar(divisor));
+      outs.push_back(t.emit1(op("remainder"), {T(a), by}, {}));
+      outs.push_back(t.emit1(op("fmod"), {T(a), by}, {}));
+      outs.push_back(t.emit1(op("div"), {T(a), by}, {{"rounding_mode", std::string("floor")}}));
+      outs.push_back(t.emit1(op("div"), {T(a), by}, {{"rounding_mode", std::string("trunc")}}));
+    }
     t.set_outputs(outs);
     check_native(t, {"add", "sub", "mul", "div", "neg", "abs", "relu", "maximum", "minimum", "bitwise_and", "bitwise_or",
                      "bitwise_xor", "bitwise_not", "ceil", "floor", "trunc", "round", "sign", "isnan", "isinf", "exp",
-                     "atan", "log1p", "sigmoid"});
+                     "atan", "log1p", "sigmoid", "remainder", "fmod"});
     check_against_torch(t, std::string("int_bitwise_") + dtype_short_name(d), false);
   }
 }
@@ -594,6 +604,9 @@ TEST_CASE("integer tensors: what cpp leaves to torch") {
   t.emit1(op("to_dtype"), {T(f)}, {{"dtype", DType::Int64}});  // NaN or out of range: undefined in C++
   t.emit1(op("div"), {T(i), T(i)}, {{"rounding_mode", std::string("floor")}});  // ATen raises on a zero divisor
   t.emit1(op("fmod"), {T(i), T(i)}, {});
+  t.emit1(op("remainder"), {T(i), Operand::number(Scalar(std::int64_t{0}))}, {});  // by zero: ATen raises
+  t.emit1(op("div"), {T(i), Operand::number(Scalar(std::int64_t{-1}))}, {{"rounding_mode", std::string("trunc")}});  // INT_MIN / -1
+  t.emit1(op("div"), {T(f), Operand::number(Scalar(2.0))}, {{"rounding_mode", std::string("floor")}});  // floating floor division
   t.emit1(op("pow"), {T(i), T(i)}, {});                         // ATen raises on a negative power
   t.emit1(op("add"), {T(i), big}, {});                          // no exact literal: 2^53 + 1 is not a double
   t.emit1(op("bitwise_and"), {T(i), big}, {});

@@ -1,0 +1,373 @@
+// The operator database, after Thunder's OpInfos: for each operator the cpp executor implements with code of
+// its own (OpCategory::Indexing: sorts, gathers, scatters, advanced indexing, resampling, ...), sample traces
+// covering its dtypes, dims (negative ones too), size-1, empty and odd shapes, views as inputs and edge values
+// (NaN, infinities, negative indices, duplicate indices where the op defines them). Every sample is compiled
+// with the torch executor (ATen through the shim: the reference) and with cpp, run on the same seeded inputs
+// (check_against_torch: floats normal, integers in [0, 10)) and compared; check_native asserts that cpp, not
+// torch, ran the operator. A catalog operator of that category that cpp implements but the database lacks
+// fails the coverage test below, so a new operator comes with its samples.
+//
+// Where ATen leaves a result unspecified the samples avoid it: sort ties only with stable=True, topk ties
+// never (its index order among equal values is unspecified), scatter / index_put without accumulation never
+// write one place twice. Tolerances: float32 rtol/atol 1e-5 (sums and products in another order), float64
+// 1e-10.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include "cpp_test_util.h"
+
+using namespace cpptest;
+
+namespace {
+
+TensorType ty(DType d, Shape s) { return {d, std::move(s), Device::cpu()}; }
+Operand I(std::int64_t v) { return Operand::number(Scalar(v)); }
+
+// One sample: a trace whose outputs are the operator's results on its inputs (several uses per trace, so that
+// each sample compiles two .so files).
+struct Sample {
+  std::string name;
+  Trace t;
+  std::vector<ValueId> outs;
+  Tol tol{};
+  InputOpts opts{};
+
+  ValueId in(const std::string& n, TensorType type) { return t.add_input(n, std::move(type)); }
+  ValueId op1(const std::string& o, std::vector<Operand> ins, Attrs attrs = {}) { return t.emit1(op(o), std::move(ins), std::move(attrs)); }
+  std::vector<ValueId> op_all(const std::string& o, std::vector<Operand> ins, Attrs attrs = {}) {
+    return t.emit(op(o), std::move(ins), std::move(attrs));
+  }
+  void out(ValueId v) { outs.push_back(v); }
+  void out(const std::vector<ValueId>& vs) { outs.insert(outs.end(), vs.begin(), vs.end()); }
+  // A permutation of 0..n-1 along dim of a random tensor of `shape` (int64): indices without repeats.
+  ValueId permutation(const std::string& n, Shape shape, std::int64_t dim) {
+    ValueId r = in(n, f32(std::move(shape)));
+    return op_all("sort", {T(r)}, {{"dim", dim}, {"stable", true}})[1];
+  }
+  ValueId slice(ValueId v, std::int64_t dim, std::int64_t start, std::int64_t end) {
+    return op1("slice", {T(v)}, {{"dim", dim}, {"start", start}, {"end", end}, {"step", std::int64_t{1}}});
+  }
+};
+
+using Samples = std::vector<Sample>;
+
+Samples prod_samples() {
+  Samples out;
+  {
+    Sample s{"prod_f32"};
+    ValueId x = s.in("x", f32({5, 7}));
+    s.out(s.op1("prod", {T(x)}, {{"dim", std::int64_t{1}}}));
+    s.out(s.op1("prod", {T(x)}, {{"dim", std::int64_t{-2}}, {"keepdim", true}}));
+    s.out(s.op1("prod", {T(x)}, {}));
+    s.out(s.op1("prod", {T(x)}, {{"keepdim", true}}));
+    ValueId v = s.op1("permute", {T(x)}, {{"dims", IntList{1, 0}}});  // a view as input
+    s.out(s.op1("prod", {T(v)}, {{"dim", std::int64_t{1}}}));
+    s.out(s.op1("prod", {T(s.in("e", f32({0, 4})))}, {{"dim", std::int64_t{0}}}));  // empty: ones
+    s.out(s.op1("prod", {T(s.in("z", f32({})))}, {}));
+    out.push_back(std::move(s));
+  }
+  {
+    Sample s{"prod_nan_f64", {}, {}, {1e-10, 1e-10}, {0.15}};
+    ValueId x = s.in("x", f64({4, 3, 6}));
+    s.out(s.op1("prod", {T(x)}, {{"dim", std::int64_t{1}}}));
+    s.out(s.op1("prod", {T(s.op1("div", {T(x), N(0.0)}))}, {{"dim", std::int64_t{2}}}));  // infinities
+    out.push_back(std::move(s));
+  }
+  {
+    Sample s{"prod_integers"};
+    ValueId n = s.in("n", ty(DType::Int32, {3, 5})), b = s.in("b", b8({4, 3}));
+    ValueId l = s.in("l", ty(DType::Int64, {2, 40}));  // 40 factors below 10: wraps around as int64
+    s.out(s.op1("prod", {T(n)}, {{"dim", std::int64_t{1}}}));
+    s.out(s.op1("prod", {T(b)}, {{"dim", std::int64_t{0}}}));
+    s.out(s.op1("prod", {T(n)}, {{"dim", std::int64_t{0}}, {"dtype", DType::Float32}}));
+    s.out(s.op1("prod", {T(s.op1("add", {T(l), I(1)}))}, {{"dim", std::int64_t{1}}}));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Samples sort_samples() {
+  Samples out;
+  {
+    Sample s{"sort_f32"};
+    ValueId x = s.in("x", f32({6, 9}));
+    s.out(s.op_all("sort", {T(x)}, {{"dim", std::int64_t{1}}}));
+    s.out(s.op_all("sort", {T(x)}, {{"dim", std::int64_t{-1}}, {"descending", true}}));
+    s.out(s.op_all("sort", {T(x)}, {{"dim", std::int64_t{0}}}));  // strided rows
+    s.out(s.op_all("sort", {T(s.op1("permute", {T(x)}, {{"dims", IntList{1, 0}}}))}, {}));
+    s.out(s.op_all("sort", {T(s.in("e", f32({0, 3})))}, {}));
+    s.out(s.op_all("sort", {T(s.in("w", f32({3, 0})))}, {}));
+    s.out(s.op_all("sort", {T(s.in("z", f32({})))}, {}));
+    s.out(s.op_all("sort", {T(s.in("d", f64({4, 3, 5})))}, {{"dim", std::int64_t{1}}, {"descending", true}}));
+    out.push_back(std::move(s));
+  }
+  {
+    // NaN sorts above every number; -inf / inf from x / 0. Ties (NaNs, infinities) keep their order: stable.
+    Sample s{"sort_nan_inf", {}, {}, {}, {0.2}};
+    ValueId x = s.in("x", f32({5, 11}));
+    ValueId inf = s.op1("div", {T(s.in("y", f32({5, 11}))), N(0.0)});
+    for (ValueId v : {x, inf})
+      for (bool desc : {false, true})
+        s.out(s.op_all("sort", {T(v)}, {{"dim", std::int64_t{1}}, {"descending", desc}, {"stable", true}}));
+    out.push_back(std::move(s));
+  }
+  {
+    Sample s{"sort_integers_bool"};
+    ValueId n = s.in("n", ty(DType::Int32, {5, 12})), b = s.in("b", b8({7})), l = s.in("l", ty(DType::Int64, {12, 3}));
+    for (bool desc : {false, true}) {
+      s.out(s.op_all("sort", {T(n)}, {{"dim", std::int64_t{1}}, {"descending", desc}, {"stable", true}}));
+      s.out(s.op_all("sort", {T(b)}, {{"descending", desc}, {"stable", true}}));
+      s.out(s.op_all("sort", {T(l)}, {{"dim", std::int64_t{0}}, {"descending", desc}, {"stable", true}}));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Samples topk_samples() {
+  Samples out;
+  {
+    Sample s{"topk_f32"};
+    ValueId x = s.in("x", f32({6, 9}));
+    auto k = [](std::int64_t v) { return AttrValue(v); };
+    s.out(s.op_all("topk", {T(x)}, {{"k", k(3)}}));
+    s.out(s.op_all("topk", {T(x)}, {{"k", k(3)}, {"largest", false}}));
+    s.out(s.op_all("topk", {T(x)}, {{"k", k(2)}, {"dim", k(0)}}));
+    s.out(s.op_all("topk", {T(x)}, {{"k", k(0)}}));
+    s.out(s.op_all("topk", {T(x)}, {{"k", k(9)}, {"dim", k(-1)}, {"largest", false}}));
+    s.out(s.op_all("topk", {T(s.in("d", f64({5, 6, 3})))}, {{"k", k(2)}, {"dim", k(1)}}));
+    s.out(s.op_all("topk", {T(s.in("e", f32({0, 5})))}, {{"k", k(2)}}));
+    s.out(s.op_all("topk", {T(s.in("z", f32({})))}, {{"k", k(1)}}));
+    out.push_back(std::move(s));
+  }
+  {
+    // One NaN per row (log of a negative number) at position 4: the largest, never among the smallest.
+    Sample s{"topk_nan_integers"};
+    ValueId x = s.in("x", f32({6, 9}));
+    ValueId nan = s.op1("log", {T(s.op1("neg", {T(s.op1("abs", {T(s.slice(x, 1, 0, 1))}))}))});
+    ValueId with_nan = s.op1("cat", {T(s.slice(x, 1, 1, 5)), T(nan), T(s.slice(x, 1, 5, 9))}, {{"dim", std::int64_t{1}}});
+    for (bool largest : {true, false}) s.out(s.op_all("topk", {T(with_nan)}, {{"k", std::int64_t{3}}, {"largest", largest}}));
+    ValueId distinct = s.permutation("r", {4, 10}, 1);  // int64 without ties
+    s.out(s.op_all("topk", {T(distinct)}, {{"k", std::int64_t{4}}}));
+    s.out(s.op_all("topk", {T(s.op1("to_dtype", {T(distinct)}, {{"dtype", DType::Int32}}))}, {{"k", std::int64_t{2}}, {"largest", false}}));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Samples diagonal_samples() {
+  Sample s{"diagonal"};
+  ValueId x = s.in("x", f32({5, 7})), y = s.in("y", f32({3, 4, 5}));
+  auto diag = [&](ValueId v, std::int64_t offset, std::int64_t d1, std::int64_t d2) {
+    s.out(s.op1("diagonal", {T(v)}, {{"offset", offset}, {"dim1", d1}, {"dim2", d2}}));
+  };
+  for (std::int64_t offset : {0, 2, -3, 9}) diag(x, offset, 0, 1);  // 9: past the end, empty
+  diag(x, 1, 1, 0);
+  diag(y, 1, 0, 2);
+  diag(y, -1, 2, 0);
+  diag(y, 0, -1, 1);
+  diag(s.op1("permute", {T(y)}, {{"dims", IntList{2, 0, 1}}}), 0, 0, 1);
+  diag(s.in("l", ty(DType::Int64, {4, 4})), 0, 0, 1);
+  diag(s.in("b", b8({2, 3, 3})), 0, 1, 2);
+  Samples out;
+  out.push_back(std::move(s));
+  return out;
+}
+
+Samples scatter_samples() {
+  Samples out;
+  {
+    // Each row (dim 1) or column (dim 0) of index is part of a permutation: no place written twice.
+    Sample s{"scatter"};
+    ValueId a = s.in("a", f32({5, 8})), src = s.in("src", f32({5, 6}));
+    ValueId rows = s.slice(s.permutation("r", {5, 8}, 1), 1, 0, 4);   // [5, 4] in [0, 8)
+    ValueId cols = s.slice(s.permutation("c", {5, 8}, 0), 0, 0, 3);   // [3, 8] in [0, 5)
+    s.out(s.op1("scatter", {T(a), T(rows), T(src)}, {{"dim", std::int64_t{1}}}));
+    s.out(s.op1("scatter", {T(a), T(cols), T(s.in("src2", f32({4, 8})))}, {{"dim", std::int64_t{-2}}}));
+    s.out(s.op1("scatter", {T(a), T(rows), N(2.5)}, {{"dim", std::int64_t{1}}}));
+    s.out(s.op1("scatter", {T(a), T(s.slice(rows, 1, 0, 0)), T(src)}, {{"dim", std::int64_t{1}}}));  // empty index
+    ValueId l = s.in("l", ty(DType::Int64, {5, 8}));
+    s.out(s.op1("scatter", {T(l), T(rows), I(-7)}, {{"dim", std::int64_t{1}}}));
+    s.out(s.op1("scatter", {T(s.in("b", b8({5, 8}))), T(rows), T(s.in("bs", b8({5, 4})))}, {{"dim", std::int64_t{1}}}));
+    out.push_back(std::move(s));
+  }
+  {
+    // Duplicates are the point of a reduction: indices in [0, 10) into 10 rows, 6 x 4 of them.
+    Sample s{"scatter_reduce_f32", {}, {}, {}, {0.05}};
+    ValueId a = s.in("a", f32({10, 4})), src = s.in("src", f32({6, 4})), index = s.in("index", ty(DType::Int64, {6, 4}));
+    for (const char* reduce : {"sum", "prod", "mean", "amax", "amin"})
+      for (bool self : {true, false})
+        s.out(s.op1("scatter_reduce", {T(a), T(index), T(src)},
+                    {{"dim", std::int64_t{0}}, {"reduce", std::string(reduce)}, {"include_self", self}}));
+    ValueId wide = s.in("w", f64({3, 12}));  // along dim 1, src larger than index
+    s.out(s.op1("scatter_reduce", {T(wide), T(s.in("wi", ty(DType::Int64, {2, 7}))), T(s.in("ws", f64({3, 9})))},
+                {{"dim", std::int64_t{1}}, {"reduce", std::string("sum")}}));
+    out.push_back(std::move(s));
+  }
+  {
+    // Integer means round down (negative sums too: src - 5 is in [-5, 5)).
+    Sample s{"scatter_reduce_integers"};
+    ValueId a = s.in("a", ty(DType::Int32, {10, 3})), index = s.in("index", ty(DType::Int64, {8, 3}));
+    ValueId src = s.op1("sub", {T(s.in("src", ty(DType::Int32, {8, 3}))), I(5)});
+    for (const char* reduce : {"sum", "prod", "mean", "amax", "amin"})
+      for (bool self : {true, false})
+        s.out(s.op1("scatter_reduce", {T(a), T(index), T(src)},
+                    {{"dim", std::int64_t{0}}, {"reduce", std::string(reduce)}, {"include_self", self}}));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Samples index_samples() {
+  Samples out;
+  {
+    Sample s{"index"};
+    ValueId x = s.in("x", f32({10, 12, 3}));
+    ValueId i4 = s.in("i4", ty(DType::Int64, {4})), i23 = s.in("i23", ty(DType::Int64, {2, 3}));
+    ValueId i41 = s.in("i41", ty(DType::Int64, {4, 1})), i32 = s.in("i32", ty(DType::Int32, {5}));
+    auto index = [&](ValueId v, std::vector<ValueId> idx, IntList dims) {
+      std::vector<Operand> ins{T(v)};
+      for (ValueId i : idx) ins.push_back(T(i));
+      s.out(s.op1("index", ins, {{"dims", dims}}));
+    };
+    index(x, {i4}, {0});
+    index(x, {i23}, {1});                     // x[:, i23]
+    index(x, {i41, i4}, {0, 1});              // broadcast to [4, 4], adjacent: in place
+    ValueId small = s.op1("remainder", {T(i4), I(3)});
+    index(x, {i4, small}, {0, 2});            // not adjacent: the index dims first
+    index(x, {s.op1("sub", {T(i4), I(10)})}, {0});  // negative: from the end
+    index(x, {i32}, {1});                     // int32 indices
+    index(x, {s.op1("select", {T(i4)}, {{"dim", std::int64_t{0}}, {"index", std::int64_t{1}}})}, {1});  // 0-dim index
+    index(x, {s.slice(i4, 0, 0, 0)}, {0});    // no indices: empty
+    index(s.op1("permute", {T(x)}, {{"dims", IntList{1, 0, 2}}}), {i4}, {1});
+    index(s.in("l", ty(DType::Int64, {10, 2})), {i4}, {0});
+    out.push_back(std::move(s));
+  }
+  {
+    Sample s{"index_put"};
+    ValueId a = s.in("a", f32({10, 4})), v34 = s.in("v34", f32({3, 4})), v4 = s.in("v4", f32({4}));
+    ValueId unique = s.slice(s.permutation("r", {10}, 0), 0, 0, 3);  // 3 distinct rows
+    ValueId dup = s.in("dup", ty(DType::Int64, {6}));                 // rows with repeats
+    auto put = [&](ValueId base, ValueId values, std::vector<ValueId> idx, IntList dims, bool acc) {
+      std::vector<Operand> ins{T(base), T(values)};
+      for (ValueId i : idx) ins.push_back(T(i));
+      s.out(s.op1("index_put", ins, {{"dims", dims}, {"accumulate", acc}}));
+    };
+    put(a, v34, {unique}, {0}, false);
+    put(a, v4, {unique}, {0}, false);                                  // values broadcast over the rows
+    put(a, s.op1("select", {T(v4)}, {{"dim", std::int64_t{0}}, {"index", std::int64_t{0}}}), {unique}, {0}, false);
+    put(a, s.in("v64", f32({6, 4})), {dup}, {0}, true);                // duplicates add up
+    put(a, s.in("vp", f32({3})), {unique, s.slice(s.permutation("q", {4}, 0), 0, 0, 3)}, {0, 1}, false);
+    put(a, v4, {s.op1("sub", {T(unique), I(10)})}, {0}, false);        // negative indices
+    ValueId l = s.in("l", ty(DType::Int64, {10, 4}));
+    put(l, s.in("lv", ty(DType::Int64, {6, 4})), {dup}, {0}, true);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Samples upsample_samples() {
+  Sample s{"upsample_bilinear2d"};
+  ValueId x = s.in("x", f32({2, 3, 5, 6}));
+  auto up = [&](ValueId v, IntList size, bool align, AttrValue sh = None{}, AttrValue sw = None{}) {
+    s.out(s.op1("upsample_bilinear2d", {T(v)}, {{"output_size", size}, {"align_corners", align}, {"scale_h", sh}, {"scale_w", sw}}));
+  };
+  up(x, {10, 12}, false, 2.0, 2.0);
+  up(x, {10, 12}, true);
+  up(x, {7, 5}, false);
+  up(x, {3, 4}, false);      // downsampling
+  up(x, {1, 1}, true);       // a single output: scale 0
+  up(x, {8, 9}, false, 1.7, 1.4);  // scales given that differ from in / out
+  up(x, {5, 6}, false);      // the same size
+  up(s.op1("permute", {T(s.in("nhwc", f32({1, 4, 4, 2})))}, {{"dims", IntList{0, 3, 1, 2}}}), {9, 7}, false);
+  up(s.in("d", f64({1, 2, 4, 4})), {9, 9}, false);
+  up(s.in("d1", f64({1, 1, 1, 3})), {4, 5}, true);  // a one-pixel dim
+  Samples out;
+  out.push_back(std::move(s));
+  return out;
+}
+
+const std::map<std::string, std::function<Samples()>>& op_db() {
+  static const std::map<std::string, std::function<Samples()>> db = {
+      {"prod", prod_samples},       {"sort", sort_samples},         {"topk", topk_samples},
+      {"diagonal", diagonal_samples}, {"scatter", scatter_samples}, {"scatter_reduce", scatter_samples},
+      {"index", index_samples},     {"index_put", index_samples},   {"upsample_bilinear2d", upsample_samples},
+  };
+  return db;
+}
+
+// Checks every sample of `op_name` (the samples of an entry may cover a sibling operator as well).
+void run_samples(const std::string& op_name) {
+  for (Sample& s : op_db().at(op_name)()) {
+    CAPTURE(s.name);
+    s.t.set_outputs(s.outs);
+    std::set<std::string> ops;
+    for (const BoundSymbol& sym : s.t.symbols())
+      if (op_db().count(sym.op->name)) ops.insert(sym.op->name);
+    Trace c = s.t;
+    claim_executors(c, {find_executor("cpp"), find_executor("torch")});
+    for (const BoundSymbol& sym : c.symbols())
+      if (ops.count(sym.op->name)) CHECK_MESSAGE(sym.executor == "cpp", sym.op->name << " left to " << sym.executor);
+    check_against_torch(s.t, "opdb_" + s.name, false, s.tol, 1, s.opts);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("op database: prod") { run_samples("prod"); }
+TEST_CASE("op database: sort") { run_samples("sort"); }
+TEST_CASE("op database: topk") { run_samples("topk"); }
+TEST_CASE("op database: diagonal") { run_samples("diagonal"); }
+TEST_CASE("op database: scatter, scatter_reduce") { run_samples("scatter"); }
+TEST_CASE("op database: index, index_put") { run_samples("index"); }
+TEST_CASE("op database: upsample_bilinear2d") { run_samples("upsample_bilinear2d"); }
+
+// The database grows with the catalog: every operator with code of its own that cpp implements has samples
+// here, or is one of those the older suite (conformance_test.cpp) covers.
+TEST_CASE("op database: covers every Indexing-category operator cpp implements") {
+  const std::set<std::string> older = {"index_select", "gather", "argmax", "argmin", "cumsum", "embedding"};
+  const Executor* cpp = find_executor("cpp");
+  for (const OpDef* def : op_registry().all()) {
+    if (def->category != OpCategory::Indexing || !cpp->implements(def->name)) continue;
+    CAPTURE(def->name);
+    CHECK((op_db().count(def->name) > 0 || older.count(def->name) > 0));
+  }
+}
+
+// Indices are data: one out of range fails the call with ATen's message before anything is written.
+TEST_CASE("scatter, index, index_put: an index out of range fails the call with a message") {
+  struct Case {
+    std::string op;
+    std::int64_t bad;
+    std::string message;
+  };
+  for (const Case& c : {Case{"scatter", 8, "scatter: index 8 is out of range for dimension 1 of size 8"},
+                        Case{"scatter", -1, "scatter: index -1 is out of range for dimension 1 of size 8"},
+                        Case{"index", 5, "index: index 5 is out of range for dimension 0 of size 5"},
+                        Case{"index", -6, "index: index -6 is out of range for dimension 0 of size 5"},
+                        Case{"index_put", 5, "index_put: index 5 is out of range for dimension 0 of size 5"}}) {
+    CAPTURE(c.op);
+    CAPTURE(c.bad);
+    Trace t;
+    ValueId a = t.add_input("a", f32({5, 8}));
+    ValueId idx = t.add_input("idx", ty(DType::Int64, c.op == "scatter" ? Shape{5, 2} : Shape{3}));
+    ValueId out;
+    if (c.op == "scatter") out = t.emit1(op("scatter"), {T(a), T(idx), N(1.0)}, {{"dim", std::int64_t{1}}});
+    else if (c.op == "index") out = t.emit1(op("index"), {T(a), T(idx)}, {{"dims", IntList{0}}});
+    else out = t.emit1(op("index_put"), {T(a), T(t.add_input("v", f32({8}))), T(idx)}, {{"dims", IntList{0}}});
+    t.set_outputs({out});
+    thunderc::Model m(compile(claimed(t, {"cpp"}), {"cpp"}, "opdb_range_" + c.op));
+    auto in = random_inputs(t, 1, false);
+    for (std::size_t i = 0; i < in[1].numel(); ++i) static_cast<std::int64_t*>(in[1].raw())[i] = 0;
+    static_cast<std::int64_t*>(in[1].raw())[1] = c.bad;
+    try {
+      m.run(in);
+      FAIL("an out-of-range index did not fail the call");
+    } catch (const thunderc::Error& e) {
+      CHECK(std::string(e.what()).find(c.message) != std::string::npos);
+    }
+  }
+}
