@@ -191,10 +191,37 @@ class DynamicBatch(nn.Module):
 
 
 class Unsupported(nn.Module):
-    """Uses operators thunderc has no catalog entry for (sort twice, topk): the import lists them together."""
+    """Uses operators thunderc has no catalog entry for (cummax twice, median along a dim): the import lists them
+    together."""
 
     def forward(self, x):
-        return torch.sort(torch.sort(x, 0).values, 1).values + torch.topk(x, 2, dim=1).values.sum(1, keepdim=True)
+        return torch.cummax(torch.cummax(x, 0).values, 1).values + torch.median(x, dim=1, keepdim=True).values
+
+
+class Positions(nn.Module):
+    """Orderings, scatters, advanced indexing and resampling as torch.export writes them: sort, topk, prod,
+    diagonal, scatter, scatter_add, scatter_reduce, index.Tensor, index_put (with positions and with a mask),
+    remainder of int64 by a number, upsample_bilinear2d (a size with align_corners, a scale factor without).
+    Every result flattened into one vector (indices as floats)."""
+
+    def forward(self, x):
+        v, i = torch.sort(x, dim=1, descending=True)
+        tv, ti = torch.topk(x, 3, dim=-1)
+        p = torch.prod(x[:, :4], dim=1, keepdim=True)
+        d = torch.diagonal(x, 1)
+        s = torch.zeros_like(x).scatter(1, i[:, :3], x[:, :3])
+        sa = torch.zeros_like(x).scatter_add(1, i[:, 2:5], x[:, :3])
+        sr = x.scatter_reduce(1, i[:, :4] % 3, x[:, 4:], "amax", include_self=False)
+        g = x[:, i[0, :3]]
+        y = x.clone()
+        y[:, i[1, :2]] = 0.5
+        z = x.clone()
+        z[x > 1] = -1.0
+        img = x.reshape(1, 2, 4, 4)
+        u = F.interpolate(img, scale_factor=2.0, mode="bilinear", align_corners=False)
+        u2 = F.interpolate(img, size=(7, 5), mode="bilinear", align_corners=True)
+        parts = [v, i.float(), tv, ti.float(), p, d, s, sa, sr, g, y, z, u, u2]
+        return torch.cat([t.reshape(-1) for t in parts])
 
 
 class CoreOps(nn.Module):
@@ -307,6 +334,7 @@ def main():
     export_one("unsupported", Unsupported(), torch.randn(3, 4))
 
     torch.manual_seed(8)
+    export_one("positions", Positions(), torch.randn(4, 8))
     export_one("core_ops", CoreOps(), torch.randn(4, 6))
     export_one("core_ops_decomposed", CoreOps(), torch.randn(4, 6), decompose=True)
 

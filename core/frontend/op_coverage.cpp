@@ -45,6 +45,8 @@ const std::map<std::string, std::string>& aten_aliases() {
       {"replication_pad2d", "pad"},
       {"replication_pad3d", "pad"},
       {"native_group_norm", "group_norm"},
+      {"scatter_add", "scatter_reduce"},  // reduce="sum"
+      {"index_fill", "index_put"},        // the index at dim, the value broadcast
       {"max", "maximum"},  // max(a, b); max(a) is amax, max(a, dim) amax and argmax
       {"min", "minimum"},
       {"__and__", "bitwise_and"},  // on bool tensors: logical_and

@@ -209,6 +209,7 @@ class Pt2Importer {
     return it == alias_root_.end() ? name : it->second;
   }
   bool read_after_current(const std::string& name) const;
+  bool is_copy(const std::string& name) const;
 
   const Pt2Model& model_;
   const Pt2Program& p_;
@@ -280,6 +281,18 @@ void Pt2Importer::note_views(const Pt2Node& n) {
       if (!name.empty()) alias_root_[name] = root;
 }
 
+bool Pt2Importer::is_copy(const std::string& name) const {
+  // clone and lift_fresh_copy import as their input's value (nothing is mutated in place in the trace), but in
+  // the program they are new tensors: updating one in place leaves the input as it was.
+  for (const Pt2Node& node : p_.nodes) {
+    if (node.target != "torch.ops.aten.clone.default" && node.target != "torch.ops.aten.lift_fresh_copy.default") continue;
+    for (const Pt2Arg& o : node.outputs)
+      for (const std::string& out : o.names)
+        if (out == name) return true;
+  }
+  return false;
+}
+
 bool Pt2Importer::read_after_current(const std::string& name) const {
   for (std::size_t i = current_index_ + 1; i < p_.nodes.size(); ++i)
     for (const std::string& t : tensor_inputs(p_.nodes[i]))
@@ -303,7 +316,7 @@ void Pt2Importer::bind_inplace(const Pt2Node& n) {
                 shape_str(bt.shape));
   if (trace_.type(result).dtype != bt.dtype) result = emit("to_dtype", {Operand::tensor(result)}, {{"dtype", bt.dtype}});
   const std::string root = alias_root(self);
-  if (lazy_.count(root) || trace_.value(value(root)).origin != ValueOrigin::Intermediate)
+  if (lazy_.count(root) || (trace_.value(value(root)).origin != ValueOrigin::Intermediate && !is_copy(root)))
     fail(n, "modifies the program's input or weight '" + root + "' in place; thunderc compiles programs whose inputs "
             "and weights stay unchanged (export the model in eval mode, without such updates)");
   // An update through a view (or of a tensor that has views) changes every alias; that is supported only when
@@ -806,6 +819,21 @@ void shapes(Table& t) {
     const DType dt = m.dtype_arg(n, "dtype").value_or(number_dtype(m, n, "fill_value"));
     return filled(m, n, m.float_arg(n, "fill_value"), dt, m.ints_arg(n, "size"));
   });
+  // index_fill.int_Scalar(self, dim, index, value) and .int_Tensor (value a 0-dim tensor): index_put with the
+  // index at dim, the value broadcast.
+  t.def("index_fill", {"int_Scalar", "int_Tensor"}, [filled](Pt2Importer& m, const Pt2Node& n) {
+    const ValueId self = m.tensor(n, "self");
+    const TensorType& st = m.type(self);
+    const std::int64_t rank = static_cast<std::int64_t>(std::max<std::size_t>(st.rank(), 1));
+    std::int64_t dim = m.int_arg(n, "dim");
+    if (dim < -rank || dim >= rank) m.fail(n, "dim " + std::to_string(dim) + " is out of range for " + shape_str(st.shape));
+    if (dim < 0) dim += rank;
+    const ValueId value = m.need(n, "value").kind == Pt2Arg::Kind::Tensor ? m.tensor(n, "value")
+                                                                           : filled(m, n, m.float_arg(n, "value"), st.dtype, {});
+    std::vector<std::optional<ValueId>> indices(static_cast<std::size_t>(dim), std::nullopt);
+    indices.push_back(m.tensor(n, "index"));
+    return emit_index_put(m, self, value, indices, false, [&](const std::string& why) { m.fail(n, why); });
+  });
   t.def("scalar_tensor", {"default"}, [filled](Pt2Importer& m, const Pt2Node& n) {
     return filled(m, n, m.float_arg(n, "s"), m.dtype_arg(n, "dtype").value_or(DType::Float32), {});
   });
@@ -1188,7 +1216,7 @@ const std::map<std::string, Pt2Handler>& pt2_handlers() {
     static const std::set<std::string> inplace = [] {
       std::set<std::string> names = {"gelu", "hardtanh", "leaky_relu", "elu", "round", "add", "sub", "div", "pow",
                                      "masked_fill", "clamp", "clamp_min", "clamp_max", "bitwise_and", "bitwise_or",
-                                     "bitwise_xor"};
+                                     "bitwise_xor", "index_put", "index_fill", "scatter", "scatter_add", "scatter_reduce"};
       names.insert(std::begin(kSameNameUnaryOps), std::end(kSameNameUnaryOps));
       names.insert(std::begin(kSameNameBinaryOps), std::end(kSameNameBinaryOps));
       names.erase("maximum");  // ATen has no maximum_ / minimum_

@@ -361,6 +361,21 @@ void binary_ops(Table& t) {
     return emit_index_put(m, m.tensor(n, 0), m.tensor(n, 2), m.optional_tensors_arg(n, 1), m.bool_arg(n, 3),
                           [&](const std::string& why) { m.fail(n, why); });
   });
+  // index_fill(self, dim, index, value): index_put with the index at dim, the value (a number or a 0-dim
+  // tensor) broadcast.
+  t.def("index_fill", [](Importer& m, const Node* n) {
+    const ValueId self = m.tensor(n, 0);
+    const DType dt = m.type(self).dtype;
+    const std::int64_t dim = wrap(m, n, m.int_arg(n, 1), m.type(self).rank());
+    const Operand v = m.operand(n, 3);
+    const ValueId value = v.is_tensor() ? v.value
+                                        : m.constant(at::scalar_tensor(v.scalar.is_float() ? at::Scalar(v.scalar.to_double())
+                                                                                            : at::Scalar(v.scalar.to_int()),
+                                                                       at::TensorOptions().dtype(dtype_to_torch(dt))));
+    std::vector<std::optional<ValueId>> indices(static_cast<std::size_t>(dim), std::nullopt);
+    indices.push_back(m.tensor(n, 2));
+    return emit_index_put(m, self, value, indices, false, [&](const std::string& why) { m.fail(n, why); });
+  });
   t.def("where", [](Importer& m, const Node* n) {
     if (n->inputs().size() != 3) m.fail(n, "only where(condition, a, b) is supported");
     return m.emit("where", {Operand::tensor(m.tensor(n, 0)), m.operand(n, 1), m.operand(n, 2)});

@@ -766,7 +766,7 @@ def forward(self, x, mask):
 }
 
 // The ordering, scatter, advanced-indexing and resampling operators as TorchScript writes them (sort, topk,
-// prod, diagonal, scatter / scatter_add / scatter_reduce, x[idx], x[idx] = v, x[mask] = v, index_put_ with
+// prod, diagonal, scatter / scatter_add / scatter_reduce, x[idx], x[idx] = v, x[mask] = v, index_fill, index_put_ with
 // accumulate, upsample_bilinear2d with sizes and with scale factors): cpp alone (--standalone) matches
 // LibTorch, within rtol 1e-5, atol 1e-6 (prod and the reductions multiply or add in another order). Indices
 // are drawn per call within range; sort, topk and scatter see no ties or repeated places where ATen leaves
@@ -790,9 +790,10 @@ def forward(self, x, idx, img):
     z[x > 1] = -1.0
     w = x.clone()
     w.index_put_([idx[0]], x[idx[1]], accumulate=True)
+    f = x.index_fill(1, idx[2], -2.0)
     u = torch.upsample_bilinear2d(img, [10, 12], False, None, None)
     u2 = torch.upsample_bilinear2d(img, None, True, [1.5, 2.0])
-    return v, i, tv, ti, p, d, s, sa, sr, g, g2, y, z, w, u, u2
+    return v, i, tv, ti, p, d, s, sa, sr, g, g2, y, z, w, u, u2, f
 )");
   const fs::path so = dir / "positions2.so";
   compile_file(pt, so, "--shapes x=4x8,idx=4x5:int64,img=1x2x5x6 --executors cpp --standalone");
