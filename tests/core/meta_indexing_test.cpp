@@ -1,0 +1,103 @@
+// Meta functions of the orderings, scatters, advanced indexing and resampling operators: output shapes and
+// dtypes as PyTorch gives them, and a UserError naming the operator for what PyTorch rejects.
+#include <doctest/doctest.h>
+
+#include "core_test_util.h"
+
+using namespace coretest;
+
+namespace {
+constexpr DType b1 = DType::Bool, u1 = DType::UInt8, i4 = DType::Int32, i8 = DType::Int64, f4 = DType::Float32,
+                f8 = DType::Float64;
+}  // namespace
+
+OPS_TEST_CASE("meta prod", "prod") {
+  CHECK(meta1("prod", {T(f4, {2, 3})}, {{"dim", I(1)}}) == tt(f4, {2}));
+  CHECK(meta1("prod", {T(f4, {2, 3})}, {{"dim", I(-2)}, {"keepdim", true}}) == tt(f4, {1, 3}));
+  CHECK(meta1("prod", {T(f4, {2, 3})}) == tt(f4, {}));
+  CHECK(meta1("prod", {T(f4, {2, 3})}, {{"keepdim", true}}) == tt(f4, {1, 1}));
+  CHECK(meta1("prod", {T(i4, {2, 3})}, {{"dim", I(0)}}) == tt(i8, {3}));  // integers and bools in int64
+  CHECK(meta1("prod", {T(b1, {2})}) == tt(i8, {}));
+  CHECK(meta1("prod", {T(i4, {2})}, {{"dtype", f8}}) == tt(f8, {}));
+  CHECK(meta1("prod", {T(f4, {})}, {{"dim", I(0)}}) == tt(f4, {}));
+  CHECK_USER_ERROR(meta_error("prod", {T(f4, {2})}, {{"dim", I(1)}}), "prod", "out of range");
+}
+
+OPS_TEST_CASE("meta sort and topk: values and int64 positions", "sort", "topk") {
+  auto sorted = meta("sort", {T(f4, {3, 5})}, {{"dim", I(0)}, {"descending", true}});
+  REQUIRE(sorted.size() == 2);
+  CHECK(sorted[0] == tt(f4, {3, 5}));
+  CHECK(sorted[1] == tt(i8, {3, 5}));
+  CHECK(meta("sort", {T(b1, {})})[1] == tt(i8, {}));
+  CHECK_USER_ERROR(meta_error("sort", {T(f4, {3})}, {{"dim", I(1)}}), "sort", "out of range");
+  auto top = meta("topk", {T(f4, {3, 5})}, {{"k", I(2)}});
+  REQUIRE(top.size() == 2);
+  CHECK(top[0] == tt(f4, {3, 2}));
+  CHECK(top[1] == tt(i8, {3, 2}));
+  CHECK(meta("topk", {T(i4, {3, 5})}, {{"k", I(3)}, {"dim", I(0)}})[0] == tt(i4, {3, 5}));
+  CHECK(meta("topk", {T(f4, {3, 5})}, {{"k", I(0)}})[0] == tt(f4, {3, 0}));
+  CHECK(meta("topk", {T(f4, {})}, {{"k", I(1)}})[0] == tt(f4, {}));
+  CHECK_USER_ERROR(meta_error("topk", {T(f4, {3, 5})}, {{"k", I(6)}}), "topk", "k (6)", "size 5");
+  CHECK_USER_ERROR(meta_error("topk", {T(f4, {3, 5})}, {{"k", I(-1)}}), "topk", "out of range");
+  CHECK_USER_ERROR(meta_error("topk", {T(b1, {3})}, {{"k", I(1)}}), "topk", "bool");
+}
+
+OPS_TEST_CASE("meta diagonal", "diagonal") {
+  CHECK(meta1("diagonal", {T(f4, {5, 7})}) == tt(f4, {5}));
+  CHECK(meta1("diagonal", {T(f4, {5, 7})}, {{"offset", I(3)}}) == tt(f4, {4}));
+  CHECK(meta1("diagonal", {T(f4, {5, 7})}, {{"offset", I(-2)}}) == tt(f4, {3}));
+  CHECK(meta1("diagonal", {T(f4, {5, 7})}, {{"offset", I(9)}}) == tt(f4, {0}));
+  CHECK(meta1("diagonal", {T(i8, {2, 3, 4})}, {{"dim1", I(-1)}, {"dim2", I(0)}}) == tt(i8, {3, 2}));
+  CHECK_USER_ERROR(meta_error("diagonal", {T(f4, {5})}), "diagonal", "at least 2 dims");
+  CHECK_USER_ERROR(meta_error("diagonal", {T(f4, {5, 5})}, {{"dim1", I(1)}, {"dim2", I(-1)}}), "diagonal", "both dimension 1");
+}
+
+OPS_TEST_CASE("meta scatter and scatter_reduce", "scatter", "scatter_reduce") {
+  CHECK(meta1("scatter", {T(f4, {5, 8}), T(i8, {5, 4}), T(f4, {5, 6})}, {{"dim", I(1)}}) == tt(f4, {5, 8}));
+  CHECK(meta1("scatter", {T(i4, {5, 8}), T(i8, {2, 8}), S(Scalar(std::int64_t{3}))}, {{"dim", I(0)}}) == tt(i4, {5, 8}));
+  CHECK(meta1("scatter", {T(f4, {}), T(i8, {}), S(Scalar(1.0))}, {{"dim", I(0)}}) == tt(f4, {}));
+  CHECK_USER_ERROR(meta_error("scatter", {T(f4, {5, 8}), T(i4, {5, 4}), T(f4, {5, 4})}, {{"dim", I(1)}}), "scatter", "int64");
+  CHECK_USER_ERROR(meta_error("scatter", {T(f4, {5, 8}), T(i8, {5}), T(f4, {5})}, {{"dim", I(0)}}), "scatter", "as many dims");
+  CHECK_USER_ERROR(meta_error("scatter", {T(f4, {5, 8}), T(i8, {5, 4}), T(f4, {5, 3})}, {{"dim", I(1)}}), "scatter",
+                   "larger than src");
+  CHECK_USER_ERROR(meta_error("scatter", {T(f4, {5, 8}), T(i8, {6, 4}), T(f4, {6, 4})}, {{"dim", I(1)}}), "scatter",
+                   "larger than the input", "dimension 0");
+  CHECK_USER_ERROR(meta_error("scatter", {T(f4, {5, 8}), T(i8, {5, 4}), T(f8, {5, 4})}, {{"dim", I(1)}}), "scatter", "dtype");
+  Attrs sum = {{"dim", I(0)}, {"reduce", std::string("sum")}};
+  CHECK(meta1("scatter_reduce", {T(f4, {10, 4}), T(i8, {6, 4}), T(f4, {6, 4})}, sum) == tt(f4, {10, 4}));
+  CHECK_USER_ERROR(meta_error("scatter_reduce", {T(f4, {10, 4}), T(i8, {6, 4}), T(f4, {6, 4})},
+                              {{"dim", I(0)}, {"reduce", std::string("max")}}),
+                   "scatter_reduce", "sum, prod, mean, amax, amin", "'max'");
+  CHECK_USER_ERROR(meta_error("scatter_reduce", {T(f4, {10, 4}), T(i8, {6, 4}), T(i4, {6, 4})}, sum), "scatter_reduce", "dtype");
+}
+
+OPS_TEST_CASE("meta index and index_put: PyTorch's placement of the broadcast index dims", "index", "index_put") {
+  CHECK(meta1("index", {T(f4, {10, 12, 3}), T(i8, {4})}, {{"dims", IntList{0}}}) == tt(f4, {4, 12, 3}));
+  CHECK(meta1("index", {T(f4, {10, 12, 3}), T(i8, {2, 3})}, {{"dims", IntList{1}}}) == tt(f4, {10, 2, 3, 3}));
+  CHECK(meta1("index", {T(f4, {10, 12, 3}), T(i8, {4, 1}), T(i4, {5})}, {{"dims", IntList{0, 1}}}) == tt(f4, {4, 5, 3}));
+  CHECK(meta1("index", {T(f4, {10, 12, 3}), T(i8, {4}), T(i8, {4})}, {{"dims", IntList{0, 2}}}) == tt(f4, {4, 12}));
+  CHECK(meta1("index", {T(f4, {10, 12, 3}), T(i8, {4}), T(i8, {4})}, {{"dims", IntList{1, 2}}}) == tt(f4, {10, 4}));
+  CHECK(meta1("index", {T(f4, {10, 12}), T(i8, {})}, {{"dims", IntList{1}}}) == tt(f4, {10}));
+  CHECK_USER_ERROR(meta_error("index", {T(f4, {10, 12}), T(b1, {10})}, {{"dims", IntList{0}}}), "index", "boolean mask",
+                   "depends on the mask's values");
+  CHECK_USER_ERROR(meta_error("index", {T(f4, {10, 12}), T(u1, {10})}, {{"dims", IntList{0}}}), "index", "boolean mask");
+  CHECK_USER_ERROR(meta_error("index", {T(f4, {10, 12}), T(f4, {2})}, {{"dims", IntList{0}}}), "index", "int32 or int64");
+  CHECK_USER_ERROR(meta_error("index", {T(f4, {10, 12}), T(i8, {2}), T(i8, {3})}, {{"dims", IntList{0, 1}}}), "index");
+  CHECK_USER_ERROR(meta_error("index", {T(f4, {10, 12}), T(i8, {2})}, {{"dims", IntList{2}}}), "index", "2-D input", "[2]");
+  Attrs rows = {{"dims", IntList{0}}};
+  CHECK(meta1("index_put", {T(f4, {10, 4}), T(f4, {3, 4}), T(i8, {3})}, rows) == tt(f4, {10, 4}));
+  CHECK(meta1("index_put", {T(f4, {10, 4}), T(f4, {}), T(i8, {3})}, rows) == tt(f4, {10, 4}));
+  CHECK_USER_ERROR(meta_error("index_put", {T(f4, {10, 4}), T(f4, {2, 4}), T(i8, {3})}, rows), "index_put");
+  CHECK_USER_ERROR(meta_error("index_put", {T(f4, {10, 4}), T(f8, {3, 4}), T(i8, {3})}, rows), "index_put", "dtype");
+}
+
+OPS_TEST_CASE("meta upsample_bilinear2d", "upsample_bilinear2d") {
+  Attrs a = {{"output_size", IntList{10, 12}}, {"align_corners", false}};
+  CHECK(meta1("upsample_bilinear2d", {T(f4, {2, 3, 5, 6})}, a) == tt(f4, {2, 3, 10, 12}));
+  CHECK(meta1("upsample_bilinear2d", {T(f8, {1, 1, 5, 6})}, {{"output_size", IntList{1, 1}}, {"align_corners", true}}) ==
+        tt(f8, {1, 1, 1, 1}));
+  CHECK_USER_ERROR(meta_error("upsample_bilinear2d", {T(f4, {3, 5, 6})}, a), "upsample_bilinear2d", "4-D");
+  CHECK_USER_ERROR(meta_error("upsample_bilinear2d", {T(i8, {1, 3, 5, 6})}, a), "upsample_bilinear2d");
+  CHECK_USER_ERROR(meta_error("upsample_bilinear2d", {T(f4, {1, 3, 5, 6})}, {{"output_size", IntList{0, 3}}, {"align_corners", false}}),
+                   "upsample_bilinear2d", "positive");
+}
