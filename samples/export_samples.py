@@ -246,6 +246,31 @@ class CoreOps(nn.Module):
                 torch.log1p(x.abs()))
 
 
+class Sampling(nn.Module):
+    """3-D pooling, grid sampling and embedding bags as torch.export writes them: max_pool3d_with_indices,
+    avg_pool3d, _adaptive_avg_pool3d, grid_sampler_2d (bilinear with reflection, nearest with border),
+    _embedding_bag (mean with offsets, sum of 2-D bags with padding_idx). One flattened vector out."""
+
+    def __init__(self):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(10, 4, mode="mean")
+        self.bag2 = nn.EmbeddingBag(10, 4, mode="sum", padding_idx=3)
+        self.register_buffer("offsets", torch.tensor([0, 2, 2, 5]))
+
+    def forward(self, x):
+        a = F.max_pool3d(x, 3, 2, 1)
+        b = F.avg_pool3d(x, 2, ceil_mode=True, count_include_pad=False)
+        c = F.adaptive_avg_pool3d(x, (2, 3, 2))
+        img = x[:, :, 0]
+        grid = torch.tanh(x[:, :2, 1, :4, :].permute(0, 2, 3, 1)) * 1.2
+        s1 = F.grid_sample(img, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
+        s2 = F.grid_sample(img, grid, mode="nearest", padding_mode="border", align_corners=True)
+        ids = torch.sort(x.flatten()[:9]).indices
+        e1 = self.bag(ids, self.offsets)
+        e2 = self.bag2(ids[:8].reshape(2, 4))
+        return torch.cat([t.reshape(-1) for t in [a, b, c, s1, s2, e1, e2]])
+
+
 WANT = set(sys.argv[1:])  # the samples to write; all when empty
 
 
@@ -334,9 +359,14 @@ def main():
     export_one("unsupported", Unsupported(), torch.randn(3, 4))
 
     torch.manual_seed(8)
-    export_one("positions", Positions(), torch.randn(4, 8))
     export_one("core_ops", CoreOps(), torch.randn(4, 6))
     export_one("core_ops_decomposed", CoreOps(), torch.randn(4, 6), decompose=True)
+
+    torch.manual_seed(9)
+    export_one("positions", Positions(), torch.randn(4, 8))
+
+    torch.manual_seed(10)
+    export_one("sampling", Sampling(), torch.randn(2, 3, 5, 6, 6))
 
     if not WANT:
         with open(os.path.join(OUT, "VERSION"), "w") as f:

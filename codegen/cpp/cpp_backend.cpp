@@ -286,7 +286,6 @@ void CppBackend::emit_variant_prologue(SourceWriter& out) const {
 
 void CppBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
   if (sym.op->category == OpCategory::Attention) return emit_cpp_attention(ctx, sym, out);  // never in a region
-  if (sym.op->name == "embedding") return emit_cpp_embedding(ctx, sym, out);              // never in a region
   if (is_cpp_indexing_op(sym.op->name)) return emit_cpp_indexing(ctx, sym, out);          // never in a region
   BoundSymbol region = as_region(sym);
   CppRegion e(ctx.trace(), region, &ctx);
@@ -295,7 +294,7 @@ void CppBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, Sou
 }
 
 std::size_t CppBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {
-  if (sym.op->category == OpCategory::Attention || sym.op->category == OpCategory::Indexing) return 0;  // no scratch
+  if (sym.op->category == OpCategory::Attention || is_cpp_indexing_op(sym.op->name)) return 0;  // no scratch
   BoundSymbol region = as_region(sym);
   CppRegion e(trace, region, nullptr);
   e.run();

@@ -16,4 +16,9 @@ namespace thunderc {
 
 void emit_cpp_embedding(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out);
 
+// embedding_bag: per bag, the sum (times per_sample_weights), mean or max of its rows, padding_idx's rows left
+// out, an empty bag zeros. Indices and offsets are checked first (offsets start at 0, never decrease, stay
+// within the indices); bags run in parallel.
+void emit_cpp_embedding_bag(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out);
+
 }  // namespace thunderc

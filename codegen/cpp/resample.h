@@ -9,4 +9,9 @@ namespace thunderc {
 
 void emit_cpp_upsample_bilinear2d(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out);
 
+// grid_sampler_2d, bilinear or nearest (round half to even), zeros / border / reflection padding: ATen's
+// source positions (grid_sampler_compute_source_index: unnormalize, reflect, clip; a non-finite position reads
+// nothing) and its vectorized kernel's weights (n * e, ...), summing the in-range corners.
+void emit_cpp_grid_sampler_2d(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out);
+
 }  // namespace thunderc

@@ -122,6 +122,29 @@ struct ScatterEmitter {
     }
   }
 
+  // out[i] = mask[i] ? source[k++] : a[i] in row-major order (mask and a broadcast to out); a source with
+  // fewer elements than the mask holds fails the call, as ATen raises.
+  void masked_scatter() {
+    const TensorType &o = out_type(), &source = in_type(2);
+    const std::int64_t n = o.numel();
+    out.comment("masked_scatter: " + std::to_string(n) + " elements from a source of " + std::to_string(source.numel()));
+    pointer(ctx, out, "x", sym.inputs[0].value, true);
+    pointer(ctx, out, "m", sym.inputs[1].value, true);
+    pointer(ctx, out, "s", sym.inputs[2].value, true);
+    pointer(ctx, out, "o", sym.outputs[0], false);
+    const std::string xi = offset_of("i", o.shape, loops::broadcast_strides(in_type(0).shape, o.shape));
+    const std::string mi = offset_of("i", o.shape, loops::broadcast_strides(in_type(1).shape, o.shape));
+    out.line("int64_t k = 0;");
+    out.line("for (int64_t i = 0; i < " + S(n) + "; ++i) k += m[" + mi + "] ? 1 : 0;");
+    out.line("if (k > " + S(source.numel()) + ") {");
+    out.line("  std::snprintf(call->error, call->error_capacity, \"masked_scatter: the mask holds at %lld places, the source "
+             "has only %lld elements\", (long long)k, (long long)" + S(source.numel()) + ");");
+    out.line("  " + ctx.on_failure());
+    out.line("}");
+    out.line("k = 0;");
+    out.line("for (int64_t i = 0; i < " + S(n) + "; ++i) o[i] = m[" + mi + "] ? s[k++] : x[" + xi + "];");
+  }
+
   // --- index, index_put: the indexed shape IS (the shape of a[indices]) and, for a position in it, where it
   // reads (writes) in a.
 
@@ -238,7 +261,7 @@ struct ScatterEmitter {
 }  // namespace
 
 bool is_cpp_scatter_op(const std::string& name) {
-  return name == "scatter" || name == "scatter_reduce" || name == "index" || name == "index_put";
+  return name == "scatter" || name == "scatter_reduce" || name == "index" || name == "index_put" || name == "masked_scatter";
 }
 
 void emit_cpp_scatter(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
@@ -248,6 +271,7 @@ void emit_cpp_scatter(const EmitContext& ctx, const BoundSymbol& sym, SourceWrit
   else if (name == "scatter_reduce") e.scatter_reduce();
   else if (name == "index") e.index();
   else if (name == "index_put") e.index_put();
+  else if (name == "masked_scatter") e.masked_scatter();
   else internal_error("cpp codegen: ", name, " is not a scatter operator");
 }
 

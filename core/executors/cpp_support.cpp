@@ -120,10 +120,12 @@ bool cpu_index_reduce(const Trace& t, const BoundSymbol& s) {
   return d == DType::Float32 || d == DType::Float64 || is_integral(d);
 }
 
-// upsample_bilinear2d of float32 or float64 on the CPU (codegen/cpp/resample.cpp).
-bool cpu_upsample_bilinear(const Trace& t, const BoundSymbol& s) {
+// Resampling, 3-D pooling and embedding bags of float32 or float64 on the CPU (codegen/cpp/resample.cpp,
+// pool3d.cpp, embedding.cpp); grid_sampler_2d's bicubic mode stays with torch.
+bool cpu_sampling(const Trace& t, const BoundSymbol& s) {
   if (!moves<DeviceKind::CPU>(t, s)) return false;
   const DType d = t.type(s.inputs[0].value).dtype;
+  if (s.op->name == "grid_sampler_2d" && s.attrs.get_int("interpolation_mode") == 2) return false;
   return d == DType::Float32 || d == DType::Float64;
 }
 
@@ -460,9 +462,13 @@ void register_cpp_impls(Executor& cpp) {
   cpp.register_impl("cumsum", cpu_cumsum);
   cpp.register_impl("prod", cpu_prod);
   for (const char* name : {"sort", "topk"}) cpp.register_impl(name, cpu_sort);
-  for (const char* name : {"diagonal", "index", "scatter"}) cpp.register_impl(name, cpu_index_move);
+  for (const char* name : {"diagonal", "index", "scatter", "masked_scatter"}) cpp.register_impl(name, cpu_index_move);
   for (const char* name : {"scatter_reduce", "index_put"}) cpp.register_impl(name, cpu_index_reduce);
-  cpp.register_impl("upsample_bilinear2d", cpu_upsample_bilinear);
+  for (const char* name : {"upsample_bilinear2d", "grid_sampler_2d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d"}) {
+    cpp.register_impl(name, cpu_sampling);
+    cpp.run_alone(name);
+  }
+  cpp.register_impl("embedding_bag", cpu_sampling);
 }
 
 void register_nvfuser_impls(Executor& nvfuser) {

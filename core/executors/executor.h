@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,10 @@ class Executor {
   // Registers an implementation of one operator (by catalog name); a null checker accepts every use.
   void register_impl(const std::string& op_name, Checker checker = nullptr, Claim claim = Claim::Preferred);
   bool implements(const std::string& op_name) const { return impls_.count(op_name) != 0; }
+  // Operators it runs with code of their own, never inside one of its fused regions (cpp's 3-D pooling,
+  // resampling); operators of the Indexing and Attention categories always are.
+  void run_alone(const std::string& op_name) { alone_.insert(op_name); }
+  bool runs_alone(const std::string& op_name) const { return alone_.count(op_name) != 0; }
   std::size_t num_impls() const { return impls_.size(); }
   // True when it implements the symbol's operator and the checker accepts this use.
   bool can_execute(const Trace& trace, const BoundSymbol& sym) const;
@@ -77,6 +82,7 @@ class Executor {
   Info info_;
   std::map<std::string, Checker> impls_;
   std::map<std::string, Claim> claims_;
+  std::set<std::string> alone_;
   mutable std::map<DeviceKind, Availability> probed_;
 };
 

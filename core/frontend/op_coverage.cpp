@@ -47,6 +47,10 @@ const std::map<std::string, std::string>& aten_aliases() {
       {"native_group_norm", "group_norm"},
       {"scatter_add", "scatter_reduce"},  // reduce="sum"
       {"index_fill", "index_put"},        // the index at dim, the value broadcast
+      {"_embedding_bag", "embedding_bag"},
+      {"grid_sampler", "grid_sampler_2d"},  // 4-D inputs
+      {"_adaptive_avg_pool3d", "adaptive_avg_pool3d"},
+      {"max_pool3d_with_indices", "max_pool3d"},  // the values
       {"max", "maximum"},  // max(a, b); max(a) is amax, max(a, dim) amax and argmax
       {"min", "minimum"},
       {"__and__", "bitwise_and"},  // on bool tensors: logical_and

@@ -548,6 +548,10 @@ void elementwise(Table& t) {
   t.def("where", {"self"}, [](Pt2Importer& m, const Pt2Node& n) {
     return m.emit("where", {Operand::tensor(m.tensor(n, "condition")), m.operand(n, "self"), m.operand(n, "other")});
   });
+  t.def("masked_scatter", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("masked_scatter", {Operand::tensor(m.tensor(n, "self")), Operand::tensor(m.tensor(n, "mask")),
+                                     Operand::tensor(m.tensor(n, "source"))});
+  });
   t.def("masked_fill", {"Scalar", "Tensor"}, [](Pt2Importer& m, const Pt2Node& n) {
     return m.emit("masked_fill", {Operand::tensor(m.tensor(n, "self")), Operand::tensor(m.tensor(n, "mask")), m.operand(n, "value")});
   });
@@ -1174,6 +1178,52 @@ void nn(Table& t) {
   t.def("max_pool2d", {"default"}, max_pool);
   // (values, indices): the indices are not supported downstream.
   t.raw("torch.ops.aten.max_pool2d_with_indices.default", [max_pool](Pt2Importer& m, const Pt2Node& n) { m.bind(n, 0, max_pool(m, n)); });
+  // max_pool3d(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False), and
+  // max_pool3d_with_indices (values, indices): the values.
+  auto max_pool3d = [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("max_pool3d", {Operand::tensor(m.tensor(n, "self"))},
+                  {{"kernel_size", m.ints_arg(n, "kernel_size")}, {"stride", m.ints_arg(n, "stride", IntList{})},
+                   {"padding", m.ints_arg(n, "padding", IntList{0})}, {"dilation", m.ints_arg(n, "dilation", IntList{1})},
+                   {"ceil_mode", m.bool_arg(n, "ceil_mode", false)}});
+  };
+  t.def("max_pool3d", {"default"}, max_pool3d);
+  t.raw("torch.ops.aten.max_pool3d_with_indices.default",
+        [max_pool3d](Pt2Importer& m, const Pt2Node& n) { m.bind(n, 0, max_pool3d(m, n)); });
+  t.def("avg_pool3d", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    auto div = m.opt_int_arg(n, "divisor_override");
+    return m.emit("avg_pool3d", {Operand::tensor(m.tensor(n, "self"))},
+                  {{"kernel_size", m.ints_arg(n, "kernel_size")}, {"stride", m.ints_arg(n, "stride", IntList{})},
+                   {"padding", m.ints_arg(n, "padding", IntList{0})}, {"ceil_mode", m.bool_arg(n, "ceil_mode", false)},
+                   {"count_include_pad", m.bool_arg(n, "count_include_pad", true)},
+                   {"divisor_override", div ? AttrValue(*div) : AttrValue(None{})}});
+  });
+  for (const char* name : {"adaptive_avg_pool3d", "_adaptive_avg_pool3d"}) {
+    t.def(name, {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+      return m.emit("adaptive_avg_pool3d", {Operand::tensor(m.tensor(n, "self"))}, {{"output_size", m.ints_arg(n, "output_size")}});
+    });
+  }
+  for (const char* name : {"grid_sampler_2d", "grid_sampler"}) {
+    t.def(name, {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+      if (m.type(m.tensor(n, "input")).rank() != 4) m.fail(n, "only 4-D inputs (grid_sampler_2d) are supported");
+      return m.emit("grid_sampler_2d", {Operand::tensor(m.tensor(n, "input")), Operand::tensor(m.tensor(n, "grid"))},
+                    {{"interpolation_mode", m.int_arg(n, "interpolation_mode")}, {"padding_mode", m.int_arg(n, "padding_mode")},
+                     {"align_corners", m.bool_arg(n, "align_corners")}});
+    });
+  }
+  // _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+  // include_last_offset, padding_idx=-1) and embedding_bag(.padding_idx) -> (output, offset2bag, bag_size,
+  // max_indices): the output.
+  for (const char* target : {"torch.ops.aten._embedding_bag.default", "torch.ops.aten.embedding_bag.default",
+                             "torch.ops.aten.embedding_bag.padding_idx"}) {
+    t.raw(target, [](Pt2Importer& m, const Pt2Node& n) {
+      std::optional<std::int64_t> padding = m.opt_int_arg(n, "padding_idx");
+      if (padding && *padding < 0) padding.reset();  // -1: none
+      m.bind(n, 0, m.emit("embedding_bag", {Operand::tensor(m.tensor(n, "weight")), Operand::tensor(m.tensor(n, "indices")),
+                                            m.operand(n, "offsets"), m.operand(n, "per_sample_weights")},
+                          {{"mode", m.int_arg(n, "mode", 0)}, {"include_last_offset", m.bool_arg(n, "include_last_offset", false)},
+                           {"padding_idx", padding ? AttrValue(*padding) : AttrValue(None{})}}));
+    });
+  }
   t.def("avg_pool2d", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
     IntList kernel = m.ints_arg(n, "kernel_size");
     IntList stride = m.ints_arg(n, "stride", IntList{});
@@ -1216,7 +1266,8 @@ const std::map<std::string, Pt2Handler>& pt2_handlers() {
     static const std::set<std::string> inplace = [] {
       std::set<std::string> names = {"gelu", "hardtanh", "leaky_relu", "elu", "round", "add", "sub", "div", "pow",
                                      "masked_fill", "clamp", "clamp_min", "clamp_max", "bitwise_and", "bitwise_or",
-                                     "bitwise_xor", "index_put", "index_fill", "scatter", "scatter_add", "scatter_reduce"};
+                                     "bitwise_xor", "index_put", "index_fill", "scatter", "scatter_add", "scatter_reduce",
+                                     "masked_scatter"};
       names.insert(std::begin(kSameNameUnaryOps), std::end(kSameNameUnaryOps));
       names.insert(std::begin(kSameNameBinaryOps), std::end(kSameNameBinaryOps));
       names.erase("maximum");  // ATen has no maximum_ / minimum_

@@ -380,6 +380,9 @@ void binary_ops(Table& t) {
     if (n->inputs().size() != 3) m.fail(n, "only where(condition, a, b) is supported");
     return m.emit("where", {Operand::tensor(m.tensor(n, 0)), m.operand(n, 1), m.operand(n, 2)});
   }, false);
+  t.def("masked_scatter", [](Importer& m, const Node* n) {
+    return m.emit("masked_scatter", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1)), Operand::tensor(m.tensor(n, 2))});
+  });
   t.def("masked_fill", [](Importer& m, const Node* n) {
     return m.emit("masked_fill", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1)), m.operand(n, 2)});
   });
@@ -831,6 +834,43 @@ void nn_ops(Table& t) {
   t.def("adaptive_avg_pool2d", [](Importer& m, const Node* n) {
     return m.emit("adaptive_avg_pool2d", {Operand::tensor(m.tensor(n, 0))}, {{"output_size", m.ints_arg(n, 1)}});
   }, false);
+  t.def("max_pool3d", [](Importer& m, const Node* n) {
+    return m.emit("max_pool3d", {Operand::tensor(m.tensor(n, 0))},
+                  {{"kernel_size", m.ints_arg(n, 1)}, {"stride", m.ints_arg(n, 2)}, {"padding", m.ints_arg(n, 3)},
+                   {"dilation", m.ints_arg(n, 4)}, {"ceil_mode", m.bool_arg(n, 5)}});
+  }, false);
+  t.def("avg_pool3d", [](Importer& m, const Node* n) {
+    auto div = m.opt_int_arg(n, 6);
+    return m.emit("avg_pool3d", {Operand::tensor(m.tensor(n, 0))},
+                  {{"kernel_size", m.ints_arg(n, 1)}, {"stride", m.ints_arg(n, 2)}, {"padding", m.ints_arg(n, 3)},
+                   {"ceil_mode", m.bool_arg(n, 4)}, {"count_include_pad", m.bool_arg(n, 5)},
+                   {"divisor_override", div ? AttrValue(*div) : AttrValue(None{})}});
+  }, false);
+  t.def("adaptive_avg_pool3d", [](Importer& m, const Node* n) {
+    return m.emit("adaptive_avg_pool3d", {Operand::tensor(m.tensor(n, 0))}, {{"output_size", m.ints_arg(n, 1)}});
+  }, false);
+  // grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners) (F.grid_sample) and grid_sampler_2d.
+  for (const char* name : {"grid_sampler", "grid_sampler_2d"}) {
+    t.def(name, [](Importer& m, const Node* n) {
+      if (m.type(m.tensor(n, 0)).rank() != 4) m.fail(n, "only 4-D inputs (grid_sampler_2d) are supported");
+      return m.emit("grid_sampler_2d", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1))},
+                    {{"interpolation_mode", m.int_arg(n, 2)}, {"padding_mode", m.int_arg(n, 3)}, {"align_corners", m.bool_arg(n, 4)}});
+    }, false);
+  }
+  // embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+  // include_last_offset[, padding_idx]) -> (output, offset2bag, bag_size, max_indices): the output.
+  for (const char* kind : {"aten::embedding_bag", "aten::_embedding_bag"}) {
+    t.raw(kind, [](Importer& m, const Node* n) {
+      std::optional<std::int64_t> padding;
+      if (has_arg(m, n, "padding_idx")) padding = m.int_arg(n, need_arg(n, "padding_idx"));
+      if (padding && *padding < 0) padding.reset();  // -1: none
+      m.bind_tensor(n, 0, m.emit("embedding_bag", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1)),
+                                                   m.operand(n, 2), m.operand(n, need_arg(n, "per_sample_weights"))},
+                                 {{"mode", m.int_arg(n, need_arg(n, "mode"))},
+                                  {"include_last_offset", m.bool_arg(n, need_arg(n, "include_last_offset"))},
+                                  {"padding_idx", padding ? AttrValue(*padding) : AttrValue(None{})}}));
+    });
+  }
   t.def("embedding", [](Importer& m, const Node* n) {
     return m.emit("embedding", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1))});
   }, false);

@@ -16,6 +16,23 @@ struct UnsupportedUse {
   std::string why;                 // optional (TorchScript: why a known operator was refused)
 };
 
+// Why an operator without a handler cannot be compiled ahead of time at all (not merely "not yet"): those whose
+// output shape depends on the input's values. `kind` is either frontend's name ("aten::nonzero",
+// "aten.nonzero.default").
+inline std::string value_dependent_reason(const std::string& kind) {
+  std::string base = kind;
+  for (const char* prefix : {"aten::", "aten."})
+    if (base.rfind(prefix, 0) == 0) base = base.substr(std::string(prefix).size());
+  base = base.substr(0, base.find('.'));
+  static const char* const ops[] = {"nonzero", "argwhere", "masked_select", "unique", "_unique", "_unique2",
+                                    "unique_consecutive", "unique_dim", "_local_scalar_dense", "item", "bincount"};
+  for (const char* op : ops)
+    if (base == op)
+      return "its output's shape (or a Python number) depends on the input's values, and thunderc compiles shapes ahead "
+             "of time; compute a fixed-size result instead (torch.where, masks, topk)";
+  return "";
+}
+
 // "<path>: 2 operators are not supported by thunderc (3 uses):\n  <op> x2  at a, b, ..." as a UserError.
 [[noreturn]] inline void throw_unsupported(const std::string& path, const std::map<std::string, UnsupportedUse>& ops) {
   std::ostringstream os;
@@ -30,6 +47,8 @@ struct UnsupportedUse {
       for (std::size_t i = 0; i < u.where.size(); ++i) os << (i ? ", " : "") << u.where[i];
       if (static_cast<int>(u.where.size()) < u.count) os << ", ...";
     }
+    const std::string why = u.why.empty() ? value_dependent_reason(kind) : u.why;
+    if (!why.empty()) os << "\n    (" << why << ")";
   }
   throw UserError(os.str());
 }

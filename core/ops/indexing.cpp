@@ -250,6 +250,19 @@ void register_indexing_ops(OpRegistry& r) {
          },
          "a with src[i][j] reduced (sum, prod, mean, amax, amin) into out[index[i][j]][j] (for dim 0); a's own "
          "value takes part when include_self; mean divides by the count (rounding down for integers)"});
+  r.add({"masked_scatter", OpCategory::Indexing, {{"a"}, {"mask"}, {"source"}}, {},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType &a = m.tensor(0), &mask = m.tensor(1), &source = m.tensor(2);
+           if (!is_bool(mask.dtype)) user_error("masked_scatter: mask must be a bool tensor, got ", dtype_name(mask.dtype));
+           if (source.dtype != a.dtype)
+             user_error("masked_scatter: source (", dtype_name(source.dtype), ") must have the input's dtype (", dtype_name(a.dtype), ")");
+           TensorType out = a;
+           out.shape = broadcast_shapes({a.shape, mask.shape}, "masked_scatter");
+           out.device = common_device(m);
+           return {out};
+         },
+         "a with the places where mask holds (broadcast, in row-major order) taking source's elements in order; "
+         "source must have at least as many elements as mask holds"});
   r.add({"index", OpCategory::Indexing, {{"a"}, {"indices", false, false, true}}, {{"dims", AttrType::IntList}},
          [](const MetaArgs& m) -> std::vector<TensorType> {
            TensorType out = m.tensor(0);

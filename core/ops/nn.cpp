@@ -266,8 +266,7 @@ void register_nn_ops(OpRegistry& r) {
          },
          "nearest-neighbour resize of the last two dims to output_size (source index floor(i * scale), scale "
          "1 / scale_h (scale_w) when given, else in / out)"});
-  // Code of its own on the CPU (codegen/cpp/resample.cpp), hence the Indexing category: never in a region.
-  r.add({"upsample_bilinear2d", OpCategory::Indexing, {{"a"}},
+  r.add({"upsample_bilinear2d", OpCategory::Pooling, {{"a"}},
          {{"output_size", AttrType::IntList},
           {"align_corners", AttrType::Bool},
           {"scale_h", AttrType::Float, true, None{}},

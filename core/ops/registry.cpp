@@ -51,6 +51,7 @@ const OpRegistry& op_registry() {
     register_shape_ops(r);
     register_nn_ops(r);
     register_indexing_ops(r);
+    register_sampling_ops(r);
     register_fusion_op(r);
     return r;
   }();

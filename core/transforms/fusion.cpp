@@ -81,11 +81,12 @@ bool gemm_backed(const BoundSymbol& s) {
 Trace fuse_cpp_regions(const Trace& trace) { return fuse_regions(trace, "cpp"); }
 
 Trace fuse_regions(const Trace& trace, const std::string& executor) {
-  // Attention and embedding have code of their own (codegen/cpp/attention.h, embedding.h): each stays a lone
-  // symbol, never in a region.
+  // Attention, the Indexing category and what the executor runs alone have code of their own
+  // (codegen/cpp/attention.h, indexing.h, ...): each stays a lone symbol, never in a region.
+  const Executor* ex = find_executor(executor);
   auto is_candidate = [&](const BoundSymbol& s) {
     return s.executor == executor && !s.is_region() && s.op->category != OpCategory::Attention &&
-           s.op->category != OpCategory::Indexing;
+           s.op->category != OpCategory::Indexing && !(ex && ex->runs_alone(s.op->name));
   };
   if (std::none_of(trace.symbols().begin(), trace.symbols().end(), is_candidate)) {
     Trace same = trace;

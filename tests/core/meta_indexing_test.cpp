@@ -101,3 +101,49 @@ OPS_TEST_CASE("meta upsample_bilinear2d", "upsample_bilinear2d") {
   CHECK_USER_ERROR(meta_error("upsample_bilinear2d", {T(f4, {1, 3, 5, 6})}, {{"output_size", IntList{0, 3}}, {"align_corners", false}}),
                    "upsample_bilinear2d", "positive");
 }
+
+OPS_TEST_CASE("meta 3-D pooling", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d") {
+  CHECK(meta1("max_pool3d", {T(f4, {2, 3, 5, 6, 7})}, {{"kernel_size", IntList{3}}, {"stride", IntList{2}}, {"padding", IntList{1}}}) ==
+        tt(f4, {2, 3, 3, 3, 4}));
+  CHECK(meta1("max_pool3d", {T(f4, {3, 5, 6, 7})}, {{"kernel_size", IntList{2}}, {"ceil_mode", true}}) == tt(f4, {3, 3, 3, 4}));
+  CHECK(meta1("max_pool3d", {T(f4, {1, 1, 5, 6, 7})}, {{"kernel_size", IntList{2, 3, 2}}, {"dilation", IntList{2, 1, 2}}}) ==
+        tt(f4, {1, 1, 2, 2, 3}));
+  CHECK(meta1("avg_pool3d", {T(f8, {1, 2, 4, 4, 4})}, {{"kernel_size", IntList{2}}}) == tt(f8, {1, 2, 2, 2, 2}));
+  CHECK(meta1("adaptive_avg_pool3d", {T(f4, {2, 3, 5, 6, 7})}, {{"output_size", IntList{1}}}) == tt(f4, {2, 3, 1, 1, 1}));
+  CHECK_USER_ERROR(meta_error("max_pool3d", {T(f4, {5, 6, 7})}, {{"kernel_size", IntList{2}}}), "max_pool3d", "5-D");
+  CHECK_USER_ERROR(meta_error("max_pool3d", {T(f4, {1, 5, 6, 7})}, {{"kernel_size", IntList{2, 2}}}), "max_pool3d", "1 or 3 values");
+  CHECK_USER_ERROR(meta_error("max_pool3d", {T(f4, {1, 5, 6, 7})}, {{"kernel_size", IntList{2}}, {"padding", IntList{2}}}),
+                   "max_pool3d", "half the kernel");
+  CHECK_USER_ERROR(meta_error("max_pool3d", {T(f4, {1, 1, 6, 7})}, {{"kernel_size", IntList{2}}}), "max_pool3d", "too small");
+  CHECK_USER_ERROR(meta_error("avg_pool3d", {T(i8, {1, 5, 6, 7})}, {{"kernel_size", IntList{2}}}), "avg_pool3d");
+  CHECK_USER_ERROR(meta_error("avg_pool3d", {T(f4, {1, 5, 6, 7})}, {{"kernel_size", IntList{2}}, {"divisor_override", I(0)}}),
+                   "avg_pool3d", "divisor_override");
+  CHECK_USER_ERROR(meta_error("adaptive_avg_pool3d", {T(f4, {1, 5, 6, 7})}, {{"output_size", IntList{0}}}), "adaptive_avg_pool3d",
+                   "positive");
+}
+
+OPS_TEST_CASE("meta grid_sampler_2d and embedding_bag", "grid_sampler_2d", "embedding_bag") {
+  CHECK(meta1("grid_sampler_2d", {T(f4, {2, 3, 5, 6}), T(f4, {2, 4, 7, 2})}) == tt(f4, {2, 3, 4, 7}));
+  CHECK_USER_ERROR(meta_error("grid_sampler_2d", {T(f4, {2, 3, 5, 6}), T(f4, {1, 4, 7, 2})}), "grid_sampler_2d", "[N, H', W', 2]");
+  CHECK_USER_ERROR(meta_error("grid_sampler_2d", {T(f4, {2, 3, 5, 6}), T(f8, {2, 4, 7, 2})}), "grid_sampler_2d", "dtype");
+  CHECK_USER_ERROR(meta_error("grid_sampler_2d", {T(f4, {2, 3, 5, 6}), T(f4, {2, 4, 7, 2})}, {{"padding_mode", I(3)}}),
+                   "grid_sampler_2d", "padding_mode");
+  CHECK(meta1("embedding_bag", {T(f4, {10, 4}), T(i8, {7}), T(i8, {3}), N()}) == tt(f4, {3, 4}));
+  CHECK(meta1("embedding_bag", {T(f4, {10, 4}), T(i8, {7}), T(i8, {3}), N()}, {{"include_last_offset", true}}) == tt(f4, {2, 4}));
+  CHECK(meta1("embedding_bag", {T(f8, {10, 4}), T(i4, {5, 2}), N(), N()}, {{"mode", I(2)}}) == tt(f8, {5, 4}));
+  CHECK(meta1("embedding_bag", {T(f4, {10, 4}), T(i8, {7}), T(i8, {3}), T(f4, {7})}) == tt(f4, {3, 4}));
+  CHECK_USER_ERROR(meta_error("embedding_bag", {T(f4, {10, 4}), T(i8, {7}), N(), N()}), "embedding_bag", "need offsets");
+  CHECK_USER_ERROR(meta_error("embedding_bag", {T(f4, {10, 4}), T(i8, {5, 2}), T(i8, {3}), N()}), "embedding_bag", "None");
+  CHECK_USER_ERROR(meta_error("embedding_bag", {T(f4, {10, 4}), T(i8, {7}), T(i4, {3}), N()}), "embedding_bag", "offsets");
+  CHECK_USER_ERROR(meta_error("embedding_bag", {T(f4, {10, 4}), T(i8, {7}), T(i8, {3}), T(f4, {7})}, {{"mode", I(1)}}),
+                   "embedding_bag", "mode 0");
+  CHECK_USER_ERROR(meta_error("embedding_bag", {T(f4, {10, 4}), T(i8, {7}), T(i8, {3}), N()}, {{"mode", I(3)}}), "embedding_bag", "mode");
+}
+
+OPS_TEST_CASE("meta masked_scatter", "masked_scatter") {
+  CHECK(meta1("masked_scatter", {T(f4, {5, 7}), T(b1, {7}), T(f4, {40})}) == tt(f4, {5, 7}));
+  CHECK(meta1("masked_scatter", {T(f4, {1, 7}), T(b1, {5, 1}), T(f4, {3})}) == tt(f4, {5, 7}));
+  CHECK_USER_ERROR(meta_error("masked_scatter", {T(f4, {5, 7}), T(u1, {7}), T(f4, {40})}), "masked_scatter", "bool");
+  CHECK_USER_ERROR(meta_error("masked_scatter", {T(f4, {5, 7}), T(b1, {7}), T(f8, {40})}), "masked_scatter", "dtype");
+  CHECK_USER_ERROR(meta_error("masked_scatter", {T(f4, {5, 7}), T(b1, {6}), T(f4, {40})}), "masked_scatter");
+}

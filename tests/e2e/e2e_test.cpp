@@ -831,3 +831,36 @@ def forward(self, x, img):
     check_close(thunderc::aten::run(compiled, {x, img}), forward_file(pt, {x, img}), 1e-5, 1e-6);
   }
 }
+
+// 3-D pooling, grid sampling and embedding bags as TorchScript calls them: cpp alone matches LibTorch within
+// rtol 1e-5, atol 1e-6. The grid stays inside [-1.2, 1.2] (every padding mode matters), the offsets are valid.
+// (LibTorch 1.13's embedding_bag in max mode with include_last_offset corrupts its heap: not compared.)
+TEST_CASE("3-D pooling, grid_sampler and embedding_bag: cpp matches LibTorch") {
+  fs::path dir = tmp_dir("sampling");
+  const std::string pt = save_module(dir, "Sampling", R"(
+def forward(self, v, img, g, w, idx, off):
+    a = torch.max_pool3d(v, [3, 3, 3], [2, 2, 2], [1, 1, 1], [1, 1, 1], False)
+    b = torch.avg_pool3d(v, [2, 2, 2], [1, 2, 2], [1, 0, 1], True, False, None)
+    c = torch.adaptive_avg_pool3d(v, [2, 3, 2])
+    grid = torch.tanh(g) * 1.2
+    s0 = torch.grid_sampler(img, grid, 0, 0, False)
+    s1 = torch.grid_sampler(img, grid, 1, 2, True)
+    s2 = torch.grid_sampler(img, grid, 0, 1, True)
+    e0, _0, _1, _2 = torch.embedding_bag(w, idx, off, False, 0, False, None, False)
+    e1, _3, _4, _5 = torch.embedding_bag(w, idx, off, False, 1, False, None, False)
+    e2, _6, _7, _8 = torch.embedding_bag(w, idx, off, False, 2, False, None, False)
+    e3, _9, _10, _11 = torch.embedding_bag(w, idx, off, False, 0, False, None, True)
+    return a, b, c, s0, s1, s2, e0, e1, e2, e3
+)");
+  const fs::path so = dir / "sampling.so";
+  compile_file(pt, so, "--shapes v=2x3x5x6x7,img=2x3x5x6,g=2x4x7x2,w=10x4,idx=9:int64,off=4:int64 --executors cpp --standalone");
+  thunderc::Model compiled(so.string());
+  for (int seed : {1, 2}) {
+    CAPTURE(seed);
+    at::manual_seed(seed);
+    const at::Tensor v = at::randn({2, 3, 5, 6, 7}), img = at::randn({2, 3, 5, 6}), g = at::randn({2, 4, 7, 2});
+    const at::Tensor w = at::randn({10, 4}), idx = at::randint(0, 10, {9}, at::kLong);
+    const at::Tensor off = at::tensor(std::vector<int64_t>{0, 2, 2, 6 + seed});
+    check_close(thunderc::aten::run(compiled, {v, img, g, w, idx, off}), forward_file(pt, {v, img, g, w, idx, off}), 1e-5, 1e-6);
+  }
+}

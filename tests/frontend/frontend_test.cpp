@@ -153,6 +153,17 @@ def forward(self, x):
 )");
     CHECK(contains(import_error(path, {4}), "data-dependent"));
   }
+  SUBCASE("operators whose output shape depends on the values: listed with the reason") {
+    std::string path = save_module("DataDependentOps", R"(
+def forward(self, x):
+    return torch.nonzero(x).float().sum() + torch.masked_select(x, x > 0).sum()
+)");
+    std::string err = import_error(path, {4});
+    INFO(err);
+    CHECK(contains(err, "aten::nonzero x1"));
+    CHECK(contains(err, "aten::masked_select x1"));
+    CHECK(contains(err, "depends on the input's values"));
+  }
   SUBCASE("a shape read from tensor data") {
     std::string path = save_module("DataShape", R"(
 def forward(self, x):

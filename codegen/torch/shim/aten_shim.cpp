@@ -313,9 +313,38 @@ const std::unordered_map<std::string, OpFn>& ops() {
     t["scatter_reduce"] = [](A x, T a) {
       return at::scatter_reduce(x[0], a.get_int("dim"), x[1], x[2], a.get_string("reduce"), a.get_bool("include_self"));
     };
+    t["masked_scatter"] = [](A x, T) { return at::masked_scatter(x[0], x[1], x[2]); };
     t["index"] = [](A x, T a) { return at::index(x[0], index_list(x, 1, a.get_ints("dims"))); };
     t["index_put"] = [](A x, T a) {
       return at::index_put(x[0], index_list(x, 2, a.get_ints("dims")), x[1], a.get_bool("accumulate"));
+    };
+    t["max_pool3d"] = [](A x, T a) {
+      return at::max_pool3d(x[0], a.get_ints("kernel_size"), a.get_ints("stride"), a.get_ints("padding"),
+                            a.get_ints("dilation"), a.get_bool("ceil_mode"));
+    };
+    t["avg_pool3d"] = [](A x, T a) {
+      return at::avg_pool3d(x[0], a.get_ints("kernel_size"), a.get_ints("stride"), a.get_ints("padding"),
+                            a.get_bool("ceil_mode"), a.get_bool("count_include_pad"), opt_int(a, "divisor_override"));
+    };
+    t["adaptive_avg_pool3d"] = [](A x, T a) {
+      IntList size = a.get_ints("output_size");
+      if (size.size() == 1) size = {size[0], size[0], size[0]};  // ATen's operator takes three sizes
+      return at::adaptive_avg_pool3d(x[0], size);
+    };
+    t["grid_sampler_2d"] = [](A x, T a) {
+      return at::grid_sampler_2d(x[0], x[1], a.get_int("interpolation_mode"), a.get_int("padding_mode"), a.get_bool("align_corners"));
+    };
+    t["embedding_bag"] = [](A x, T a) {
+      const int64_t padding = a.is_none("padding_idx") ? -1 : a.get_int("padding_idx");
+      at::Tensor offsets = x[2], indices = x[1], weights = x[3];
+      if (!offsets.defined()) {  // 2-D indices: each row a bag
+        offsets = at::arange(0, indices.numel(), std::max<int64_t>(indices.size(1), 1), indices.options());
+        if (indices.size(1) == 0) offsets = at::zeros({indices.size(0)}, indices.options());
+        indices = indices.reshape({-1});
+        if (weights.defined()) weights = weights.reshape({-1});
+      }
+      return std::get<0>(at::_embedding_bag(x[0], indices, offsets, false, a.get_int("mode"), false, opt(weights),
+                                            a.get_bool("include_last_offset"), padding));
     };
     t["upsample_bilinear2d"] = [](A x, T a) {
       auto scale = [&](const char* name) {

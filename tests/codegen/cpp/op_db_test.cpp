@@ -1,5 +1,5 @@
 // The operator database, after Thunder's OpInfos: for each operator the cpp executor implements with code of
-// its own (OpCategory::Indexing: sorts, gathers, scatters, advanced indexing, resampling, ...), sample traces
+// its own (sorts, gathers, scatters, advanced indexing, resampling, 3-D pooling, embedding bags, ...), sample traces
 // covering its dtypes, dims (negative ones too), size-1, empty and odd shapes, views as inputs and edge values
 // (NaN, infinities, negative indices, duplicate indices where the op defines them). Every sample is compiled
 // with the torch executor (ATen through the shim: the reference) and with cpp, run on the same seeded inputs
@@ -269,6 +269,19 @@ Samples index_samples() {
   return out;
 }
 
+// The source has as many elements as the input (enough for any mask); the mask broadcasts along rows.
+Samples masked_scatter_samples() {
+  Sample s{"masked_scatter"};
+  ValueId a = s.in("a", f32({5, 7})), src = s.in("src", f32({5, 7})), m = s.in("m", b8({5, 7})), row = s.in("row", b8({7}));
+  s.out(s.op1("masked_scatter", {T(a), T(m), T(src)}));
+  s.out(s.op1("masked_scatter", {T(a), T(row), T(src)}));
+  s.out(s.op1("masked_scatter", {T(s.in("l", ty(DType::Int64, {5, 7}))), T(m), T(s.in("ls", ty(DType::Int64, {40})))}));
+  s.out(s.op1("masked_scatter", {T(s.op1("permute", {T(a)}, {{"dims", IntList{1, 0}}})), T(s.in("mt", b8({7, 5}))), T(src)}));
+  Samples out;
+  out.push_back(std::move(s));
+  return out;
+}
+
 Samples upsample_samples() {
   Sample s{"upsample_bilinear2d"};
   ValueId x = s.in("x", f32({2, 3, 5, 6}));
@@ -290,11 +303,94 @@ Samples upsample_samples() {
   return out;
 }
 
+Samples pool3d_samples() {
+  Samples out;
+  for (bool nan : {false, true}) {
+    Sample s{nan ? "pool3d_nan" : "pool3d", {}, {}, {}, {nan ? 0.05 : 0.0}};
+    ValueId x = s.in("x", f32({2, 3, 5, 6, 7}));
+    auto max = [&](ValueId v, IntList k, IntList st, IntList pad, IntList dil, bool ceil) {
+      s.out(s.op1("max_pool3d", {T(v)}, {{"kernel_size", k}, {"stride", st}, {"padding", pad}, {"dilation", dil}, {"ceil_mode", ceil}}));
+    };
+    auto avg = [&](ValueId v, IntList k, IntList st, IntList pad, bool ceil, bool include_pad, AttrValue divisor = None{}) {
+      s.out(s.op1("avg_pool3d", {T(v)}, {{"kernel_size", k}, {"stride", st}, {"padding", pad}, {"ceil_mode", ceil},
+                                        {"count_include_pad", include_pad}, {"divisor_override", divisor}}));
+    };
+    max(x, {3}, {2}, {1}, {1}, false);
+    max(x, {2, 3, 2}, {1, 1, 1}, {0}, {2, 1, 2}, false);
+    max(x, {2}, {}, {0}, {1}, true);  // stride [] = kernel; ceil_mode keeps a partial last window
+    avg(x, {3}, {2}, {1}, false, true);
+    avg(x, {3}, {2}, {1}, false, false);
+    avg(x, {2}, {2}, {1}, true, true);
+    avg(x, {2, 3, 3}, {1, 2, 2}, {0}, false, true, std::int64_t{5});
+    for (IntList o : {IntList{2, 3, 4}, IntList{1}, IntList{5, 6, 7}, IntList{3, 4, 5}})
+      s.out(s.op1("adaptive_avg_pool3d", {T(x)}, {{"output_size", o}}));
+    ValueId u = s.in("u", f32({3, 4, 5, 6}));  // unbatched
+    max(u, {2}, {2}, {0}, {1}, false);
+    avg(u, {3}, {1}, {1}, false, true);
+    s.out(s.op1("adaptive_avg_pool3d", {T(s.in("d", f64({1, 2, 4, 5, 3})))}, {{"output_size", IntList{2, 2, 2}}}));
+    if (nan) s.tol = {1e-5, 1e-5};
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Grid positions tanh(g) * 1.2: mostly inside [-1, 1], some outside, where the padding mode decides.
+Samples grid_sampler_samples() {
+  Samples out;
+  for (DType d : {DType::Float32, DType::Float64}) {
+    Sample s{std::string("grid_sampler_2d_") + dtype_short_name(d)};
+    if (d == DType::Float64) s.tol = {1e-10, 1e-10};
+    ValueId x = s.in("x", ty(d, {2, 3, 5, 6}));
+    ValueId grid = s.op1("mul", {T(s.op1("tanh", {T(s.in("g", ty(d, {2, 4, 7, 2})))})), N(1.2)});
+    for (std::int64_t mode : {0, 1})
+      for (std::int64_t padding : {0, 1, 2})
+        for (bool align : {false, true})
+          s.out(s.op1("grid_sampler_2d", {T(x), T(grid)},
+                      {{"interpolation_mode", mode}, {"padding_mode", padding}, {"align_corners", align}}));
+    // A one-pixel-wide input: reflection about a single pixel.
+    ValueId thin = s.in("thin", ty(d, {2, 1, 3, 1}));
+    for (bool align : {false, true})
+      s.out(s.op1("grid_sampler_2d", {T(thin), T(grid)}, {{"interpolation_mode", std::int64_t{0}}, {"padding_mode", std::int64_t{2}}, {"align_corners", align}}));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Offsets made in the trace: 0, then three sorted values in [0, 7] (repeats make empty bags).
+Samples embedding_bag_samples() {
+  Samples out;
+  for (DType it : {DType::Int64, DType::Int32}) {
+    Sample s{std::string("embedding_bag_") + dtype_short_name(it)};
+    ValueId w = s.in("w", f32({10, 4}));
+    ValueId idx = s.in("idx", ty(it, {7}));
+    ValueId r = s.op1("minimum", {T(s.in("r", ty(it, {3}))), I(7)});
+    ValueId sorted = s.op_all("sort", {T(r)}, {{"stable", true}})[0];
+    ValueId zero = s.op1("mul", {T(s.slice(sorted, 0, 0, 1)), I(0)});
+    ValueId off = s.op1("cat", {T(zero), T(sorted)}, {{"dim", std::int64_t{0}}});  // [4]
+    auto bag = [&](ValueId indices, Operand offsets, Operand weights, std::int64_t mode, bool last, AttrValue padding = None{}) {
+      s.out(s.op1("embedding_bag", {T(w), T(indices), offsets, weights},
+                  {{"mode", mode}, {"include_last_offset", last}, {"padding_idx", padding}}));
+    };
+    for (std::int64_t mode : {0, 1, 2}) {
+      bag(idx, T(off), Operand::none(), mode, false);
+      if (mode != 2) bag(idx, T(off), Operand::none(), mode, true);  // LibTorch 1.13's max with it corrupts its heap
+      bag(idx, T(off), Operand::none(), mode, false, std::int64_t{3});
+      bag(s.op1("reshape", {T(s.slice(idx, 0, 0, 6))}, {{"shape", IntList{2, 3}}}), Operand::none(), Operand::none(), mode, false);
+    }
+    bag(idx, T(off), T(s.in("psw", f32({7}))), 0, false);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 const std::map<std::string, std::function<Samples()>>& op_db() {
   static const std::map<std::string, std::function<Samples()>> db = {
       {"prod", prod_samples},       {"sort", sort_samples},         {"topk", topk_samples},
       {"diagonal", diagonal_samples}, {"scatter", scatter_samples}, {"scatter_reduce", scatter_samples},
       {"index", index_samples},     {"index_put", index_samples},   {"upsample_bilinear2d", upsample_samples},
+      {"max_pool3d", pool3d_samples}, {"avg_pool3d", pool3d_samples}, {"adaptive_avg_pool3d", pool3d_samples},
+      {"grid_sampler_2d", grid_sampler_samples}, {"embedding_bag", embedding_bag_samples},
+      {"masked_scatter", masked_scatter_samples},
   };
   return db;
 }
@@ -324,14 +420,19 @@ TEST_CASE("op database: diagonal") { run_samples("diagonal"); }
 TEST_CASE("op database: scatter, scatter_reduce") { run_samples("scatter"); }
 TEST_CASE("op database: index, index_put") { run_samples("index"); }
 TEST_CASE("op database: upsample_bilinear2d") { run_samples("upsample_bilinear2d"); }
+TEST_CASE("op database: max_pool3d, avg_pool3d, adaptive_avg_pool3d") { run_samples("max_pool3d"); }
+TEST_CASE("op database: grid_sampler_2d") { run_samples("grid_sampler_2d"); }
+TEST_CASE("op database: embedding_bag") { run_samples("embedding_bag"); }
+TEST_CASE("op database: masked_scatter") { run_samples("masked_scatter"); }
 
-// The database grows with the catalog: every operator with code of its own that cpp implements has samples
-// here, or is one of those the older suite (conformance_test.cpp) covers.
-TEST_CASE("op database: covers every Indexing-category operator cpp implements") {
+// The database grows with the catalog: every operator with code of its own that cpp implements (the Indexing
+// category, and what it runs alone) has samples here, or is one of those the older suite (conformance_test.cpp)
+// covers.
+TEST_CASE("op database: covers every operator cpp runs with code of its own") {
   const std::set<std::string> older = {"index_select", "gather", "argmax", "argmin", "cumsum", "embedding"};
   const Executor* cpp = find_executor("cpp");
   for (const OpDef* def : op_registry().all()) {
-    if (def->category != OpCategory::Indexing || !cpp->implements(def->name)) continue;
+    if (!cpp->implements(def->name) || (def->category != OpCategory::Indexing && !cpp->runs_alone(def->name))) continue;
     CAPTURE(def->name);
     CHECK((op_db().count(def->name) > 0 || older.count(def->name) > 0));
   }
@@ -368,6 +469,48 @@ TEST_CASE("scatter, index, index_put: an index out of range fails the call with 
       FAIL("an out-of-range index did not fail the call");
     } catch (const thunderc::Error& e) {
       CHECK(std::string(e.what()).find(c.message) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("masked_scatter and embedding_bag: a short source or a bad offset fails the call with a message") {
+  {
+    Trace t;
+    ValueId a = t.add_input("a", f32({2, 3})), m = t.add_input("m", b8({2, 3})), src = t.add_input("src", f32({2}));
+    t.set_outputs({t.emit1(op("masked_scatter"), {T(a), T(m), T(src)}, {})});
+    thunderc::Model model(compile(claimed(t, {"cpp"}), {"cpp"}, "opdb_masked_scatter_short"));
+    auto in = random_inputs(t, 1, false);
+    for (int i = 0; i < 6; ++i) static_cast<bool*>(in[1].raw())[i] = i < 3;  // 3 places, 2 source elements
+    try {
+      model.run(in);
+      FAIL("a short source did not fail the call");
+    } catch (const thunderc::Error& e) {
+      CHECK(std::string(e.what()).find("masked_scatter: the mask holds at 3 places, the source has only 2 elements") !=
+            std::string::npos);
+    }
+    static_cast<bool*>(in[1].raw())[2] = false;  // 2 places: fine, in row-major order
+    auto out = model.run(in);
+    CHECK(element(out[0], 0) == element(in[2], 0));
+    CHECK(element(out[0], 1) == element(in[2], 1));
+    CHECK(element(out[0], 2) == element(in[0], 2));
+  }
+  {
+    Trace t;
+    ValueId w = t.add_input("w", f32({10, 4})), idx = t.add_input("idx", ty(DType::Int64, {5}));
+    ValueId off = t.add_input("off", ty(DType::Int64, {3}));
+    t.set_outputs({t.emit1(op("embedding_bag"), {T(w), T(idx), T(off), Operand::none()}, {})});
+    thunderc::Model model(compile(claimed(t, {"cpp"}), {"cpp"}, "opdb_embedding_bag_offsets"));
+    auto in = random_inputs(t, 1, false);
+    for (const std::vector<std::int64_t>& offsets : {std::vector<std::int64_t>{1, 2, 3}, {0, 3, 2}, {0, 2, 6}}) {
+      CAPTURE(offsets[0] * 100 + offsets[1] * 10 + offsets[2]);
+      for (int i = 0; i < 3; ++i) static_cast<std::int64_t*>(in[2].raw())[i] = offsets[static_cast<std::size_t>(i)];
+      try {
+        model.run(in);
+        FAIL("bad offsets did not fail the call");
+      } catch (const thunderc::Error& e) {
+        CHECK(std::string(e.what()).find("embedding_bag: offsets must start at 0, never decrease and stay within the 5 indices") !=
+              std::string::npos);
+      }
     }
   }
 }
