@@ -904,54 +904,36 @@ void shapes(Table& t) {
         return m.emit("pad", {Operand::tensor(m.tensor(n, "self"))}, {{"pad", m.ints_arg(n, "padding")}, {"mode", mode}});
       });
   }
-  // upsample_nearest2d.vec(input, output_size?, scale_factors?) and .default(self, output_size, scales_h?, scales_w?).
-  t.def("upsample_nearest2d", {"vec", "default"}, [](Pt2Importer& m, const Pt2Node& n) {
-    const bool vec = m.has(n, "input");
-    ValueId x = m.tensor(n, vec ? "input" : "self");
-    const Shape& s = m.type(x).shape;
-    if (s.size() != 4) m.fail(n, "expects a 4-D input, got " + shape_str(s));
-    AttrValue sh = None{}, sw = None{};
-    IntList size;
-    if (vec && m.has(n, "scale_factors")) {
-      const Pt2Arg& f = m.need(n, "scale_factors");
-      if (f.floats.size() != 2) m.fail(n, "needs two scale factors");
-      sh = f.floats[0], sw = f.floats[1];
-      if (!m.has(n, "output_size"))
-        size = {static_cast<std::int64_t>(std::floor(static_cast<double>(s[2]) * f.floats[0])),
-                static_cast<std::int64_t>(std::floor(static_cast<double>(s[3]) * f.floats[1]))};
-    } else if (!vec) {
-      if (m.has(n, "scales_h")) sh = m.float_arg(n, "scales_h");
-      if (m.has(n, "scales_w")) sw = m.float_arg(n, "scales_w");
-    }
-    if (m.has(n, "output_size")) size = m.ints_arg(n, "output_size");
-    if (size.size() != 2) m.fail(n, "needs an output size or scale factors");
-    return m.emit("upsample_nearest2d", {Operand::tensor(x)}, {{"output_size", size}, {"scale_h", sh}, {"scale_w", sw}});
-  });
-  // upsample_bilinear2d.vec(input, output_size?, align_corners, scale_factors?) and
-  // .default(self, output_size, align_corners, scales_h?, scales_w?).
-  t.def("upsample_bilinear2d", {"vec", "default"}, [](Pt2Importer& m, const Pt2Node& n) {
-    const bool vec = m.has(n, "input");
-    ValueId x = m.tensor(n, vec ? "input" : "self");
-    const Shape& s = m.type(x).shape;
-    if (s.size() != 4) m.fail(n, "expects a 4-D input, got " + shape_str(s));
-    AttrValue sh = None{}, sw = None{};
-    IntList size;
-    if (vec && m.has(n, "scale_factors")) {
-      const Pt2Arg& f = m.need(n, "scale_factors");
-      if (f.floats.size() != 2) m.fail(n, "needs two scale factors");
-      sh = f.floats[0], sw = f.floats[1];
-      if (!m.has(n, "output_size"))
-        size = {static_cast<std::int64_t>(std::floor(static_cast<double>(s[2]) * f.floats[0])),
-                static_cast<std::int64_t>(std::floor(static_cast<double>(s[3]) * f.floats[1]))};
-    } else if (!vec) {
-      if (m.has(n, "scales_h")) sh = m.float_arg(n, "scales_h");
-      if (m.has(n, "scales_w")) sw = m.float_arg(n, "scales_w");
-    }
-    if (m.has(n, "output_size")) size = m.ints_arg(n, "output_size");
-    if (size.size() != 2) m.fail(n, "needs an output size or scale factors");
-    return m.emit("upsample_bilinear2d", {Operand::tensor(x)},
-                  {{"output_size", size}, {"align_corners", m.bool_arg(n, "align_corners")}, {"scale_h", sh}, {"scale_w", sw}});
-  });
+  // upsample_nearest2d.vec(input, output_size?, scale_factors?), .default(self, output_size, scales_h?,
+  // scales_w?), and upsample_bilinear2d's with align_corners after output_size: the output size (given, or the
+  // input's times the scale factors, rounded down) and the scales (which ATen's source index uses).
+  for (const char* name : {"upsample_nearest2d", "upsample_bilinear2d"}) {
+    const std::string op_name = name;
+    t.def(name, {"vec", "default"}, [op_name](Pt2Importer& m, const Pt2Node& n) {
+      const bool vec = m.has(n, "input");
+      ValueId x = m.tensor(n, vec ? "input" : "self");
+      const Shape& s = m.type(x).shape;
+      if (s.size() != 4) m.fail(n, "expects a 4-D input, got " + shape_str(s));
+      AttrValue sh = None{}, sw = None{};
+      IntList size;
+      if (vec && m.has(n, "scale_factors")) {
+        const Pt2Arg& f = m.need(n, "scale_factors");
+        if (f.floats.size() != 2) m.fail(n, "needs two scale factors");
+        sh = f.floats[0], sw = f.floats[1];
+        if (!m.has(n, "output_size"))
+          size = {static_cast<std::int64_t>(std::floor(static_cast<double>(s[2]) * f.floats[0])),
+                  static_cast<std::int64_t>(std::floor(static_cast<double>(s[3]) * f.floats[1]))};
+      } else if (!vec) {
+        if (m.has(n, "scales_h")) sh = m.float_arg(n, "scales_h");
+        if (m.has(n, "scales_w")) sw = m.float_arg(n, "scales_w");
+      }
+      if (m.has(n, "output_size")) size = m.ints_arg(n, "output_size");
+      if (size.size() != 2) m.fail(n, "needs an output size or scale factors");
+      Attrs attrs = {{"output_size", size}, {"scale_h", sh}, {"scale_w", sw}};
+      if (op_name == "upsample_bilinear2d") attrs.set("align_corners", m.bool_arg(n, "align_corners"));
+      return m.emit(op_name, {Operand::tensor(x)}, attrs);
+    });
+  }
   // native_group_norm(input, weight, bias, N, C, HxW, group, eps) -> (out, mean, rstd): out; group_norm too.
   t.raw("torch.ops.aten.native_group_norm.default", [](Pt2Importer& m, const Pt2Node& n) {
     m.bind(n, 0, m.emit("group_norm", {Operand::tensor(m.tensor(n, "input")), m.operand(n, "weight"), m.operand(n, "bias")},

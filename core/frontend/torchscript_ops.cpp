@@ -693,50 +693,34 @@ void shape_ops(Table& t) {
         return m.emit("pad", {Operand::tensor(m.tensor(n, 0))}, {{"pad", m.ints_arg(n, 1)}, {"mode", mode}});
       }, false);
   }
-  // upsample_nearest2d(input, output_size, scales_h=None, scales_w=None) and .vec(input, output_size?, scale_factors?).
-  t.def("upsample_nearest2d", [](Importer& m, const Node* n) {
-    ValueId x = m.tensor(n, 0);
-    const Shape& s = m.type(x).shape;
-    if (s.size() != 4) m.fail(n, "expects a 4-D input, got " + shape_str(s));
-    AttrValue sh = None{}, sw = None{};
-    IntList size;
-    if (has_arg(m, n, "scale_factors")) {
-      const c10::IValue& f = m.in(n, need_arg(n, "scale_factors")).known;
-      if (!f.isDoubleList() || f.toDoubleVector().size() != 2) m.fail(n, "needs two scale factors");
-      const std::vector<double> v = f.toDoubleVector();
-      sh = v[0], sw = v[1];
-      size = {static_cast<std::int64_t>(std::floor(static_cast<double>(s[2]) * v[0])),
-              static_cast<std::int64_t>(std::floor(static_cast<double>(s[3]) * v[1]))};
-    }
-    if (has_arg(m, n, "scales_h")) sh = m.float_arg(n, need_arg(n, "scales_h"));
-    if (has_arg(m, n, "scales_w")) sw = m.float_arg(n, need_arg(n, "scales_w"));
-    if (has_arg(m, n, "output_size")) size = m.ints_arg(n, need_arg(n, "output_size"));
-    if (size.size() != 2) m.fail(n, "needs an output size or scale factors");
-    return m.emit("upsample_nearest2d", {Operand::tensor(x)}, {{"output_size", size}, {"scale_h", sh}, {"scale_w", sw}});
-  }, false);
-  // upsample_bilinear2d(input, output_size, align_corners, scales_h=None, scales_w=None) and
-  // .vec(input, output_size?, align_corners, scale_factors?).
-  t.def("upsample_bilinear2d", [](Importer& m, const Node* n) {
-    ValueId x = m.tensor(n, 0);
-    const Shape& s = m.type(x).shape;
-    if (s.size() != 4) m.fail(n, "expects a 4-D input, got " + shape_str(s));
-    AttrValue sh = None{}, sw = None{};
-    IntList size;
-    if (has_arg(m, n, "scale_factors")) {
-      const c10::IValue& f = m.in(n, need_arg(n, "scale_factors")).known;
-      if (!f.isDoubleList() || f.toDoubleVector().size() != 2) m.fail(n, "needs two scale factors");
-      const std::vector<double> v = f.toDoubleVector();
-      sh = v[0], sw = v[1];
-      size = {static_cast<std::int64_t>(std::floor(static_cast<double>(s[2]) * v[0])),
-              static_cast<std::int64_t>(std::floor(static_cast<double>(s[3]) * v[1]))};
-    }
-    if (has_arg(m, n, "scales_h")) sh = m.float_arg(n, need_arg(n, "scales_h"));
-    if (has_arg(m, n, "scales_w")) sw = m.float_arg(n, need_arg(n, "scales_w"));
-    if (has_arg(m, n, "output_size")) size = m.ints_arg(n, need_arg(n, "output_size"));
-    if (size.size() != 2) m.fail(n, "needs an output size or scale factors");
-    return m.emit("upsample_bilinear2d", {Operand::tensor(x)},
-                  {{"output_size", size}, {"align_corners", m.bool_arg(n, need_arg(n, "align_corners"))}, {"scale_h", sh}, {"scale_w", sw}});
-  }, false);
+  // upsample_nearest2d(input, output_size, scales_h=None, scales_w=None), .vec(input, output_size?,
+  // scale_factors?), and upsample_bilinear2d with align_corners after output_size: the output size (given, or
+  // the input's times the scale factors, rounded down) and the scales (which ATen's source index uses).
+  for (const char* name : {"upsample_nearest2d", "upsample_bilinear2d"}) {
+    const std::string op_name = name;
+    t.def(name, [op_name](Importer& m, const Node* n) {
+      ValueId x = m.tensor(n, 0);
+      const Shape& s = m.type(x).shape;
+      if (s.size() != 4) m.fail(n, "expects a 4-D input, got " + shape_str(s));
+      AttrValue sh = None{}, sw = None{};
+      IntList size;
+      if (has_arg(m, n, "scale_factors")) {
+        const c10::IValue& f = m.in(n, need_arg(n, "scale_factors")).known;
+        if (!f.isDoubleList() || f.toDoubleVector().size() != 2) m.fail(n, "needs two scale factors");
+        const std::vector<double> v = f.toDoubleVector();
+        sh = v[0], sw = v[1];
+        size = {static_cast<std::int64_t>(std::floor(static_cast<double>(s[2]) * v[0])),
+                static_cast<std::int64_t>(std::floor(static_cast<double>(s[3]) * v[1]))};
+      }
+      if (has_arg(m, n, "scales_h")) sh = m.float_arg(n, need_arg(n, "scales_h"));
+      if (has_arg(m, n, "scales_w")) sw = m.float_arg(n, need_arg(n, "scales_w"));
+      if (has_arg(m, n, "output_size")) size = m.ints_arg(n, need_arg(n, "output_size"));
+      if (size.size() != 2) m.fail(n, "needs an output size or scale factors");
+      Attrs attrs = {{"output_size", size}, {"scale_h", sh}, {"scale_w", sw}};
+      if (op_name == "upsample_bilinear2d") attrs.set("align_corners", m.bool_arg(n, need_arg(n, "align_corners")));
+      return m.emit(op_name, {Operand::tensor(x)}, attrs);
+    }, false);
+  }
   // group_norm(input, num_groups, weight, bias, eps, cudnn_enabled).
   t.def("group_norm", [](Importer& m, const Node* n) {
     return m.emit("group_norm", {Operand::tensor(m.tensor(n, 0)), m.operand(n, 2), m.operand(n, 3)},
