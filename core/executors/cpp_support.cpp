@@ -145,8 +145,6 @@ bool loop_integer(DType d) {
   return K == DeviceKind::CPU && is_integral(d);
 }
 
-// A number the generated code can hold as a literal of an integer type: literals are made from a double, so
-// integers beyond 2^53 (which a double does not hold exactly) are left to torch.
 // The values an integer dtype holds.
 std::pair<std::int64_t, std::int64_t> integer_range(DType d) {
   switch (d) {
@@ -158,6 +156,8 @@ std::pair<std::int64_t, std::int64_t> integer_range(DType d) {
   }
 }
 
+// A number the generated code can hold as a literal of an integer type: literals are made from a double, so
+// integers beyond 2^53 (which a double does not hold exactly) are left to torch.
 bool exact_integer_number(const Operand& in) {
   if (in.scalar.is_bool()) return true;
   if (in.scalar.is_float()) return false;
