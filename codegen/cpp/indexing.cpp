@@ -185,6 +185,17 @@ struct Emitter {
     out.line("    };");
   }
 
+  // Writes the row's first `count` elements in perm's order (values at ov, positions at oi, from `obase` with
+  // the row's stride) and closes what open_permuted_rows opened.
+  void write_permuted_row(const Rows& rows, std::int64_t count, const std::string& obase) {
+    out.line("    for (int64_t j = 0; j < " + S(count) + "; ++j) {");
+    out.line("      ov[" + obase + " + j * " + S(rows.inner) + "] = x[base + perm[j] * " + S(rows.inner) + "];");
+    out.line("      oi[" + obase + " + j * " + S(rows.inner) + "] = perm[j];");
+    out.line("    }");
+    out.line("  }");
+    out.line("}");
+  }
+
   // Each row in order (a stable sort: equal elements keep their order), values and positions.
   void sort() {
     const TensorType& a = in_type(0);
@@ -197,12 +208,7 @@ struct Emitter {
     pointer("oi", sym.outputs[1], false);
     open_permuted_rows(rows, a.dtype, descending, false);
     out.line("    std::stable_sort(perm.begin(), perm.end(), cmp);");
-    out.line("    for (int64_t k = 0; k < " + S(rows.n) + "; ++k) {");
-    out.line("      ov[base + k * " + S(rows.inner) + "] = x[base + perm[k] * " + S(rows.inner) + "];");
-    out.line("      oi[base + k * " + S(rows.inner) + "] = perm[k];");
-    out.line("    }");
-    out.line("  }");
-    out.line("}");
+    write_permuted_row(rows, rows.n, "base");
   }
 
   // The k first elements of each row in descending (largest) or ascending order, ties by position.
@@ -219,12 +225,7 @@ struct Emitter {
     open_permuted_rows(rows, a.dtype, largest, true);
     out.line("    std::partial_sort(perm.begin(), perm.begin() + " + S(k) + ", perm.end(), cmp);");
     out.line("    const int64_t obase = (r / " + S(rows.inner) + ") * " + S(k * rows.inner) + " + r % " + S(rows.inner) + ";");
-    out.line("    for (int64_t j = 0; j < " + S(k) + "; ++j) {");
-    out.line("      ov[obase + j * " + S(rows.inner) + "] = x[base + perm[j] * " + S(rows.inner) + "];");
-    out.line("      oi[obase + j * " + S(rows.inner) + "] = perm[j];");
-    out.line("    }");
-    out.line("  }");
-    out.line("}");
+    write_permuted_row(rows, k, "obase");
   }
 
   // out[p, i] = a[.., i + max(0, -offset) at dim1, .., i + max(0, offset) at dim2, ..] where p runs over the

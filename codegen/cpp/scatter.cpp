@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/cpp/own_code.h"
+#include "core/ops/meta_util.h"
 
 namespace thunderc {
 
@@ -158,14 +159,7 @@ struct ScatterEmitter {
     const std::size_t m = dims.size();
     std::vector<Shape> index_shapes;
     for (std::size_t k = 0; k < m; ++k) index_shapes.push_back(in_type(first_index + k).shape);
-    Shape b;  // the index tensors broadcast (right-aligned)
-    for (const Shape& s : index_shapes) {
-      if (s.size() > b.size()) b.insert(b.begin(), s.size() - b.size(), 1);
-      for (std::size_t k = 0; k < s.size(); ++k) {
-        std::int64_t& d = b[b.size() - s.size() + k];
-        if (d == 1) d = s[k];
-      }
-    }
+    const Shape b = broadcast_shapes(index_shapes, sym.op->name);  // the index tensors broadcast together
     bool adjacent = true;
     for (std::size_t k = 1; k < m; ++k) adjacent = adjacent && dims[k] == dims[k - 1] + 1;
     // Each dim of IS: either a's dim d (not indexed) or dim j of b.

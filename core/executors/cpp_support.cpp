@@ -80,7 +80,7 @@ bool cpu_arg_extreme(const Trace& t, const BoundSymbol& s) {
   return d == DType::Float32 || d == DType::Float64 || is_integral(d);
 }
 
-// cumsum on the CPU into float32, float64 or int64 (from any dtype the loops move but floating into int64:
+// cumsum and prod on the CPU into float32, float64 or int64 (from any dtype the loops move but floating into int64:
 // C++'s conversion of NaN or an out-of-range value is undefined behaviour).
 bool cpu_cumsum(const Trace& t, const BoundSymbol& s) {
   if (!moves<DeviceKind::CPU>(t, s)) return false;
@@ -89,9 +89,6 @@ bool cpu_cumsum(const Trace& t, const BoundSymbol& s) {
   if (out == DType::Float32 || out == DType::Float64) return true;
   return out == DType::Int64 && !is_floating(in);
 }
-
-// prod as cumsum (its result dtypes, the same conversions).
-bool cpu_prod(const Trace& t, const BoundSymbol& s) { return cpu_cumsum(t, s); }
 
 // sort / topk of float32, float64, integer (and, for sort, bool) tensors on the CPU (codegen/cpp/indexing.cpp).
 bool cpu_sort(const Trace& t, const BoundSymbol& s) {
@@ -459,8 +456,7 @@ void register_cpp_impls(Executor& cpp) {
   cpp.register_impl("embedding", cpu_embedding);
   for (const char* name : {"index_select", "gather"}) cpp.register_impl(name, cpu_gather);
   for (const char* name : {"argmax", "argmin"}) cpp.register_impl(name, cpu_arg_extreme);
-  cpp.register_impl("cumsum", cpu_cumsum);
-  cpp.register_impl("prod", cpu_prod);
+  for (const char* name : {"cumsum", "prod"}) cpp.register_impl(name, cpu_cumsum);
   for (const char* name : {"sort", "topk"}) cpp.register_impl(name, cpu_sort);
   for (const char* name : {"diagonal", "index", "scatter", "masked_scatter"}) cpp.register_impl(name, cpu_index_move);
   for (const char* name : {"scatter_reduce", "index_put"}) cpp.register_impl(name, cpu_index_reduce);

@@ -1149,36 +1149,32 @@ void nn(Table& t) {
     if (m.bool_arg(n, "transposed")) m.fail(n, "transposed convolution is not supported yet");
     return conv2d(m, n, "input", false);
   });
-  auto max_pool = [](Pt2Importer& m, const Pt2Node& n) {
-    IntList kernel = m.ints_arg(n, "kernel_size");
-    IntList stride = m.ints_arg(n, "stride", IntList{});
-    if (stride.empty()) stride = kernel;
-    return m.emit("max_pool2d", {Operand::tensor(m.tensor(n, "self"))},
-                  {{"kernel_size", kernel}, {"stride", stride}, {"padding", m.ints_arg(n, "padding", IntList{0})},
-                   {"dilation", m.ints_arg(n, "dilation", IntList{1})}, {"ceil_mode", m.bool_arg(n, "ceil_mode", false)}});
-  };
-  t.def("max_pool2d", {"default"}, max_pool);
-  // (values, indices): the indices are not supported downstream.
-  t.raw("torch.ops.aten.max_pool2d_with_indices.default", [max_pool](Pt2Importer& m, const Pt2Node& n) { m.bind(n, 0, max_pool(m, n)); });
-  // max_pool3d(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False), and
-  // max_pool3d_with_indices (values, indices): the values.
-  auto max_pool3d = [](Pt2Importer& m, const Pt2Node& n) {
-    return m.emit("max_pool3d", {Operand::tensor(m.tensor(n, "self"))},
-                  {{"kernel_size", m.ints_arg(n, "kernel_size")}, {"stride", m.ints_arg(n, "stride", IntList{})},
-                   {"padding", m.ints_arg(n, "padding", IntList{0})}, {"dilation", m.ints_arg(n, "dilation", IntList{1})},
-                   {"ceil_mode", m.bool_arg(n, "ceil_mode", false)}});
-  };
-  t.def("max_pool3d", {"default"}, max_pool3d);
-  t.raw("torch.ops.aten.max_pool3d_with_indices.default",
-        [max_pool3d](Pt2Importer& m, const Pt2Node& n) { m.bind(n, 0, max_pool3d(m, n)); });
-  t.def("avg_pool3d", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
-    auto div = m.opt_int_arg(n, "divisor_override");
-    return m.emit("avg_pool3d", {Operand::tensor(m.tensor(n, "self"))},
-                  {{"kernel_size", m.ints_arg(n, "kernel_size")}, {"stride", m.ints_arg(n, "stride", IntList{})},
-                   {"padding", m.ints_arg(n, "padding", IntList{0})}, {"ceil_mode", m.bool_arg(n, "ceil_mode", false)},
-                   {"count_include_pad", m.bool_arg(n, "count_include_pad", true)},
-                   {"divisor_override", div ? AttrValue(*div) : AttrValue(None{})}});
-  });
+  // max_poolNd(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False) and
+  // max_poolNd_with_indices (values, indices: the values), avg_poolNd(self, kernel_size, stride=[], padding=0,
+  // ceil_mode=False, count_include_pad=True, divisor_override=None); N = 2, 3. stride [] is the kernel size.
+  for (const char* nd : {"2d", "3d"}) {
+    const std::string max = std::string("max_pool") + nd, avg = std::string("avg_pool") + nd;
+    auto window = [](Pt2Importer& m, const Pt2Node& n, Attrs attrs) {
+      IntList kernel = m.ints_arg(n, "kernel_size");
+      IntList stride = m.ints_arg(n, "stride", IntList{});
+      attrs.set("stride", stride.empty() ? kernel : stride);
+      attrs.set("kernel_size", kernel);
+      attrs.set("padding", m.ints_arg(n, "padding", IntList{0}));
+      attrs.set("ceil_mode", m.bool_arg(n, "ceil_mode", false));
+      return attrs;
+    };
+    auto max_pool = [max, window](Pt2Importer& m, const Pt2Node& n) {
+      return m.emit(max, {Operand::tensor(m.tensor(n, "self"))}, window(m, n, {{"dilation", m.ints_arg(n, "dilation", IntList{1})}}));
+    };
+    t.def(max, {"default"}, max_pool);
+    t.raw("torch.ops.aten." + max + "_with_indices.default", [max_pool](Pt2Importer& m, const Pt2Node& n) { m.bind(n, 0, max_pool(m, n)); });
+    t.def(avg, {"default"}, [avg, window](Pt2Importer& m, const Pt2Node& n) {
+      auto div = m.opt_int_arg(n, "divisor_override");
+      return m.emit(avg, {Operand::tensor(m.tensor(n, "self"))},
+                    window(m, n, {{"count_include_pad", m.bool_arg(n, "count_include_pad", true)},
+                                  {"divisor_override", div ? AttrValue(*div) : AttrValue(None{})}}));
+    });
+  }
   for (const char* name : {"adaptive_avg_pool3d", "_adaptive_avg_pool3d"}) {
     t.def(name, {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
       return m.emit("adaptive_avg_pool3d", {Operand::tensor(m.tensor(n, "self"))}, {{"output_size", m.ints_arg(n, "output_size")}});
@@ -1206,16 +1202,6 @@ void nn(Table& t) {
                            {"padding_idx", padding ? AttrValue(*padding) : AttrValue(None{})}}));
     });
   }
-  t.def("avg_pool2d", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
-    IntList kernel = m.ints_arg(n, "kernel_size");
-    IntList stride = m.ints_arg(n, "stride", IntList{});
-    if (stride.empty()) stride = kernel;
-    auto div = m.opt_int_arg(n, "divisor_override");
-    return m.emit("avg_pool2d", {Operand::tensor(m.tensor(n, "self"))},
-                  {{"kernel_size", kernel}, {"stride", stride}, {"padding", m.ints_arg(n, "padding", IntList{0})},
-                   {"ceil_mode", m.bool_arg(n, "ceil_mode", false)}, {"count_include_pad", m.bool_arg(n, "count_include_pad", true)},
-                   {"divisor_override", div ? AttrValue(*div) : AttrValue(None{})}});
-  });
   auto adaptive = [](Pt2Importer& m, const Pt2Node& n) {
     return m.emit("adaptive_avg_pool2d", {Operand::tensor(m.tensor(n, "self"))}, {{"output_size", m.ints_arg(n, "output_size")}});
   };

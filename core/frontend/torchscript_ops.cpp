@@ -803,36 +803,27 @@ void nn_ops(Table& t) {
     return convolution(m, n, m.tensor(n, 0), m.tensor(n, 1), m.operand(n, 2), m.ints_arg(n, 3), m.ints_arg(n, 4),
                        m.ints_arg(n, 5), m.int_arg(n, 8));
   }, false);
-  t.def("max_pool2d", [](Importer& m, const Node* n) {
-    return m.emit("max_pool2d", {Operand::tensor(m.tensor(n, 0))},
-                  {{"kernel_size", m.ints_arg(n, 1)}, {"stride", m.ints_arg(n, 2)}, {"padding", m.ints_arg(n, 3)},
-                   {"dilation", m.ints_arg(n, 4)}, {"ceil_mode", m.bool_arg(n, 5)}});
-  }, false);
-  t.def("avg_pool2d", [](Importer& m, const Node* n) {
-    auto div = m.opt_int_arg(n, 6);
-    return m.emit("avg_pool2d", {Operand::tensor(m.tensor(n, 0))},
-                  {{"kernel_size", m.ints_arg(n, 1)}, {"stride", m.ints_arg(n, 2)}, {"padding", m.ints_arg(n, 3)},
-                   {"ceil_mode", m.bool_arg(n, 4)}, {"count_include_pad", m.bool_arg(n, 5)},
-                   {"divisor_override", div ? AttrValue(*div) : AttrValue(None{})}});
-  }, false);
-  t.def("adaptive_avg_pool2d", [](Importer& m, const Node* n) {
-    return m.emit("adaptive_avg_pool2d", {Operand::tensor(m.tensor(n, 0))}, {{"output_size", m.ints_arg(n, 1)}});
-  }, false);
-  t.def("max_pool3d", [](Importer& m, const Node* n) {
-    return m.emit("max_pool3d", {Operand::tensor(m.tensor(n, 0))},
-                  {{"kernel_size", m.ints_arg(n, 1)}, {"stride", m.ints_arg(n, 2)}, {"padding", m.ints_arg(n, 3)},
-                   {"dilation", m.ints_arg(n, 4)}, {"ceil_mode", m.bool_arg(n, 5)}});
-  }, false);
-  t.def("avg_pool3d", [](Importer& m, const Node* n) {
-    auto div = m.opt_int_arg(n, 6);
-    return m.emit("avg_pool3d", {Operand::tensor(m.tensor(n, 0))},
-                  {{"kernel_size", m.ints_arg(n, 1)}, {"stride", m.ints_arg(n, 2)}, {"padding", m.ints_arg(n, 3)},
-                   {"ceil_mode", m.bool_arg(n, 4)}, {"count_include_pad", m.bool_arg(n, 5)},
-                   {"divisor_override", div ? AttrValue(*div) : AttrValue(None{})}});
-  }, false);
-  t.def("adaptive_avg_pool3d", [](Importer& m, const Node* n) {
-    return m.emit("adaptive_avg_pool3d", {Operand::tensor(m.tensor(n, 0))}, {{"output_size", m.ints_arg(n, 1)}});
-  }, false);
+  // max_poolNd(self, kernel_size, stride, padding, dilation, ceil_mode), avg_poolNd(self, kernel_size, stride,
+  // padding, ceil_mode, count_include_pad, divisor_override), adaptive_avg_poolNd(self, output_size); N = 2, 3.
+  for (const char* nd : {"2d", "3d"}) {
+    const std::string max = std::string("max_pool") + nd, avg = std::string("avg_pool") + nd,
+                      adaptive = std::string("adaptive_avg_pool") + nd;
+    t.def(max, [max](Importer& m, const Node* n) {
+      return m.emit(max, {Operand::tensor(m.tensor(n, 0))},
+                    {{"kernel_size", m.ints_arg(n, 1)}, {"stride", m.ints_arg(n, 2)}, {"padding", m.ints_arg(n, 3)},
+                     {"dilation", m.ints_arg(n, 4)}, {"ceil_mode", m.bool_arg(n, 5)}});
+    }, false);
+    t.def(avg, [avg](Importer& m, const Node* n) {
+      auto div = m.opt_int_arg(n, 6);
+      return m.emit(avg, {Operand::tensor(m.tensor(n, 0))},
+                    {{"kernel_size", m.ints_arg(n, 1)}, {"stride", m.ints_arg(n, 2)}, {"padding", m.ints_arg(n, 3)},
+                     {"ceil_mode", m.bool_arg(n, 4)}, {"count_include_pad", m.bool_arg(n, 5)},
+                     {"divisor_override", div ? AttrValue(*div) : AttrValue(None{})}});
+    }, false);
+    t.def(adaptive, [adaptive](Importer& m, const Node* n) {
+      return m.emit(adaptive, {Operand::tensor(m.tensor(n, 0))}, {{"output_size", m.ints_arg(n, 1)}});
+    }, false);
+  }
   // grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners) (F.grid_sample) and grid_sampler_2d.
   for (const char* name : {"grid_sampler", "grid_sampler_2d"}) {
     t.def(name, [](Importer& m, const Node* n) {
