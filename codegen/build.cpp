@@ -50,14 +50,14 @@ Toolchain Toolchain::from_build() {
   return t;
 }
 
-BackendSet make_backends(const Toolchain& toolchain, const std::string& precision) {
+BackendSet make_backends(const Toolchain& toolchain, const std::string& precision, const std::string& conv_algorithm) {
   BackendSet set;
 #if THUNDERC_WITH_LIBTORCH
   set["torch"] = std::make_unique<TorchBackend>(toolchain.aten_shim);
 #endif  // without LibTorch the torch executor is unavailable (core/executors/registry.cpp): nothing claims for it
   set["cpp"] = std::make_unique<CppBackend>();
   set["blas"] = std::make_unique<BlasBackend>();
-  set["onednn"] = std::make_unique<OnednnBackend>();
+  set["onednn"] = std::make_unique<OnednnBackend>(OnednnLocation::from_build(), conv_algorithm == "auto");
   set["nvfuser"] = std::make_unique<NvfuserBackend>();
   const bool tf32 = precision == "tf32";
   set["cublas"] = std::make_unique<LibraryBackend>("cublas", tf32);

@@ -9,7 +9,7 @@ CompileSummary compile_model(const CompileRequest& request, const Toolchain& bui
   // The host code's instruction set (the manifest records it; the runtime checks it at open).
   Toolchain toolchain = build_toolchain;
   toolchain.extra_flags.insert(toolchain.extra_flags.begin(), "-march=" + request.options.cpu_target);
-  BackendSet backends = make_backends(toolchain, request.options.precision);
+  BackendSet backends = make_backends(toolchain, request.options.precision, request.options.conv_algorithm);
   ModulePlan plan = plan_module(request.variants, backends);
   GeneratedModule module = generate_module(request.variants, plan, backends, "source model: " + request.source.path,
                                            request.cuda_archs, request.split_lines);

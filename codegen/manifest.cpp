@@ -24,7 +24,8 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
                   {"transforms", options.transforms}, {"standalone", options.standalone},
                   {"disable_torch_autograd", options.disable_torch_autograd}, {"sharp_edges", options.sharp_edges},
                   {"skip_inplace_alias_updates", options.skip_inplace_alias_updates},
-                  {"precision", options.precision}, {"cpu_target", options.cpu_target}};
+                  {"precision", options.precision}, {"cpu_target", options.cpu_target},
+                  {"conv_algorithm", options.conv_algorithm}};
   if (options.cuda_graphs) m["options"]["cuda_graphs"] = true;  // absent: off (older runtimes ignore it)
 
   const Trace& first = *variants[0].trace;

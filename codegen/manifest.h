@@ -25,6 +25,7 @@ struct ManifestOptions {
   std::string sharp_edges = "allow";          // --sharp-edges
   std::string precision = "fp32";             // --precision (tf32: library calls may use tensor cores)
   std::string cpu_target = "x86-64-v3";       // --cpu-target: -march of the host code; checked at open
+  std::string conv_algorithm = "auto";        // --conv-algorithm: auto (oneDNN's Winograd where it pays) or direct
   bool skip_inplace_alias_updates = false;    // --skip-inplace-alias-updates  // --disable-torch-autograd (forward-only is all thunderc emits today)
 };
 

@@ -14,8 +14,10 @@ using namespace loops;
 
 // A loop nest runs in parallel only with at least this much work (elements x per-element cost, where
 // cheap ops cost 1 and transcendental ones 8) and kParallelMinElements elements: waking a thread team
-// costs microseconds, more than small loops take (ATen's grain size is 32768 elements).
-constexpr double kParallelWork = 262144;
+// costs microseconds, more than small loops take (ATen's grain size is 32768 elements). A copy of 65536
+// floats takes tens of microseconds: the concatenations and layout permutes of CNNs between oneDNN's
+// convolutions are that size, and left serial they kept 2 threads from scaling (docs/onednn.md).
+constexpr double kParallelWork = 65536;
 constexpr std::int64_t kParallelMinElements = 16384;
 
 // The CPU target: OpenMP loop nests inside the variant function.

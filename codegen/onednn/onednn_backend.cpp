@@ -78,7 +78,8 @@ OnednnLocation OnednnLocation::from_build() {
   return {resource_paths().onednn_include, THUNDERC_ONEDNN_INCLUDE_DIR, THUNDERC_ONEDNN_LIBRARY};
 }
 
-OnednnBackend::OnednnBackend(OnednnLocation location) : location_(std::move(location)) {}
+OnednnBackend::OnednnBackend(OnednnLocation location, bool winograd)
+    : location_(std::move(location)), winograd_(winograd) {}
 
 LinkInputs OnednnBackend::link_inputs() const {
   THUNDERC_CHECK(!location_.library.empty(), "onednn: claimed in a thunderc built without oneDNN");
@@ -112,13 +113,16 @@ void OnednnBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, 
   };
   const IntList st = pair("stride"), pd = pair("padding"), dl = pair("dilation");
   const bool bias = conv.inputs.size() > 2 && conv.inputs[2].is_tensor();
+  // Fusion marks the convolutions whose output a bounded variant keeps finite (Winograd turns inf into NaN).
+  const bool winograd = winograd_ && sym.is_region() && sym.attrs.has("winograd") && sym.attrs.get_bool("winograd");
   const std::vector<std::int64_t> spec = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2],
                                           w.shape[3], st[0], st[1], pd[0], pd[1], dl[0], dl[1],
                                           conv.attrs.get_int("groups"), y.shape[2], y.shape[3], bias ? 1 : 0,
-                                          residual ? 1 : 0, channels_last ? 1 : 0};
+                                          residual ? 1 : 0, channels_last ? 1 : 0, winograd ? 1 : 0};
   std::string what = "conv2d " + shape_str(x.shape) + " -> " + shape_str(y.shape) + ", kernel " +
                      std::to_string(w.shape[2]) + "x" + std::to_string(w.shape[3]) + (bias ? " +bias" : "") +
-                     (residual ? " +residual" : "") + act.what + (channels_last ? ", NHWC" : "");
+                     (residual ? " +residual" : "") + act.what + (channels_last ? ", NHWC" : "") +
+                     (winograd ? ", Winograd where it pays" : "");
   auto data = [&](ValueId v) { return "static_cast<const float*>(" + ctx.buffer(v) + ".data)"; };
   out.line("{  " + c_comment("oneDNN: " + what));
   out.indent();

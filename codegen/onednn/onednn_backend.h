@@ -19,13 +19,16 @@ struct OnednnLocation {
 
 class OnednnBackend : public Backend {
  public:
-  explicit OnednnBackend(OnednnLocation location = OnednnLocation::from_build());
+  // `winograd` (--conv-algorithm auto): calls may use oneDNN's Winograd kernel where it pays (winograd_pays in
+  // onednn_kernels.h decides at run time, from the sizes and the CPU). false (direct): never.
+  explicit OnednnBackend(OnednnLocation location = OnednnLocation::from_build(), bool winograd = true);
   std::string executor() const override { return "onednn"; }
   LinkInputs link_inputs() const override;
   void emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const override;
 
  private:
   OnednnLocation location_;
+  bool winograd_;
 };
 
 }  // namespace thunderc

@@ -76,6 +76,21 @@ bool gemm_backed(const BoundSymbol& s) {
   return ops.count(s.op->name) > 0;
 }
 
+// A convolution oneDNN may compute with Winograd F(2x2, 3x3): dense, 3x3, stride 1, no dilation. Whether it
+// pays is decided at run time from the sizes and the CPU (winograd_pays in codegen/onednn/include/thunderc/
+// onednn_kernels.h, which repeats these conditions).
+bool winograd_candidate(const Trace& trace, const BoundSymbol& s) {
+  if (s.op->name != "conv2d" && s.op->name != "conv2d_nhwc") return false;
+  const Shape& w = trace.type(s.inputs[1].value).shape;
+  auto ones = [&](const char* name) {
+    for (std::int64_t v : s.attrs.get_ints(name))
+      if (v != 1) return false;
+    return true;
+  };
+  return w.size() == 4 && w[2] == 3 && w[3] == 3 && s.attrs.get_int("groups") == 1 && ones("stride") &&
+         ones("dilation");
+}
+
 }  // namespace
 
 Trace fuse_cpp_regions(const Trace& trace) { return fuse_regions(trace, "cpp"); }
@@ -263,6 +278,7 @@ Trace fuse_library_epilogues(const Trace& trace, const NanFreePredicate& nan_fre
   };
 
   std::vector<std::vector<std::size_t>> chain_at(n);  // last member -> the whole chain (head first)
+  std::vector<bool> winograd_at(n, false);              // last member -> its convolution may use Winograd
   std::vector<bool> absorbed(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     const BoundSymbol& head = syms[i];
@@ -295,9 +311,15 @@ Trace fuse_library_epilogues(const Trace& trace, const NanFreePredicate& nan_fre
       chain.push_back(j);
       cur = s.outputs[0];
     }
-    if (chain.size() == 1) continue;
+    // Winograd's transforms turn an inf input into NaN (inf - inf) where the direct sum gives inf, and scale
+    // values by up to ~150 on the way: only a convolution whose output is finite under bounded inputs may
+    // use it, in the bounded variant, which then also keeps that output finite (bounded_values).
+    const bool winograd = nan_free && head.executor == "onednn" && winograd_candidate(trace, head) &&
+                          nan_free(head.outputs[0]);
+    if (chain.size() == 1 && !winograd) continue;
     for (std::size_t k : chain) absorbed[k] = true;
     chain_at[chain.back()] = chain;
+    winograd_at[chain.back()] = winograd;
   }
 
   Trace out = trace.clone_without_symbols();
@@ -326,6 +348,7 @@ Trace fuse_library_epilogues(const Trace& trace, const NanFreePredicate& nan_fre
     region.outputs = {syms[chain.back()].outputs[0]};
     region.source = syms[chain[0]].source;
     region.attrs.set("name", region.executor + "_fusion" + std::to_string(numbers[region.executor]++));
+    if (winograd_at[j]) region.attrs.set("winograd", true);
     out.append(std::move(region));
   }
   verify_trace(out, "fusion");

@@ -29,7 +29,10 @@
 // and in a bounded variant (TransformContext::bounded_inputs) an optional relu, hardtanh, clamp (both bounds),
 // sigmoid, silu or hardswish where the value it reads is NaN-free; for cublas an optional relu
 // or gelu(approximate='tanh') (cuBLASLt's GELU is the tanh form). The chain becomes a region of the library
-// executor ("cudnn_fusion<N>") placed where its last member was; nothing else moves.
+// executor ("cudnn_fusion<N>") placed where its last member was; nothing else moves. In a bounded variant an
+// onednn 3x3 stride-1 dense convolution whose output is NaN-free also becomes a region (alone if nothing
+// follows) marked winograd=True: oneDNN may then compute it with Winograd (--conv-algorithm auto), whose
+// transforms would turn an inf input into NaN.
 #pragma once
 
 #include <functional>

@@ -600,17 +600,19 @@ std::function<bool(ValueId)> nan_free_values(const Trace& trace) {
   return [ranges](ValueId v) { return v < ranges->size() && (*ranges)[v].finite(); };
 }
 
-std::optional<ValueId> nan_hidden_value(const BoundSymbol& sym) {
-  if (sym.executor != "onednn" || !sym.is_region()) return std::nullopt;
+std::vector<ValueId> bounded_values(const BoundSymbol& sym) {
+  std::vector<ValueId> values;
+  if (sym.executor != "onednn" || !sym.is_region()) return values;
+  if (sym.attrs.has("winograd") && sym.attrs.get_bool("winograd")) values.push_back(sym.subsymbols[0].outputs[0]);
   for (std::size_t k = 1; k < sym.subsymbols.size(); ++k)
-    if (sym.subsymbols[k].op->name != "add") return sym.subsymbols[k].inputs[0].value;
-  return std::nullopt;
+    if (sym.subsymbols[k].op->name != "add") values.push_back(sym.subsymbols[k].inputs[0].value);
+  return values;
 }
 
 double bounded_input_limit(const Trace& trace) {
   std::vector<ValueId> hidden;
   for (const BoundSymbol& s : trace.symbols())
-    if (auto v = nan_hidden_value(s)) hidden.push_back(*v);
+    for (ValueId v : bounded_values(s)) hidden.push_back(v);
   if (hidden.empty()) return 0;
   Analysis analysis(trace);
   auto holds = [&](int exponent) {

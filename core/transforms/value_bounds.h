@@ -12,7 +12,7 @@
 //
 // What it is for: oneDNN's activation post-ops (relu, clip, logistic, swish, hardswish) compute with
 // max/min instructions and a clamped exp, so a NaN reaching one comes out as a number, where PyTorch keeps
-// NaN. A *bounded variant* fuses them anyway, where the value they read is NaN-free under bounded inputs
+// NaN (and its Winograd convolutions turn an inf input into NaN). A *bounded variant* fuses them anyway, where the value they read is NaN-free under bounded inputs
 // (nan_free_values, at T = 1, which the fusion pass asks), and the runtime sends a call to it only when the
 // inputs are finite and within bounded_input_limit (the manifest's `finite_max_abs` guard); every other
 // call goes to the exact variant compiled beside it. See docs/transforms.md ("Bounded variants").
@@ -39,12 +39,13 @@ std::vector<ValueRange> value_ranges(const Trace& trace, double input_bound);
 // the bounds; valid for `trace` and for traces with the same values (fusion's result).
 std::function<bool(ValueId)> nan_free_values(const Trace& trace);
 
-// The value a NaN-hiding library epilogue reads: the input of the activation an `onednn` region applies
-// after its convolution (and residual add); nullopt for any other symbol.
-std::optional<ValueId> nan_hidden_value(const BoundSymbol& sym);
+// The values a bounded variant needs finite in an `onednn` region: the input of the activation it applies
+// after its convolution (and residual add), whose post-op would hide a NaN, and the convolution's output when
+// the region is marked winograd (Winograd's transforms turn inf into NaN); empty for any other symbol.
+std::vector<ValueId> bounded_values(const BoundSymbol& sym);
 
-// The largest power of two T in [1, 2^64] such that every value a NaN-hiding epilogue reads is finite when
-// the inputs are finite with |x| <= T; 0 when the trace has no such epilogue or even T = 1 does not do.
+// The largest power of two T in [1, 2^64] such that every such value (bounded_values) is finite when the
+// inputs are finite with |x| <= T; 0 when the trace has none or even T = 1 does not do.
 double bounded_input_limit(const Trace& trace);
 
 }  // namespace thunderc

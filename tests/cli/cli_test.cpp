@@ -171,8 +171,8 @@ TEST_CASE("--bounded-variants: auto puts a bounded variant before the exact one,
   Result automatic = thunderc({sample("cnn.pt"), "-o", dir + "/auto.so"});
   REQUIRE(automatic.code == 0);
   CHECK_OUTPUT(automatic, "2 variants");
-  CHECK_OUTPUT(automatic, "variant 0 is bounded: oneDNN's fused activations, for calls whose floating-point inputs are all "
-                          "finite with |x| <= 2^");
+  CHECK_OUTPUT(automatic, "variant 0 is bounded: oneDNN's fused activations and Winograd convolutions, for calls whose "
+                          "floating-point inputs are all finite with |x| <= 2^");
   const auto v = variants(dir + "/auto.json");
   REQUIRE(v.size() == 2);
   CHECK(v[0]["guards"][0]["finite_max_abs"].get<double>() >= 1);
@@ -318,6 +318,25 @@ TEST_CASE("errors") {
     Result bad = thunderc({sample("mlp.pt"), "--cpu-target", "native", "-o", so});
     CHECK(bad.code == 1);
     CHECK_OUTPUT(bad, "--cpu-target must be x86-64, x86-64-v2, x86-64-v3 or x86-64-v4, got 'native'");
+  }
+  SUBCASE("--conv-algorithm: recorded in the manifest and in each oneDNN call's spec; an unknown one refused") {
+    const std::string dir = std::string(THUNDERC_TEST_TMP) + "/conv_direct";
+    std::filesystem::remove_all(dir + "_src");
+    Result ok = thunderc({sample("cnn.pt"), "--conv-algorithm", "direct", "-o", dir + ".so", "--keep-sources",
+                          dir + "_src"});
+    REQUIRE(ok.code == 0);
+    CHECK(read_text(dir + ".json").find("\"conv_algorithm\": \"direct\"") != std::string::npos);
+    const std::string code = read_text(dir + "_src/model.cpp");
+    // The spec's last integer field, winograd, before the activation: 0 in every call, bounded variant included.
+    CHECK(code.find(" 0LL, thunderc_onednn::k") != std::string::npos);
+    CHECK(code.find(" 1LL, thunderc_onednn::k") == std::string::npos);
+    Result def = thunderc({sample("cnn.pt"), "-o", std::string(THUNDERC_TEST_TMP) + "/conv_auto.so"});
+    REQUIRE(def.code == 0);
+    CHECK(read_text(std::string(THUNDERC_TEST_TMP) + "/conv_auto.json").find("\"conv_algorithm\": \"auto\"") !=
+          std::string::npos);
+    Result bad = thunderc({sample("cnn.pt"), "--conv-algorithm", "fast", "-o", dir + ".so"});
+    CHECK(bad.code == 1);
+    CHECK_OUTPUT(bad, "--conv-algorithm must be auto or direct, got 'fast'");
   }
   SUBCASE("--cuda-graphs without CUDA") {
     Result r = thunderc({sample("mlp.pt"), "--cuda-graphs", "-o", std::string(THUNDERC_TEST_TMP) + "/graphs_cpu.so"});

@@ -3,7 +3,7 @@
 // bound; the exact variant beside it keeps PyTorch's NaN and inf. Checked: which activations fuse where
 // (Before/After), the spec the generated code passes, the manifest guard, which variant a call takes, and
 // every output against the torch executor for finite, NaN, inf and out-of-bound inputs, also under the
-// "same input" cache. Tolerance: float32 rtol 1e-4, atol 1e-5 (oneDNN sums in another order than ATen).
+// "same input" cache; convolutions marked for Winograd (--conv-algorithm auto) in bounded variants only. Tolerance: float32 rtol 1e-4, atol 1e-5 (oneDNN sums in another order than ATen).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -131,7 +131,8 @@ TEST_CASE("the bounded and the exact variant in one model: guards, generated spe
   const std::string code = read_dir_text(b.sources);
   CHECK(code.find("oneDNN: conv2d [1, 4, 6, 6] -> [1, 4, 6, 6], kernel 3x3 +bias +residual hardtanh(0.0, 6.0)") !=
         std::string::npos);
-  CHECK(code.find("1LL, 1LL, 0LL, thunderc_onednn::kClip, static_cast<float>(0.0), static_cast<float>(6.0)};") !=
+  // has_bias, has_residual, channels_last, winograd (a 3x3 stride-1 convolution whose output is finite here)
+  CHECK(code.find("1LL, 1LL, 0LL, 1LL, thunderc_onednn::kClip, static_cast<float>(0.0), static_cast<float>(6.0)};") !=
         std::string::npos);
   CHECK(code.find("thunderc_onednn::kRelu") != std::string::npos);
   CHECK(code.find("thunderc_onednn::kSilu") != std::string::npos);
@@ -204,4 +205,58 @@ TEST_CASE("the \"same input\" cache never skips a bounded variant's value guard"
     auto got = mo.run(*in), want = mt.run(*in);
     for (std::size_t i = 0; i < got.size(); ++i) CHECK(worst_ratio(got[i], want[i], kRtol, kAtol) <= 1.0);
   }
+}
+
+TEST_CASE("Winograd convolutions: marked in the bounded variant only, their outputs kept finite, parity") {
+  // x -> conv 3x3 -> relu -> conv 3x3 (+ x) -> out0; x -> conv 3x3 -> out1 (nothing to fuse: a region of its
+  // own, for Winograd); x -> conv 3x3 stride 2 -> out2 (not a candidate). 32 channels on 14x14 maps: where
+  // oneDNN has a Winograd kernel (AVX-512; winograd_test.cpp checks which kernel a plan gets) it runs these.
+  Trace t;
+  Rng rng(11);
+  const ValueId x = t.add_input("x", tt({1, 32, 14, 14}));
+  auto w = [&](const char* name) { return random_constant(t, name, tt({32, 32, 3, 3}), rng, -0.1, 0.1); };
+  auto b = [&](const char* name) { return random_constant(t, name, tt({32}), rng, -0.1, 0.1); };
+  ValueId y = t.emit1(op("relu"), {Operand::tensor(conv(t, x, w("w0"), b("b0")))}, {});
+  y = t.emit1(op("add"), {Operand::tensor(conv(t, y, w("w1"), b("b1"))), Operand::tensor(x)}, {});
+  const ValueId lone = conv(t, x, w("w2"), b("b2"));
+  const ValueId strided = t.emit1(op("conv2d"), {Operand::tensor(x), Operand::tensor(w("w3")), Operand::tensor(b("b3"))},
+                                  {{"stride", IntList{2, 2}}, {"padding", IntList{1, 1}}, {"dilation", IntList{1, 1}},
+                                   {"groups", std::int64_t{1}}});
+  t.set_outputs({y, lone, strided});
+
+  const Trace c = claimed(t);
+  const Trace bounded = fuse_library_epilogues(c, nan_free_values(c));
+  CHECK(op_list(bounded) == std::vector<std::string>{"onednn: conv2d relu", "onednn: conv2d add", "onednn: conv2d",
+                                                     "onednn: conv2d"});
+  std::vector<bool> marked;
+  for (const BoundSymbol& s : bounded.symbols()) marked.push_back(s.attrs.has("winograd") && s.attrs.get_bool("winograd"));
+  CHECK(marked == std::vector<bool>{true, true, true, false});
+  CHECK(bounded.symbols()[2].is_region());
+  CHECK(bounded.symbols()[2].attrs.get_string("name") == "onednn_fusion2");
+  for (const BoundSymbol& s : fuse_library_epilogues(c).symbols()) CHECK_FALSE(s.attrs.has("winograd"));
+  // The lone convolution's output is one of the values the bound keeps finite.
+  CHECK(bounded_values(bounded.symbols()[2]) == std::vector<ValueId>{lone});
+
+  const Built built = build(t, "winograd");
+  REQUIRE(built.bound >= 1);
+  const std::string code = read_dir_text(built.sources);
+  CHECK(code.find("kernel 3x3 +bias, Winograd where it pays") != std::string::npos);
+  thunderc::Model mo(built.so), mt(compile(t, {"torch"}, "winograd_torch"));
+  auto check_run = [&](std::vector<HostTensor> in, std::size_t want_variant) {
+    std::vector<DLTensor> dl;
+    for (HostTensor& h : in) dl.push_back(h.dl());
+    CHECK(mo.select_variant(dl) == want_variant);
+    auto got = mo.run(in), want = mt.run(in);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO("output " << i);
+      CHECK(worst_ratio(got[i], want[i], kRtol, kAtol) <= 1.0);
+    }
+  };
+  for (std::uint64_t seed : {1, 2}) check_run(random_inputs(t, seed), 0);
+  // A block of +inf: PyTorch's direct sum keeps inf (or NaN where signs meet); Winograd's transforms would
+  // make NaN of some of those infs (inf - inf), so such a call must take the exact variant.
+  auto in = random_inputs(t, 3);
+  for (int k = 0; k < 32 * 14 * 14; k += 7) static_cast<float*>(in[0].raw())[k] = INFINITY;
+  check_run(in, 1);
 }

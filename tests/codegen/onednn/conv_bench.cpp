@@ -1,6 +1,8 @@
 // ResNet-18's convolutions through the onednn executor's kernel (thunderc_onednn::Conv2d, as generated code calls
-// it) and through the blas executor's im2col + OpenBLAS path, at batch 1: GFLOP/s per layer next to this CPU's
-// peak float32 FMA throughput per core, measured here (independent 8-wide FMA chains). Not a test.
+// it: direct, and with --conv-algorithm auto's Winograd where it pays) and through the blas executor's im2col +
+// OpenBLAS path, at batch 1: GFLOP/s per layer (a Winograd layer's counts the direct convolution's FLOPs) next
+// to this CPU's peak float32 FMA throughput per core, measured here (independent FMA chains, 16-wide where the
+// CPU has AVX-512, else 8-wide). Not a test.
 //
 //   build/bin/onednn_conv_bench [THREADS] [ITERATIONS]      (defaults 1, 50; medians)
 #include <immintrin.h>
@@ -48,6 +50,22 @@ __attribute__((target("avx2,fma"))) double peak_gflops() {
   return 2.0 * 8 * 10 * n / secs / 1e9;
 }
 
+// The same with 16-wide FMAs (AVX-512 cores may have one or two such units).
+__attribute__((target("avx512f"))) double peak_gflops_avx512() {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(0.001f * i);
+  const __m512 a = _mm512_set1_ps(0.9999f), b = _mm512_set1_ps(0.0001f);
+  const long n = 10'000'000;
+  const double t0 = now();
+  for (long k = 0; k < n; ++k)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  const double secs = now() - t0;
+  float sink = 0;
+  for (int i = 0; i < 12; ++i) sink += _mm512_reduce_add_ps(acc[i]);
+  if (sink == 12345.f) std::puts("");
+  return 2.0 * 16 * 12 * n / secs / 1e9;
+}
+
 struct Layer {
   const char* name;
   int64_t c, h, oc, k, s;
@@ -62,9 +80,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   thunderc_blas::begin_call(threads);  // OpenBLAS serial: the blas kernels split the work over `threads` themselves
-  const double peak = peak_gflops();
-  std::printf("peak float32 FMA throughput, one core: %.1f GFLOP/s (x%d threads = %.1f)\n\n", peak, threads, peak * threads);
-  std::printf("| layer | shape | onednn ms | GFLOP/s | %% of peak | blas ms | GFLOP/s | onednn speedup |\n|---|---|---|---|---|---|---|---|\n");
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const double peak = avx512 ? peak_gflops_avx512() : peak_gflops();
+  std::printf("peak float32 FMA throughput, one core (%s): %.1f GFLOP/s (x%d threads = %.1f)\n\n",
+              avx512 ? "AVX-512" : "AVX2", peak, threads, peak * threads);
+  std::printf("| layer | shape | direct ms | GFLOP/s | %% of peak | auto ms | GFLOP/s | %% of peak | auto kernel | "
+              "blas ms | GFLOP/s | direct / blas |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const Layer layers[] = {{"conv1 7x7/2", 3, 224, 64, 7, 2},     {"layer1 3x3", 64, 56, 64, 3, 1},
                           {"layer2.0 3x3/2", 64, 56, 128, 3, 2}, {"layer2 3x3", 128, 28, 128, 3, 1},
                           {"layer3.0 3x3/2", 128, 28, 256, 3, 2}, {"layer3 3x3", 256, 14, 256, 3, 1},
@@ -77,22 +98,31 @@ int main(int argc, char** argv) {
         col(l.c * l.k * l.k * oh * oh);
     for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.1f * i);
     for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * std::cos(0.3f * i);
-    const thunderc_onednn::Conv2dSpec spec = {1, l.c, l.h, l.h, l.oc, l.k, l.k, l.s, l.s, pad, pad, 1, 1, 1, oh, oh, 1, 0, 0};
-    thunderc_onednn::Conv2d conv;
-    bool failed = false;
-    const double t_dnnl = median_seconds(iterations, [&] {
-      failed |= conv.run(spec, x.data(), w.data(), b.data(), nullptr, y.data(), threads, error, sizeof error) != 0;
-    });
-    if (failed) {
-      std::fprintf(stderr, "%s\n", error);
-      return 1;
+    thunderc_onednn::Conv2dSpec spec = {1, l.c, l.h, l.h, l.oc, l.k, l.k, l.s, l.s, pad, pad, 1, 1, 1, oh, oh, 1, 0, 0, 0};
+    double t_dnnl[2];
+    for (int winograd : {0, 1}) {
+      spec.winograd = winograd;
+      thunderc_onednn::Conv2d conv;
+      bool failed = false;
+      t_dnnl[winograd] = median_seconds(iterations, [&] {
+        failed |= conv.run(spec, x.data(), w.data(), b.data(), nullptr, y.data(), threads, error, sizeof error) != 0;
+      });
+      if (failed) {
+        std::fprintf(stderr, "%s\n", error);
+        return 1;
+      }
     }
+    thunderc_onednn::ThreadScope scope(threads);  // as Conv2d::run plans
+    const std::string kernel = thunderc_onednn::make_conv2d_plan(spec, threads, w.data())->impl;
     const thunderc_blas::Conv2d g = {1, l.c, l.h, l.h, l.oc, l.k, l.k, l.s, l.s, pad, pad, 1, 1, 1, oh, oh};
     const double t_blas = median_seconds(iterations, [&] { thunderc_blas::conv2d_gemm<float>(threads, g, x.data(), w.data(), b.data(), y.data(), col.data()); });
     const double flops = 2.0 * l.oc * l.c * l.k * l.k * oh * oh;
-    std::printf("| %s | %lldx%lldx%lld -> %lld | %.3f | %.1f | %.0f%% | %.3f | %.1f | %.2fx |\n", l.name, (long long)l.c,
-                (long long)l.h, (long long)l.h, (long long)l.oc, t_dnnl * 1e3, flops / t_dnnl / 1e9,
-                100 * flops / t_dnnl / 1e9 / (peak * threads), t_blas * 1e3, flops / t_blas / 1e9, t_blas / t_dnnl);
+    auto gflops = [&](double t) { return flops / t / 1e9; };
+    std::printf("| %s | %lldx%lldx%lld -> %lld | %.3f | %.1f | %.0f%% | %.3f | %.1f | %.0f%% | %s | %.3f | %.1f | %.2fx |\n",
+                l.name, (long long)l.c, (long long)l.h, (long long)l.h, (long long)l.oc, t_dnnl[0] * 1e3,
+                gflops(t_dnnl[0]), 100 * gflops(t_dnnl[0]) / (peak * threads), t_dnnl[1] * 1e3, gflops(t_dnnl[1]),
+                100 * gflops(t_dnnl[1]) / (peak * threads), kernel.c_str(), t_blas * 1e3, gflops(t_blas),
+                t_blas / t_dnnl[0]);
   }
   return 0;
 }

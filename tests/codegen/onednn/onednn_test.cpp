@@ -132,7 +132,7 @@ TEST_CASE("onednn runs the residual add inside the convolution, activations stay
   CHECK(code.find("static thunderc_onednn::Conv2d op;") != std::string::npos);
   CHECK(code.find("oneDNN: conv2d [1, 16, 8, 8] -> [1, 16, 8, 8], kernel 3x3 +bias +residual") != std::string::npos);
   CHECK(code.find("const thunderc_onednn::Conv2dSpec spec = {1LL, 16LL, 8LL, 8LL, 16LL, 3LL, 3LL, 1LL, 1LL, 1LL, 1LL, "
-                  "1LL, 1LL, 1LL, 8LL, 8LL, 1LL, 1LL, 0LL, thunderc_onednn::kNoActivation, static_cast<float>(0.0), "
+                  "1LL, 1LL, 1LL, 8LL, 8LL, 1LL, 1LL, 0LL, 0LL, thunderc_onednn::kNoActivation, static_cast<float>(0.0), "
                   "static_cast<float>(0.0)};") != std::string::npos);
 
   s.check("epilogue");
