@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,12 @@ class Backend {
   virtual void emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const = 0;
   // Workspace bytes the symbol needs while it runs (planned with the other buffers, never allocated per call).
   virtual std::size_t scratch_bytes(const Trace& trace, const BoundSymbol& sym) const { return 0; }
+  // An input of the (single-output) symbol whose buffer may also hold its output, where that input is read by
+  // nothing later: the generated code must read each element of it before writing the output's element at the
+  // same place (codegen/memory_plan.h). nullopt: the output gets a buffer of its own.
+  virtual std::optional<ValueId> output_over_input(const Trace& trace, const BoundSymbol& sym) const {
+    return std::nullopt;
+  }
   // Helper functions (kernels) to place once before the variant functions; emit_symbol calls them.
   virtual void emit_module_prelude(SourceWriter& out) const {}
 };

@@ -51,7 +51,7 @@ std::size_t first_fit(std::vector<Interval> live, std::size_t size) {
 }  // namespace
 
 VariantMemoryPlan plan_memory(const Trace& trace, const std::map<ValueId, std::size_t>& constant_offsets,
-                              const ScratchFn& scratch_bytes) {
+                              const ScratchFn& scratch_bytes, const InPlaceFn& in_place) {
   VariantMemoryPlan plan;
   auto root = [&](ValueId v) {
     auto it = plan.buffers.find(v);
@@ -92,6 +92,25 @@ VariantMemoryPlan plan_memory(const Trace& trace, const std::map<ValueId, std::s
     std::size_t until;
   };
   std::vector<Live> live;
+  // The offset of the input buffer symbol i's output `out` may take over (in_place): a workspace buffer of
+  // `size` bytes whose last reader is symbol i; its interval then lives on until out's last reader.
+  auto take_over_input = [&](std::size_t i, ValueId out, std::size_t size) -> std::optional<std::size_t> {
+    if (!in_place || symbols[i].outputs.size() != 1) return std::nullopt;
+    std::optional<ValueId> in = in_place(trace, symbols[i]);
+    if (!in) return std::nullopt;
+    const ValueId holder = root(*in);
+    auto b = plan.buffers.find(holder);
+    if (b == plan.buffers.end() || b->second.storage != Storage::Workspace || last_use[holder] != i ||
+        align_up(checked_buffer_bytes(trace, holder)) != align_up(size))
+      return std::nullopt;
+    for (Live& l : live)
+      if (l.where.offset == b->second.offset && l.until == i) {
+        auto lu = last_use.find(out);
+        l.until = lu == last_use.end() ? i : lu->second;
+        return b->second.offset;
+      }
+    return std::nullopt;
+  };
   for (std::size_t i = 0; i < symbols.size(); ++i) {
     // Buffers whose last reader ran before symbol i are free for its outputs.
     live.erase(std::remove_if(live.begin(), live.end(), [&](const Live& l) { return l.until < i; }), live.end());
@@ -102,6 +121,10 @@ VariantMemoryPlan plan_memory(const Trace& trace, const std::map<ValueId, std::s
         continue;
       }
       std::size_t size = checked_buffer_bytes(trace, out);
+      if (std::optional<std::size_t> shared = take_over_input(i, out, size)) {
+        plan.buffers[out] = {Storage::Workspace, 0, *shared, 0};
+        continue;
+      }
       std::vector<Interval> occupied;
       for (const Live& l : live) occupied.push_back(l.where);
       std::size_t offset = first_fit(occupied, size);

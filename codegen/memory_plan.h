@@ -4,12 +4,16 @@
 // once, and no symbol's output shares memory with its inputs); a reshape shares its input's buffer;
 // outputs computed by a symbol are written straight into the caller's output buffers, any other output
 // (an input, a constant, an alias, a repeat) is copied there at the end. A symbol's scratch space does
-// not overlap anything live while it runs.
+// not overlap anything live while it runs. The one exception to "no output shares memory with an input":
+// a symbol whose backend names an input it may write its output over (InPlaceFn) gets that input's
+// workspace buffer when the input dies there and has the output's size (oneDNN's residual add, which it
+// computes in the output buffer anyway: sharing saves copying the residual in).
 #pragma once
 
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "core/ir/trace.h"
@@ -41,11 +45,14 @@ inline constexpr std::size_t kBufferAlignment = 64;
 // Scratch bytes a symbol needs while it runs (e.g. an im2col buffer); it is live only during the symbol.
 using ScratchFn = std::function<std::size_t(const Trace&, const BoundSymbol&)>;
 
+// The input of a single-output symbol whose buffer its output may take over (Backend::output_over_input).
+using InPlaceFn = std::function<std::optional<ValueId>(const Trace&, const BoundSymbol&)>;
+
 // `constant_offsets`: where each constant of the trace sits in the weights blob. Sizes are computed with
 // overflow checks: UserError when a tensor or the workspace would exceed kMaxTensorBytes (2^40 bytes,
 // core/frontend/shape_spec.h) or its size overflows.
 VariantMemoryPlan plan_memory(const Trace& trace, const std::map<ValueId, std::size_t>& constant_offsets,
-                              const ScratchFn& scratch_bytes = nullptr);
+                              const ScratchFn& scratch_bytes = nullptr, const InPlaceFn& in_place = nullptr);
 
 // True for operators whose output is their first input's bytes under another shape (no copy needed).
 bool shares_input_buffer(const BoundSymbol& sym);

@@ -46,10 +46,20 @@ ModulePlan plan_module(const std::vector<ModuleVariant>& variants, const Backend
       offsets[c] = same->offset;
     }
     plan.weights.offsets.push_back(offsets);
-    plan.memory.push_back(plan_memory(*v.trace, offsets, [&](const Trace& t, const BoundSymbol& s) -> std::size_t {
+    auto backend_of = [&](const BoundSymbol& s) -> const Backend* {
       auto b = backends.find(s.executor);
-      return b == backends.end() ? 0 : b->second->scratch_bytes(t, s);
-    }));
+      return b == backends.end() ? nullptr : b->second.get();
+    };
+    plan.memory.push_back(plan_memory(
+        *v.trace, offsets,
+        [&](const Trace& t, const BoundSymbol& s) -> std::size_t {
+          const Backend* b = backend_of(s);
+          return b ? b->scratch_bytes(t, s) : 0;
+        },
+        [&](const Trace& t, const BoundSymbol& s) -> std::optional<ValueId> {
+          const Backend* b = backend_of(s);
+          return b ? b->output_over_input(t, s) : std::nullopt;
+        }));
   }
   plan.weights.count = stored.size();
   return plan;

@@ -94,6 +94,14 @@ LinkInputs OnednnBackend::link_inputs() const {
   return in;
 }
 
+std::optional<ValueId> OnednnBackend::output_over_input(const Trace& trace, const BoundSymbol& sym) const {
+  const std::optional<ValueId> residual = epilogue_of(sym).residual;
+  if (!residual) return std::nullopt;
+  for (const Operand& in : sym.subsymbols[0].inputs)  // conv(x) + x: the convolution reads it while writing
+    if (in.is_tensor() && in.value == *residual) return std::nullopt;
+  return residual;
+}
+
 void OnednnBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
   const Trace& t = ctx.trace();
   const BoundSymbol& conv = sym.is_region() ? sym.subsymbols[0] : sym;

@@ -25,6 +25,9 @@ class OnednnBackend : public Backend {
   std::string executor() const override { return "onednn"; }
   LinkInputs link_inputs() const override;
   void emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const override;
+  // A fused residual add: oneDNN's sum post-op adds what the output buffer holds, so the output may take over
+  // the residual's buffer (saving the copy in) unless the convolution also reads it.
+  std::optional<ValueId> output_over_input(const Trace& trace, const BoundSymbol& sym) const override;
 
  private:
   OnednnLocation location_;

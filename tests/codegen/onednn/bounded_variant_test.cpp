@@ -98,6 +98,20 @@ Built build(const Trace& t, const std::string& name, const std::string& cache = 
   return b;
 }
 
+// One call of the two-variant model `mo`: the variant the runtime picks for `in`, and every output against
+// the torch executor's model `mt`.
+void check_call(thunderc::Model& mo, thunderc::Model& mt, std::vector<HostTensor> in, std::size_t want_variant) {
+  std::vector<DLTensor> dl;
+  for (HostTensor& h : in) dl.push_back(h.dl());
+  CHECK(mo.select_variant(dl) == want_variant);
+  auto got = mo.run(in), want = mt.run(in);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("output " << i);
+    CHECK(worst_ratio(got[i], want[i], kRtol, kAtol) <= 1.0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("a bounded variant fuses the activations whose input is NaN-free, the exact variant none") {
@@ -138,27 +152,16 @@ TEST_CASE("the bounded and the exact variant in one model: guards, generated spe
   CHECK(code.find("thunderc_onednn::kSilu") != std::string::npos);
 
   thunderc::Model mo(b.so), mt(compile(t, {"torch"}, "bounded_torch"));
-  auto check_run = [&](std::vector<HostTensor> in, std::size_t want_variant) {
-    std::vector<DLTensor> dl;
-    for (HostTensor& h : in) dl.push_back(h.dl());
-    CHECK(mo.select_variant(dl) == want_variant);
-    auto got = mo.run(in), want = mt.run(in);
-    REQUIRE(got.size() == want.size());
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      INFO("output " << i);
-      CHECK(worst_ratio(got[i], want[i], kRtol, kAtol) <= 1.0);
-    }
-  };
-  SUBCASE("finite inputs run the bounded variant") { check_run(random_inputs(t, 1), 0); }
+  SUBCASE("finite inputs run the bounded variant") { check_call(mo, mt, random_inputs(t, 1), 0); }
   SUBCASE("a NaN runs the exact variant, and it comes out as PyTorch's") {
     auto in = random_inputs(t, 2);
     static_cast<float*>(in[0].raw())[10] = std::nanf("");
-    check_run(in, 1);
+    check_call(mo, mt, in, 1);
   }
   SUBCASE("an infinity runs the exact variant") {
     auto in = random_inputs(t, 3);
     static_cast<float*>(in[0].raw())[0] = -INFINITY;
-    check_run(in, 1);
+    check_call(mo, mt, in, 1);
   }
 }
 
@@ -242,21 +245,10 @@ TEST_CASE("Winograd convolutions: marked in the bounded variant only, their outp
   const std::string code = read_dir_text(built.sources);
   CHECK(code.find("kernel 3x3 +bias, Winograd where it pays") != std::string::npos);
   thunderc::Model mo(built.so), mt(compile(t, {"torch"}, "winograd_torch"));
-  auto check_run = [&](std::vector<HostTensor> in, std::size_t want_variant) {
-    std::vector<DLTensor> dl;
-    for (HostTensor& h : in) dl.push_back(h.dl());
-    CHECK(mo.select_variant(dl) == want_variant);
-    auto got = mo.run(in), want = mt.run(in);
-    REQUIRE(got.size() == want.size());
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      INFO("output " << i);
-      CHECK(worst_ratio(got[i], want[i], kRtol, kAtol) <= 1.0);
-    }
-  };
-  for (std::uint64_t seed : {1, 2}) check_run(random_inputs(t, seed), 0);
+  for (std::uint64_t seed : {1, 2}) check_call(mo, mt, random_inputs(t, seed), 0);
   // A block of +inf: PyTorch's direct sum keeps inf (or NaN where signs meet); Winograd's transforms would
   // make NaN of some of those infs (inf - inf), so such a call must take the exact variant.
   auto in = random_inputs(t, 3);
   for (int k = 0; k < 32 * 14 * 14; k += 7) static_cast<float*>(in[0].raw())[k] = INFINITY;
-  check_run(in, 1);
+  check_call(mo, mt, in, 1);
 }

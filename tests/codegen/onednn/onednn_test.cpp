@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "blas_test_util.h"
+#include "codegen/build.h"
+#include "codegen/module_codegen.h"
 #include "common/run_process.h"
 #include "core/transforms/fusion.h"
 
@@ -136,6 +138,45 @@ TEST_CASE("onednn runs the residual add inside the convolution, activations stay
                   "static_cast<float>(0.0)};") != std::string::npos);
 
   s.check("epilogue");
+}
+
+TEST_CASE("a fused residual that dies at the convolution shares its buffer with the output; conv(y) + y does not") {
+  // out0 = relu(conv(x1) + conv(x0)) (the residual dies there: the output takes over its buffer, no copy in);
+  // y1 = conv(x2); out1 = relu(conv(y1) + y1) (the convolution reads y1: its own buffer).
+  Suite s;
+  auto conv = [&](ValueId x, const Shape& w) {
+    return s.t.emit1(op("conv2d"), {Operand::tensor(x), Operand::tensor(s.constant(w)), Operand::tensor(s.constant({w[0]}))},
+                     {{"stride", IntList{1, 1}}, {"padding", IntList{1, 1}}, {"dilation", IntList{1, 1}},
+                      {"groups", std::int64_t{1}}});
+  };
+  const ValueId y0 = conv(s.input({1, 8, 9, 9}), {8, 8, 3, 3});
+  const ValueId sum0 = s.t.emit1(op("add"), {Operand::tensor(conv(s.input({1, 4, 9, 9}), {8, 4, 3, 3})), Operand::tensor(y0)}, {});
+  const ValueId out0 = s.t.emit1(op("relu"), {Operand::tensor(sum0)}, {});
+  s.out(out0, "conv + dying residual");
+  const ValueId y1 = conv(s.input({1, 6, 7, 7}), {6, 6, 3, 3});
+  const ValueId sum1 = s.t.emit1(op("add"), {Operand::tensor(conv(y1, {6, 6, 3, 3})), Operand::tensor(y1)}, {});
+  s.out(s.t.emit1(op("relu"), {Operand::tensor(sum1)}, {}), "conv(y) + y");
+
+  const Trace fused = s.claimed_and_fused();
+  BackendSet backends = make_backends(Toolchain::from_build());
+  const ModulePlan plan = plan_module({ModuleVariant{&fused, "residual"}}, backends);
+  const VariantMemoryPlan& mem = plan.memory.at(0);
+  // Fusion gives either convolution of the first add the other one's output as its residual.
+  auto residual_of = [&](ValueId sum) {
+    for (const BoundSymbol& r : fused.symbols())
+      if (r.is_region() && r.outputs[0] == sum) {
+        const BoundSymbol& add = r.subsymbols.at(1);
+        return add.inputs[0].value == r.subsymbols[0].outputs[0] ? add.inputs[1].value : add.inputs[0].value;
+      }
+    FAIL("no onednn region computes the sum");
+    return ValueId{};
+  };
+  CHECK(mem.buffers.at(sum0).storage == Storage::Workspace);
+  CHECK(mem.buffers.at(sum0).offset == mem.buffers.at(residual_of(sum0)).offset);
+  CHECK(residual_of(sum1) == y1);
+  CHECK(mem.buffers.at(sum1).offset != mem.buffers.at(y1).offset);
+  s.check("residual_in_place");
+  s.check("residual_in_place_2threads", 2);
 }
 
 TEST_CASE("onednn propagates NaN and inf as PyTorch does, through the fused relu too") {
