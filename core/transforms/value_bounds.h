@@ -12,10 +12,11 @@
 //
 // What it is for: oneDNN's activation post-ops (relu, clip, logistic, swish, hardswish) compute with
 // max/min instructions and a clamped exp, so a NaN reaching one comes out as a number, where PyTorch keeps
-// NaN (and its Winograd convolutions turn an inf input into NaN). A *bounded variant* fuses them anyway, where the value they read is NaN-free under bounded inputs
-// (nan_free_values, at T = 1, which the fusion pass asks), and the runtime sends a call to it only when the
-// inputs are finite and within bounded_input_limit (the manifest's `finite_max_abs` guard); every other
-// call goes to the exact variant compiled beside it. See docs/transforms.md ("Bounded variants").
+// NaN (and its Winograd convolutions turn an inf input into NaN). A *bounded variant* fuses them anyway,
+// where the value they read is NaN-free under bounded inputs (nan_free_values, at T = 1, which the fusion
+// pass asks), and the runtime sends a call to it only when the inputs are finite and within
+// bounded_input_limit (the manifest's `finite_max_abs` guard); every other call goes to the exact variant
+// compiled beside it. See docs/transforms.md ("Bounded variants").
 #pragma once
 
 #include <functional>
