@@ -140,7 +140,7 @@ TEST_CASE("onednn runs the residual add inside the convolution, activations stay
   s.check("epilogue");
 }
 
-TEST_CASE("a fused residual that dies at the convolution shares its buffer with the output; conv(y) + y does not") {
+TEST_CASE("a fused residual that dies at the convolution shares its buffer with the output (not in conv(y) + y)") {
   // out0 = relu(conv(x1) + conv(x0)) (the residual dies there: the output takes over its buffer, no copy in);
   // y1 = conv(x2); out1 = relu(conv(y1) + y1) (the convolution reads y1: its own buffer).
   Suite s;
