@@ -100,8 +100,9 @@ VariantMemoryPlan plan_memory(const Trace& trace, const std::map<ValueId, std::s
     if (!in) return std::nullopt;
     const ValueId holder = root(*in);
     auto b = plan.buffers.find(holder);
-    if (b == plan.buffers.end() || b->second.storage != Storage::Workspace || last_use[holder] != i ||
-        align_up(checked_buffer_bytes(trace, holder)) != align_up(size))
+    auto read = last_use.find(holder);
+    if (b == plan.buffers.end() || b->second.storage != Storage::Workspace || read == last_use.end() ||
+        read->second != i || align_up(checked_buffer_bytes(trace, holder)) != align_up(size))
       return std::nullopt;
     for (Live& l : live)
       if (l.where.offset == b->second.offset && l.until == i) {

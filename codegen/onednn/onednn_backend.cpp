@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "core/ir/error.h"
+#include "core/transforms/fusion.h"
 
 namespace thunderc {
 
@@ -122,7 +123,7 @@ void OnednnBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, 
   const IntList st = pair("stride"), pd = pair("padding"), dl = pair("dilation");
   const bool bias = conv.inputs.size() > 2 && conv.inputs[2].is_tensor();
   // Fusion marks the convolutions whose output a bounded variant keeps finite (Winograd turns inf into NaN).
-  const bool winograd = winograd_ && sym.is_region() && sym.attrs.has("winograd") && sym.attrs.get_bool("winograd");
+  const bool winograd = winograd_ && winograd_marked(sym);
   const std::vector<std::int64_t> spec = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2],
                                           w.shape[3], st[0], st[1], pd[0], pd[1], dl[0], dl[1],
                                           conv.attrs.get_int("groups"), y.shape[2], y.shape[3], bias ? 1 : 0,

@@ -355,6 +355,10 @@ Trace fuse_library_epilogues(const Trace& trace, const NanFreePredicate& nan_fre
   return out;
 }
 
+bool winograd_marked(const BoundSymbol& sym) {
+  return sym.is_region() && sym.attrs.has("winograd") && sym.attrs.get_bool("winograd");
+}
+
 Trace fuse_all_regions(const Trace& trace, const TransformContext& context) {
   NanFreePredicate nan_free;
   if (context.bounded_inputs) nan_free = nan_free_values(trace);

@@ -49,6 +49,8 @@ Trace fuse_cpp_regions(const Trace& trace);  // fuse_regions(trace, "cpp")
 // Empty (every exact variant): never.
 using NanFreePredicate = std::function<bool(ValueId)>;
 Trace fuse_library_epilogues(const Trace& trace, const NanFreePredicate& nan_free = {});
+// Whether fusion marked this onednn region winograd=True (its convolution may use Winograd).
+bool winograd_marked(const BoundSymbol& sym);
 
 // name "fusion"; runs fuse_library_epilogues (NaN-hiding epilogues with context.bounded_inputs), then
 // fuse_regions for cpp and for nvfuser.

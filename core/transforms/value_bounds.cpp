@@ -1,5 +1,7 @@
 #include "core/transforms/value_bounds.h"
 
+#include "core/transforms/fusion.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -603,7 +605,7 @@ std::function<bool(ValueId)> nan_free_values(const Trace& trace) {
 std::vector<ValueId> bounded_values(const BoundSymbol& sym) {
   std::vector<ValueId> values;
   if (sym.executor != "onednn" || !sym.is_region()) return values;
-  if (sym.attrs.has("winograd") && sym.attrs.get_bool("winograd")) values.push_back(sym.subsymbols[0].outputs[0]);
+  if (winograd_marked(sym)) values.push_back(sym.subsymbols[0].outputs[0]);
   for (std::size_t k = 1; k < sym.subsymbols.size(); ++k)
     if (sym.subsymbols[k].op->name != "add") values.push_back(sym.subsymbols[k].inputs[0].value);
   return values;

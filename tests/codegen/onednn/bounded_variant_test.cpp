@@ -232,7 +232,7 @@ TEST_CASE("Winograd convolutions: marked in the bounded variant only, their outp
   CHECK(op_list(bounded) == std::vector<std::string>{"onednn: conv2d relu", "onednn: conv2d add", "onednn: conv2d",
                                                      "onednn: conv2d"});
   std::vector<bool> marked;
-  for (const BoundSymbol& s : bounded.symbols()) marked.push_back(s.attrs.has("winograd") && s.attrs.get_bool("winograd"));
+  for (const BoundSymbol& s : bounded.symbols()) marked.push_back(winograd_marked(s));
   CHECK(marked == std::vector<bool>{true, true, true, false});
   CHECK(bounded.symbols()[2].is_region());
   CHECK(bounded.symbols()[2].attrs.get_string("name") == "onednn_fusion2");
