@@ -1,7 +1,7 @@
-// The `onednn` executor's code generation. Each claimed conv2d (checker: onednn_conv_checker in
-// core/executors/registry.cpp), or region of a conv2d and the residual add fusion gave it
-// (fuse_library_epilogues), becomes one thunderc_onednn::Conv2d call whose spec holds every
-// size as a literal: symbolic variants merge those literals into expressions (codegen/symbolic_code.h), so the
+// The `onednn` executor's code generation. Each claimed conv2d or linear (checkers: onednn_conv_checker and
+// onednn_linear_checker in core/executors/registry.cpp), or region of one with the residual add and activation
+// fusion gave it (fuse_library_epilogues), becomes one thunderc_onednn::Conv2d or ::Linear call whose spec holds
+// every size as a literal: symbolic variants merge those literals into expressions (codegen/symbolic_code.h), so the
 // spec is a plain local and the call site's plan cache is the only static.
 #include "codegen/onednn/onednn_backend.h"
 #include "codegen/resources.h"
@@ -67,6 +67,10 @@ ActivationCode activation_code(const BoundSymbol* act) {
     a.code = "thunderc_onednn::kSilu";
   } else if (op == "hardswish") {
     a.code = "thunderc_onednn::kHardswish";
+  } else if (op == "gelu") {
+    const bool tanh = act->attrs.get_string("approximate") == "tanh";
+    a.code = tanh ? "thunderc_onednn::kGeluTanh" : "thunderc_onednn::kGeluErf";
+    if (tanh) a.what += "(tanh)";
   } else {
     THUNDERC_CHECK(false, "onednn: no post-op for activation '", op, "'");
   }
@@ -103,7 +107,61 @@ std::optional<ValueId> OnednnBackend::output_over_input(const Trace& trace, cons
   return residual;
 }
 
+namespace {
+
+// The call statement both kernels share: run(spec, x, w, bias, residual, y, ...), failing the variant on error.
+void emit_call(const EmitContext& ctx, const BoundSymbol& sym, const char* kernel, const std::string& what,
+               const std::string& fields, const Epilogue& epilogue, SourceWriter& out) {
+  const BoundSymbol& head = sym.is_region() ? sym.subsymbols[0] : sym;
+  const bool bias = head.inputs.size() > 2 && head.inputs[2].is_tensor();
+  auto data = [&](ValueId v) { return "static_cast<const float*>(" + ctx.buffer(v) + ".data)"; };
+  out.line("{  " + c_comment("oneDNN: " + what));
+  out.indent();
+  out.line(std::string("static thunderc_onednn::") + kernel + " op;");
+  out.line(std::string("const thunderc_onednn::") + kernel + "Spec spec = {" + fields + "};");
+  out.line("if (op.run(spec, " + data(head.inputs[0].value) + ", " + data(head.inputs[1].value) + ", " +
+           (bias ? data(head.inputs[2].value) : std::string("nullptr")) + ", " +
+           (epilogue.residual ? data(*epilogue.residual) : std::string("nullptr")) + ", static_cast<float*>(" +
+           ctx.buffer(sym.outputs[0]) + ".data), call->num_threads, call->error, call->error_capacity) != 0) {");
+  out.line("  " + ctx.on_failure());
+  out.line("}");
+  out.dedent();
+  out.line("}");
+}
+
+// The spec's fields: the sizes, then activation, alpha and beta.
+std::string spec_fields(const std::vector<std::int64_t>& sizes, const ActivationCode& act) {
+  std::string fields;
+  for (std::int64_t v : sizes) fields += (fields.empty() ? "" : ", ") + ll(v);
+  return fields + ", " + act.code + ", static_cast<float>(" + c_number_literal(act.alpha) +
+         "), static_cast<float>(" + c_number_literal(act.beta) + ")";
+}
+
+}  // namespace
+
 void OnednnBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
+  const BoundSymbol& head = sym.is_region() ? sym.subsymbols[0] : sym;
+  if (head.op->name == "linear") return emit_linear(ctx, sym, out);
+  emit_conv2d(ctx, sym, out);
+}
+
+void OnednnBackend::emit_linear(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
+  const Trace& t = ctx.trace();
+  const BoundSymbol& linear = sym.is_region() ? sym.subsymbols[0] : sym;
+  const Epilogue epilogue = epilogue_of(sym);
+  const ActivationCode act = activation_code(epilogue.activation);
+  const TensorType &x = t.type(linear.inputs[0].value), &w = t.type(linear.inputs[1].value);
+  THUNDERC_CHECK(w.rank() == 2 && x.rank() >= 1, "onednn: linear of a rank-", w.rank(), " weight");
+  const std::int64_t k = x.shape.back(), n = w.shape[0], m = x.numel() / std::max<std::int64_t>(k, 1);
+  const bool bias = linear.inputs.size() > 2 && linear.inputs[2].is_tensor();
+  const std::string what = "linear [" + std::to_string(m) + ", " + std::to_string(k) + "] x [" + std::to_string(n) +
+                           ", " + std::to_string(k) + "]^T" + (bias ? " +bias" : "") +
+                           (epilogue.residual ? " +residual" : "") + act.what;
+  emit_call(ctx, sym, "Linear", what, spec_fields({m, k, n, bias ? 1 : 0, epilogue.residual ? 1 : 0}, act), epilogue,
+            out);
+}
+
+void OnednnBackend::emit_conv2d(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
   const Trace& t = ctx.trace();
   const BoundSymbol& conv = sym.is_region() ? sym.subsymbols[0] : sym;
   const bool channels_last = conv.op->name == "conv2d_nhwc";
@@ -124,7 +182,7 @@ void OnednnBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, 
   const bool bias = conv.inputs.size() > 2 && conv.inputs[2].is_tensor();
   // Fusion marks the convolutions whose output a bounded variant keeps finite (Winograd turns inf into NaN).
   const bool winograd = winograd_ && winograd_marked(sym);
-  const std::vector<std::int64_t> spec = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2],
+  const std::vector<std::int64_t> sizes = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2],
                                           w.shape[3], st[0], st[1], pd[0], pd[1], dl[0], dl[1],
                                           conv.attrs.get_int("groups"), y.shape[2], y.shape[3], bias ? 1 : 0,
                                           residual ? 1 : 0, channels_last ? 1 : 0, winograd ? 1 : 0};
@@ -132,23 +190,7 @@ void OnednnBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, 
                      std::to_string(w.shape[2]) + "x" + std::to_string(w.shape[3]) + (bias ? " +bias" : "") +
                      (residual ? " +residual" : "") + act.what + (channels_last ? ", NHWC" : "") +
                      (winograd ? ", Winograd where it pays" : "");
-  auto data = [&](ValueId v) { return "static_cast<const float*>(" + ctx.buffer(v) + ".data)"; };
-  out.line("{  " + c_comment("oneDNN: " + what));
-  out.indent();
-  out.line("static thunderc_onednn::Conv2d op;");
-  std::string fields;
-  for (std::int64_t v : spec) fields += (fields.empty() ? "" : ", ") + ll(v);
-  fields += std::string(", ") + act.code + ", static_cast<float>(" + c_number_literal(act.alpha) +
-            "), static_cast<float>(" + c_number_literal(act.beta) + ")";
-  out.line("const thunderc_onednn::Conv2dSpec spec = {" + fields + "};");
-  out.line("if (op.run(spec, " + data(conv.inputs[0].value) + ", " + data(conv.inputs[1].value) + ", " +
-           (bias ? data(conv.inputs[2].value) : std::string("nullptr")) + ", " +
-           (residual ? data(*residual) : std::string("nullptr")) + ", static_cast<float*>(" +
-           ctx.buffer(sym.outputs[0]) + ".data), call->num_threads, call->error, call->error_capacity) != 0) {");
-  out.line("  " + ctx.on_failure());
-  out.line("}");
-  out.dedent();
-  out.line("}");
+  emit_call(ctx, sym, "Conv2d", what, spec_fields(sizes, act), epilogue, out);
 }
 
 }  // namespace thunderc

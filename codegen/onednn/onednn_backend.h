@@ -1,6 +1,6 @@
-// Code generation for the `onednn` executor: each claimed conv2d, alone or as a region with the residual add
-// and activation that fusion let it absorb (onednn_fusion<N>), becomes one call of thunderc_onednn::Conv2d
-// (include/thunderc/onednn_kernels.h) with its sizes as literals. The generated .so links oneDNN (libdnnl) and
+// Code generation for the `onednn` executor: each claimed conv2d or linear, alone or as a region with the
+// residual add and activation that fusion let it absorb (onednn_fusion<N>), becomes one call of
+// thunderc_onednn::Conv2d or thunderc_onednn::Linear (include/thunderc/onednn_kernels.h) with its sizes as literals. The generated .so links oneDNN (libdnnl) and
 // libgomp, nothing else. Why oneDNN for convolutions, and the measurements: docs/onednn.md.
 #pragma once
 
@@ -26,10 +26,13 @@ class OnednnBackend : public Backend {
   LinkInputs link_inputs() const override;
   void emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const override;
   // A fused residual add: oneDNN's sum post-op adds what the output buffer holds, so the output may take over
-  // the residual's buffer (saving the copy in) unless the convolution also reads it.
+  // the residual's buffer (saving the copy in) unless the convolution or linear also reads it.
   std::optional<ValueId> output_over_input(const Trace& trace, const BoundSymbol& sym) const override;
 
  private:
+  void emit_conv2d(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const;
+  void emit_linear(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const;
+
   OnednnLocation location_;
   bool winograd_;
 };

@@ -247,14 +247,14 @@ std::optional<LibraryEpilogue> library_epilogue(const std::string& executor, boo
   // max/min instructions (and a clamped exp) that turn NaN into a number, where PyTorch keeps NaN.
   if (executor == "onednn")
     return nan_hiding_activations
-               ? LibraryEpilogue{true, {"relu", "hardtanh", "clamp", "sigmoid", "silu", "hardswish"}}
+               ? LibraryEpilogue{true, {"relu", "hardtanh", "clamp", "sigmoid", "silu", "hardswish", "gelu"}}
                : LibraryEpilogue{true, {}};
   return std::nullopt;
 }
 
-// clamp fuses only with both bounds (oneDNN's clip).
-bool fusable_activation(const BoundSymbol& s) {
-  if (s.op->name == "gelu") return s.attrs.get_string("approximate") == "tanh";
+// clamp fuses only with both bounds (oneDNN's clip); cuBLASLt's gelu epilogue is the tanh form, oneDNN has both.
+bool fusable_activation(const std::string& executor, const BoundSymbol& s) {
+  if (s.op->name == "gelu") return executor == "onednn" || s.attrs.get_string("approximate") == "tanh";
   if (s.op->name == "clamp") return !s.attrs.is_none("min") && !s.attrs.is_none("max");
   return true;
 }
@@ -301,7 +301,7 @@ Trace fuse_library_epilogues(const Trace& trace, const NanFreePredicate& nan_fre
         if (other == cur || trace.type(other) != out) break;
         residual_done = true;
       } else if (rule->activations.count(op) && s.inputs.size() == 1) {
-        if (!fusable_activation(s)) break;
+        if (!fusable_activation(head.executor, s)) break;
         if (head.executor == "onednn" && !nan_free(cur)) break;  // NaN could reach a post-op that hides it
         activation_done = true;
       } else {

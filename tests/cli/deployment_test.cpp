@@ -39,8 +39,9 @@ void check_parity(const fs::path& so) {
 
 TEST_CASE("--split-lines: several sources, the same result as PyTorch, the same bytes whatever -j") {
   const fs::path dir = tmp_dir("split");
+  // cpp and blas: one variant (no bounded one), and a library header that only some parts need.
   ProcessResult one = thunderc({sample("gpt_block.pt2"), "-o", (dir / "one.so").string(), "--split-lines", "40",
-                                "-j", "1", "--keep-sources", (dir / "src1").string()});
+                                "-j", "1", "--keep-sources", (dir / "src1").string(), "--executors", "cpp,blas"});
   REQUIRE_MESSAGE(one.code == 0, one.out);
   const std::size_t parts = count_parts(dir / "src1");
   CHECK_MESSAGE(parts >= 3, "parts: " << parts);
@@ -63,7 +64,8 @@ TEST_CASE("--split-lines: several sources, the same result as PyTorch, the same 
   CHECK(without_blas > 0);
   check_parity(dir / "one.so");
 
-  ProcessResult three = thunderc({sample("gpt_block.pt2"), "-o", (dir / "three.so").string(), "--split-lines", "40", "-j", "3"});
+  ProcessResult three = thunderc({sample("gpt_block.pt2"), "-o", (dir / "three.so").string(), "--split-lines", "40", "-j", "3",
+                                  "--executors", "cpp,blas"});
   REQUIRE_MESSAGE(three.code == 0, three.out);
   CHECK(read_file(dir / "three.so") == read_file(dir / "one.so"));
   CHECK(read_file(dir / "three.json") == read_file(dir / "one.json"));
@@ -140,7 +142,7 @@ TEST_CASE("THUNDERC_CXX_LAUNCHER prefixes the C++ compiles, in thunderc's build 
 TEST_CASE("examine --dot: regions as clusters, executors' colours, shapes on edges, rendered by Graphviz") {
   const fs::path dir = tmp_dir("dot");
   const fs::path dot = dir / "gpt_block.dot";
-  ProcessResult r = thunderc({"examine", sample("gpt_block.pt2"), "--dot", dot.string()});
+  ProcessResult r = thunderc({"examine", sample("gpt_block.pt2"), "--dot", dot.string(), "--bounded-variants", "off"});
   REQUIRE_MESSAGE(r.code == 0, r.out);
   CHECK_MESSAGE(contains(r.out, "Wrote the final trace as Graphviz DOT to " + dot.string()), r.out);
   const std::string text = read_file(dot);
@@ -148,7 +150,7 @@ TEST_CASE("examine --dot: regions as clusters, executors' colours, shapes on edg
   CHECK(contains(text, "subgraph cluster_op0 {"));                          // the first fusion region
   CHECK(contains(text, "label=\"cpp.fusion cpp_fusion0\""));
   CHECK(contains(text, "fillcolor=\"#a6cee3\", label=\"cpp.layer_norm"));   // cpp's colour
-  CHECK(contains(text, "fillcolor=\"#b2df8a\", label=\"blas.linear\\n+2 weights\""));  // blas, with its weights
+  CHECK(contains(text, "fillcolor=\"#fdbf6f\", label=\"onednn.linear\\n+2 weights\""));  // onednn, with its weights
   CHECK(contains(text, "[label=\"f32[2, 8, 32]\"]"));                        // an edge's shape
   CHECK(contains(text, "label=\"output 0\""));
   // Graphviz accepts it.
@@ -158,7 +160,7 @@ TEST_CASE("examine --dot: regions as clusters, executors' colours, shapes on edg
   CHECK(contains(read_file(dir / "g.svg"), "<svg"));
 
   // "-": the picture alone on stdout.
-  ProcessResult piped = thunderc({"examine", sample("gpt_block.pt2"), "--dot", "-"});
+  ProcessResult piped = thunderc({"examine", sample("gpt_block.pt2"), "--dot", "-", "--bounded-variants", "off"});
   CHECK(piped.code == 0);
   CHECK(piped.out == text);
   // Two specializations: one cluster each.

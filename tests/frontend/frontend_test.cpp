@@ -332,7 +332,7 @@ TEST_CASE("op coverage: every imported ATen name has its operator, executors and
   const auto& embedding = find("embedding");
   CHECK(has(embedding.executors, "cpp"));
   CHECK(has(embedding.executors, "torch"));
-  CHECK(find("linear").executors == std::vector<std::string>{"torch", "blas", "nvfuser", "cublas"});
+  CHECK(find("linear").executors == std::vector<std::string>{"torch", "blas", "onednn", "nvfuser", "cublas"});
 
   CHECK(cov.core_aten.size() == 189);  // torch 2.15's list (core_aten_ops.inc)
   bool add_tensor = false, cumsum = false, sort = false, scatter_add = false, nonzero = false;

@@ -1,6 +1,8 @@
-// The onednn executor against the torch executor (ATen's convolution): conv2d with stride, padding, dilation,
-// groups, depthwise and 1x1 shapes, with and without bias, and with the residual add that fusion hands it (the
-// activation after it stays with cpp); NaN and inf inputs; 1 and 2 threads, and two models called concurrently with different counts.
+// The onednn executor against the torch executor (ATen's convolution and linear): conv2d with stride, padding,
+// dilation, groups, depthwise and 1x1 shapes, with and without bias, and with the residual add that fusion hands
+// it (the activation after it stays with cpp outside bounded variants); linear on 1-D to 4-D inputs, M = 1
+// included, with bias, residual and (as a bounded variant fuses it) activation; NaN and inf inputs; 1 and 2
+// threads, and two models called concurrently with different counts.
 // Tolerance: float32 rtol 1e-4, atol 1e-5 (oneDNN's blocked kernels sum in another order than ATen's).
 #include <doctest/doctest.h>
 
@@ -59,14 +61,37 @@ struct Suite {
     }
     out(y, label);
   }
+  // linear(x, w [n, x.shape[-1]], bias?), then the epilogue.
+  void linear(const Shape& x, std::int64_t n, bool bias, Epilogue e = {}) {
+    const std::int64_t k = x.back();
+    ValueId y = t.emit1(op("linear"), {Operand::tensor(input(x)), Operand::tensor(constant({n, k})),
+                                       bias ? Operand::tensor(constant({n})) : Operand::none()}, {});
+    std::string label = "linear " + shape_str(x) + " w [" + std::to_string(n) + ", " + std::to_string(k) + "]" +
+                        (bias ? " bias" : "");
+    if (e.residual) {
+      y = t.emit1(op("add"), {Operand::tensor(input(t.type(y).shape)), Operand::tensor(y)}, {});
+      label += " + residual";
+    }
+    if (e.activation) {  // "gelu_tanh": gelu(approximate='tanh')
+      const bool gelu_tanh = std::string(e.activation) == "gelu_tanh";
+      Attrs attrs;
+      if (gelu_tanh) attrs.set("approximate", std::string("tanh"));
+      y = t.emit1(op(gelu_tanh ? "gelu" : e.activation), {Operand::tensor(y)}, attrs);
+      label += std::string(" ") + e.activation;
+    }
+    out(y, label);
+  }
 
-  // The trace as the compiler would hand it to codegen: onednn claims the convolutions, cpp the rest, and
-  // fusion gives each convolution the residual add that follows it.
+  // Fusion as in a bounded variant: every value proven finite, so activations join the library call too.
+  bool bounded = false;
+
+  // The trace as the compiler would hand it to codegen: onednn claims the convolutions and linears, cpp the
+  // rest, and fusion gives each the residual add (and in a bounded variant the activation) that follows it.
   Trace claimed_and_fused() const {
     Trace c = t;
     auto unclaimed = claim_executors(c, {find_executor("onednn"), find_executor("cpp")});
     REQUIRE(unclaimed.empty());
-    return fuse_library_epilogues(c);
+    return bounded ? fuse_library_epilogues(c, [](ValueId) { return true; }) : fuse_library_epilogues(c);
   }
 
   std::string compile_onednn(const std::string& name, const std::optional<std::string>& keep = std::nullopt) const {
@@ -79,7 +104,8 @@ struct Suite {
     const Trace fused = claimed_and_fused();
     for (const BoundSymbol& s : fused.symbols()) {
       const BoundSymbol& head = s.is_region() ? s.subsymbols[0] : s;
-      if (head.op->name == "conv2d") CHECK_MESSAGE(s.executor == "onednn", "a conv2d left out of onednn");
+      if (head.op->name == "conv2d" || head.op->name == "linear")
+        CHECK_MESSAGE(s.executor == "onednn", "a " << head.op->name << " left out of onednn");
       else CHECK_MESSAGE(s.executor == "cpp", head.op->name << " not claimed by cpp");
     }
     OpenOptions opts;
@@ -208,6 +234,69 @@ TEST_CASE("onednn at 1 and 2 threads, and two models called concurrently with di
   CHECK(worst[1] <= 1.0);
 }
 
+// The kinds of linear a model has: transformer projections (rank 3), ConvNeXt's channels-last MLP (rank 4), a
+// classifier head (M = 1), a 1-D input, no bias.
+void linear_cases(Suite& s) {
+  s.linear({4, 64}, 32, true);
+  s.linear({2, 7, 48}, 80, true);
+  s.linear({1, 3, 5, 24}, 40, false);
+  s.linear({1, 100}, 70, true);
+  s.linear({24}, 10, true);
+  s.linear({5, 33}, 1, false);  // odd K, a single output feature
+}
+
+TEST_CASE("onednn linear matches the torch executor (float32)") {
+  Suite s;
+  linear_cases(s);
+  s.linear({3, 16}, 16, true, {true, nullptr});  // residual: the sum post-op
+  s.linear({6, 20}, 12, true, {false, "relu"});  // the relu stays with cpp (not bounded)
+  const fs::path src = fs::path(THUNDERC_TEST_TMP) / "linear_src";
+  fs::remove_all(src);
+  s.compile_onednn("linear_src", src.string());
+  const std::string code = read_dir_text(src);
+  CHECK(code.find("static thunderc_onednn::Linear op;") != std::string::npos);
+  CHECK(code.find("oneDNN: linear [15, 24] x [40, 24]^T\n") != std::string::npos);
+  CHECK(code.find("oneDNN: linear [3, 16] x [16, 16]^T +bias +residual\n") != std::string::npos);
+  CHECK(code.find("const thunderc_onednn::LinearSpec spec = {14LL, 48LL, 80LL, 1LL, 0LL, "
+                  "thunderc_onednn::kNoActivation, static_cast<float>(0.0), static_cast<float>(0.0)};") !=
+        std::string::npos);
+  CHECK(code.find("thunderc_onednn::kRelu") == std::string::npos);
+  s.check("linear_f32");
+  s.check("linear_f32_2threads", 2);
+}
+
+TEST_CASE("onednn linear with the activation a bounded variant fuses, and NaN and inf outside one") {
+  Suite s;
+  s.linear({4, 32}, 24, true, {false, "relu"});
+  s.linear({2, 3, 16}, 16, true, {true, "silu"});
+  s.linear({5, 8}, 12, false, {false, "sigmoid"});
+  s.linear({1, 4, 4, 24}, 96, true, {false, "gelu"});  // ConvNeXt's MLP
+  s.linear({3, 40}, 64, true, {false, "gelu_tanh"});  // GPT-2's
+  s.bounded = true;
+  const fs::path src = fs::path(THUNDERC_TEST_TMP) / "linear_bounded_src";
+  fs::remove_all(src);
+  s.compile_onednn("linear_bounded_src", src.string());
+  const std::string code = read_dir_text(src);
+  CHECK(code.find("oneDNN: linear [4, 32] x [24, 32]^T +bias relu\n") != std::string::npos);
+  CHECK(code.find("oneDNN: linear [6, 16] x [16, 16]^T +bias +residual silu\n") != std::string::npos);
+  CHECK(code.find("thunderc_onednn::kSigmoid") != std::string::npos);
+  CHECK(code.find("oneDNN: linear [16, 24] x [96, 24]^T +bias gelu\n") != std::string::npos);
+  CHECK(code.find("oneDNN: linear [3, 40] x [64, 40]^T +bias gelu(tanh)\n") != std::string::npos);
+  CHECK(code.find("thunderc_onednn::kGeluErf") != std::string::npos);
+  CHECK(code.find("thunderc_onednn::kGeluTanh") != std::string::npos);
+  s.check("linear_bounded");
+
+  Suite n;
+  linear_cases(n);
+  n.linear({3, 16}, 16, true, {true, nullptr});
+  n.check("linear_nan", 0, [](std::vector<HostTensor>& in) {
+    static_cast<float*>(in[0].raw())[5] = std::nanf("");
+    static_cast<float*>(in[1].raw())[0] = INFINITY;
+    static_cast<float*>(in[2].raw())[20] = -INFINITY;
+    static_cast<float*>(in.back().raw())[9] = std::nanf("");  // the residual
+  });
+}
+
 TEST_CASE("onednn claims only what it implements") {
   Trace t;
   Rng rng(1);
@@ -224,8 +313,16 @@ TEST_CASE("onednn claims only what it implements") {
   REQUIRE(onednn != nullptr);
   CHECK(onednn->availability(DeviceKind::CPU).available);
   CHECK_FALSE(onednn->availability(DeviceKind::CUDA).available);
+  // linear: a constant rank-2 float32 weight, nothing empty.
+  auto linear = [&](ValueId x, ValueId w) { return t.emit1(op("linear"), {Operand::tensor(x), Operand::tensor(w), Operand::none()}, {}); };
+  linear(t.add_input("lw", tt({2, 8})), t.add_input("lw_w", tt({4, 8})));
+  linear(t.add_input("ld", tt({2, 8}, DType::Float64)), random_constant(t, "lw1", tt({4, 8}, DType::Float64), rng));
+  linear(t.add_input("l1", tt({2, 8})), random_constant(t, "lw2", tt({8}), rng));
+  linear(t.add_input("le", tt({0, 8})), random_constant(t, "lw3", tt({4, 8}), rng));
   for (const BoundSymbol& sym : t.symbols()) CHECK_FALSE(onednn->can_execute(t, sym));
-  // The default CPU list puts it before blas, so convolutions go to oneDNN.
+  linear(t.add_input("ok", tt({2, 8})), random_constant(t, "lw4", tt({4, 8}), rng));
+  CHECK(onednn->can_execute(t, t.symbols().back()));
+  // The default CPU list puts it before blas, so convolutions and linears go to oneDNN.
   CHECK(default_executors(DeviceKind::CPU).names_str() == "cpp, onednn, blas");
 }
 
