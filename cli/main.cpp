@@ -38,6 +38,7 @@
 #include "codegen/compile.h"
 #include "codegen/compile_cache.h"
 #include "codegen/resources.h"
+#include "core/transforms/value_bounds.h"
 #include "core/util/diagnostics.h"
 #include "core/util/sha256.h"
 #include "cli/torch_support.h"
@@ -634,10 +635,9 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
     if (r.specializations[i].input_bound > 0) {
       int e = 0;
       std::frexp(r.specializations[i].input_bound, &e);
-      std::printf("  variant %zu is bounded: oneDNN's fused activations and Winograd convolutions, for calls whose "
-                  "floating-point inputs are all "
-                  "finite with |x| <= 2^%d (others run variant %zu; --bounded-variants off leaves it out)\n",
-                  i, e - 1, i + 1);
+      std::printf("  variant %zu is bounded (%s), for calls whose floating-point inputs are all finite with "
+                  "|x| <= 2^%d (others run variant %zu; --bounded-variants off leaves it out)\n",
+                  i, bounded_variant_summary(r.specializations[i].trace).c_str(), e - 1, i + 1);
     }
   if (r.symbolic && !r.specializations.empty() && r.specializations[0].symbolic) {
     std::string ranges;

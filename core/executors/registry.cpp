@@ -113,9 +113,9 @@ bool onednn_conv_checker(const Trace& trace, const BoundSymbol& sym) {
   return onednn_operands(trace, sym) && trace.type(sym.inputs[0].value).rank() == 4;
 }
 
-// onednn linear: a [N, K] weight (packed into the panels of oneDNN's GEMM kernel once). Every M, 1 included: measured against OpenBLAS on this
-// executor's AVX-512 machine, M = 1 with a 512x1000 weight is 0.7x at 1 thread and 4x at 2, and a claim
-// that does not depend on M keeps symbolic variants on one executor (docs/onednn.md, "Linear").
+// onednn linear: a [N, K] weight (packed into the panels of oneDNN's GEMM kernel once). Every M: the kernel
+// takes M = 1 as a matrix-vector product, and a claim that does not depend on M keeps symbolic variants on one
+// executor (docs/onednn.md, "Linear").
 bool onednn_linear_checker(const Trace& trace, const BoundSymbol& sym) {
   if (!onednn_operands(trace, sym)) return false;
   const TensorType& w = trace.type(sym.inputs[1].value);

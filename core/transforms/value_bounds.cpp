@@ -611,6 +611,23 @@ std::vector<ValueId> bounded_values(const BoundSymbol& sym) {
   return values;
 }
 
+std::string bounded_variant_summary(const Trace& trace) {
+  std::size_t activations = 0, winograd = 0;
+  for (const BoundSymbol& s : trace.symbols()) {
+    if (s.executor != "onednn" || !s.is_region()) continue;
+    if (winograd_marked(s)) ++winograd;
+    for (std::size_t k = 1; k < s.subsymbols.size(); ++k)
+      if (s.subsymbols[k].op->name != "add") ++activations;
+  }
+  auto count = [](std::size_t n, const char* what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
+  std::string parts;
+  if (activations) parts = count(activations, "fused activation");
+  if (winograd) parts += (parts.empty() ? "" : ", ") + count(winograd, "convolution") + " that may use Winograd";
+  return "oneDNN: " + (parts.empty() ? std::string("nothing") : parts);
+}
+
 double bounded_input_limit(const Trace& trace) {
   std::vector<ValueId> hidden;
   for (const BoundSymbol& s : trace.symbols())

@@ -118,7 +118,8 @@ TEST_CASE("a bounded variant fuses the activations whose input is NaN-free, the 
   const Trace c = claimed(model());
   // Before (claimed): onednn conv2d, cpp relu, onednn conv2d, cpp add, cpp hardtanh, cpp log, onednn conv2d,
   // cpp relu, onednn conv2d, cpp silu.
-  const std::vector<std::string> bounded = op_list(fuse_library_epilogues(c, nan_free_values(c)));
+  const Trace bounded_trace = fuse_library_epilogues(c, nan_free_values(c));
+  const std::vector<std::string> bounded = op_list(bounded_trace);
   CHECK(bounded == std::vector<std::string>{"onednn: conv2d relu", "onednn: conv2d add hardtanh", "cpp: log",
                                             "onednn: conv2d", "cpp: relu", "onednn: conv2d silu"});
   const std::vector<std::string> exact = op_list(fuse_library_epilogues(c));
@@ -126,6 +127,9 @@ TEST_CASE("a bounded variant fuses the activations whose input is NaN-free, the 
                                           "cpp: log", "onednn: conv2d", "cpp: relu", "onednn: conv2d", "cpp: silu"});
   // Without a NaN-hiding epilogue there is no bounded variant to build.
   CHECK(bounded_input_limit(fuse_library_epilogues(c)) == 0);
+  // What the compile message says of each.
+  CHECK(bounded_variant_summary(bounded_trace) == "oneDNN: 3 fused activations, 3 convolutions that may use Winograd");
+  CHECK(bounded_variant_summary(fuse_library_epilogues(c)) == "oneDNN: nothing");
 }
 
 TEST_CASE("the bounded and the exact variant in one model: guards, generated spec, dispatch and parity") {

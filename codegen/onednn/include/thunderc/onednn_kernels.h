@@ -19,12 +19,17 @@
  *    is reordered into the primitive's layout and the output back, skipped where they are the same (on AVX-512
  *    oneDNN's fastest kernels read and write NHWC, on AVX2 they use nChw8c); those buffers and oneDNN's
  *    scratchpad live in a per-thread arena, so concurrent calls share nothing mutable.
+ * A linear call site is one static thunderc_onednn::Linear: oneDNN's matmul with the weights packed for its
+ * kernel once (brgemm on AVX-512), bias, residual and activation as for convolutions; a plain M = 1 product
+ * (a classifier head) is a matrix-vector product through dnnl_sgemm on the weights as they are.
  * Plans are keyed by the sizes (symbolic variants pass them at run time), the thread count and the weights;
- * a call site keeps at most kMaxPlans of them.
+ * a call site keeps at most PlanCache::kMaxPlans of them. Each plan pools its argument memory objects (ArgPool),
+ * so a call allocates nothing where no reorder is needed.
  *
  * Threads: oneDNN here runs on OpenMP and uses omp_get_max_threads() of the calling thread. Each call sets the
  * calling thread's count for its duration and restores it (a per-thread OpenMP setting: two models running
- * in two threads with different counts do not interfere). A plan belongs to one thread count.
+ * in two threads with different counts do not interfere); calls below kConvParallelMinWork / kLinearParallelMinWork
+ * multiply-adds run on one thread. A plan belongs to one thread count.
  *
  * Errors: no exception leaves run(); it returns non-zero after writing a message into `error`. */
 #ifndef THUNDERC_ONEDNN_KERNELS_H_
@@ -61,8 +66,8 @@ struct Conv2dSpec {
   float alpha, beta;
 };
 
-// The activations a convolution or linear can apply as oneDNN eltwise post-ops. They compute with max/min (and a clamped
-// exp), so NaN comes out as a number: code generation uses them only in variants whose inputs the runtime
+// The activations a convolution or linear can apply as oneDNN eltwise post-ops. They compute with max/min (and
+// a clamped exp), so NaN comes out as a number: code generation uses them only in variants whose inputs the runtime
 // has checked to be finite and small enough that no NaN can arise (see docs/onednn.md, "Fused activations").
 // kGeluErf is PyTorch's gelu (approximate='none'), kGeluTanh its approximate='tanh'.
 enum Activation : int64_t {
@@ -175,8 +180,9 @@ class ArgPool {
     std::unique_ptr<Args> a = take();
     if (!a) {
       const dnnl::engine& eng = weights.get_engine();
-      a.reset(new Args{dnnl::memory(src_md, eng, DNNL_MEMORY_NONE), weights, dnnl::memory(bias_md, eng, DNNL_MEMORY_NONE),
-                       dnnl::memory(dst_md, eng, DNNL_MEMORY_NONE), dnnl::memory(scratchpad_md, eng, DNNL_MEMORY_NONE)});
+      a.reset(new Args{dnnl::memory(src_md, eng, DNNL_MEMORY_NONE), weights,
+                       dnnl::memory(bias_md, eng, DNNL_MEMORY_NONE), dnnl::memory(dst_md, eng, DNNL_MEMORY_NONE),
+                       dnnl::memory(scratchpad_md, eng, DNNL_MEMORY_NONE)});
     }
     a->src.set_data_handle(const_cast<void*>(src));
     a->dst.set_data_handle(dst);
@@ -442,7 +448,7 @@ inline std::shared_ptr<LinearPlan> make_linear_plan(const LinearSpec& s, int thr
 
 // Below this many multiply-adds a linear runs on one thread: measured on AVX-512, 16x64x256 (2^18) took 5.2 us
 // on one thread and 7.7 on two, 8x128x512 (2^19) 9.3 and 7.3.
-constexpr int64_t kParallelMinWork = int64_t{1} << 19;
+constexpr int64_t kLinearParallelMinWork = int64_t{1} << 19;
 
 // One linear call site of a model.
 class Linear {
@@ -452,7 +458,7 @@ class Linear {
           int32_t num_threads, char* error, size_t capacity) noexcept {
     return report_errors("linear", error, capacity, [&] {
       const int requested = num_threads > 0 ? num_threads : omp_get_max_threads();
-      const int threads = s.m * s.n * s.k < kParallelMinWork ? 1 : requested;
+      const int threads = s.m * s.n * s.k < kLinearParallelMinWork ? 1 : requested;
       ThreadScope scope(threads);
       if (s.m == 1 && !s.has_residual && s.activation == kNoActivation) {
         // A matrix-vector product (a classifier head) is memory-bound: oneDNN's sgemm streams PyTorch's [n, k]
