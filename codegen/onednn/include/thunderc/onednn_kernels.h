@@ -145,6 +145,17 @@ inline unsigned char* thread_arena(size_t bytes) {
 
 inline size_t align64(size_t v) { return (v + 63) / 64 * 64; }
 
+// The model's weights `w` (laid out as `user`) reordered into the primitive's layout `target`, once, at
+// planning (the planning call's thread count is already in effect).
+inline dnnl::memory packed_weights(const dnnl::memory::desc& user, const float* w, const dnnl::memory::desc& target) {
+  const dnnl::engine& eng = cpu_engine();
+  dnnl::memory packed(target, eng), source(user, eng, const_cast<float*>(w));
+  dnnl::stream stream(eng);
+  dnnl::reorder(source, packed).execute(stream, source, packed);
+  stream.wait();
+  return packed;
+}
+
 // Where Winograd F(2x2, 3x3) beats oneDNN's direct kernel inside a model: dense 3x3 stride-1 convolutions of
 // at least 32 channels in and out whose output map is large next to the weights, oh * ow >= 4 sqrt(c * oc).
 // Winograd's transformed weights are 16/9 the size of the direct kernel's and arrive cold from memory in a
@@ -284,14 +295,7 @@ inline std::shared_ptr<Conv2dPlan> make_conv2d_plan(const Conv2dSpec& s, int thr
       plan->residual_in = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->user_dst, eng, plan->dst));
   }
 
-  // Weights: reordered once (the planning call's thread count is already in effect).
-  plan->weights = memory(pd.weights_desc(), eng);
-  {
-    dnnl::stream stream(eng);
-    memory user(user_w, eng, const_cast<float*>(w));
-    dnnl::reorder(user, plan->weights).execute(stream, user, plan->weights);
-    stream.wait();
-  }
+  plan->weights = packed_weights(user_w, w, pd.weights_desc());
 
   size_t offset = 0;
   if (plan->reorder_src) {
@@ -438,11 +442,7 @@ inline std::shared_ptr<LinearPlan> make_linear_plan(const LinearSpec& s, int thr
   plan->matmul = dnnl::matmul(pd);
   plan->impl = pd.impl_info_str();
   plan->scratchpad = pd.scratchpad_desc();
-  plan->weights = memory(pd.weights_desc(), eng);
-  dnnl::stream stream(eng);
-  memory user(user_w, eng, const_cast<float*>(w));
-  dnnl::reorder(user, plan->weights).execute(stream, user, plan->weights);
-  stream.wait();
+  plan->weights = packed_weights(user_w, w, pd.weights_desc());
   return plan;
 }
 
