@@ -51,15 +51,7 @@ struct Suite {
     std::string label = "conv2d " + shape_str(x) + " w " + shape_str(w) + (bias ? " bias" : "") + " stride " +
                         shape_str(stride) + " pad " + shape_str(pad) + " dil " + shape_str(dil) + " groups " +
                         std::to_string(groups);
-    if (e.residual) {
-      y = t.emit1(op("add"), {Operand::tensor(y), Operand::tensor(input(t.type(y).shape))}, {});
-      label += " + residual";
-    }
-    if (e.activation) {
-      y = t.emit1(op(e.activation), {Operand::tensor(y)}, {});
-      label += std::string(" ") + e.activation;
-    }
-    out(y, label);
+    finish(y, label, e, false);
   }
   // linear(x, w [n, x.shape[-1]], bias?), then the epilogue.
   void linear(const Shape& x, std::int64_t n, bool bias, Epilogue e = {}) {
@@ -68,11 +60,18 @@ struct Suite {
                                        bias ? Operand::tensor(constant({n})) : Operand::none()}, {});
     std::string label = "linear " + shape_str(x) + " w [" + std::to_string(n) + ", " + std::to_string(k) + "]" +
                         (bias ? " bias" : "");
+    finish(y, label, e, true);
+  }
+  // y's epilogue, then y as an output: a residual add (the new input on the left or the right, so that fusion
+  // sees both orders), then the activation ("gelu_tanh": gelu(approximate='tanh')).
+  void finish(ValueId y, std::string label, const Epilogue& e, bool residual_on_left) {
     if (e.residual) {
-      y = t.emit1(op("add"), {Operand::tensor(input(t.type(y).shape)), Operand::tensor(y)}, {});
+      const Operand r = Operand::tensor(input(t.type(y).shape));
+      y = t.emit1(op("add"), residual_on_left ? std::vector<Operand>{r, Operand::tensor(y)}
+                                              : std::vector<Operand>{Operand::tensor(y), r}, {});
       label += " + residual";
     }
-    if (e.activation) {  // "gelu_tanh": gelu(approximate='tanh')
+    if (e.activation) {
       const bool gelu_tanh = std::string(e.activation) == "gelu_tanh";
       Attrs attrs;
       if (gelu_tanh) attrs.set("approximate", std::string("tanh"));
