@@ -271,13 +271,69 @@ class Sampling(nn.Module):
         return torch.cat([t.reshape(-1) for t in [a, b, c, s1, s2, e1, e2]])
 
 
+class Composites(nn.Module):
+    """Core ATen operators thunderc rewrites at import into its own: cdist (p = 2, 1, inf, 0.5, 0), pdist, as_strided,
+    F.fold (col2im), batch norm with batch statistics (F.batch_norm training=True without running statistics, and
+    nn.BatchNorm2d(track_running_stats=False)), atan2 with out=, sym_numel under a dynamic batch. One flattened
+    vector out."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(2, track_running_stats=False)
+        with torch.no_grad():
+            self.bn.weight.copy_(torch.rand(2) + 0.5)
+            self.bn.bias.copy_(torch.randn(2) * 0.1)
+
+    def forward(self, x):  # x: [B, 8]
+        y = x[:3] * 0.5 + 0.25
+        c2 = torch.cdist(x, y)
+        c1 = torch.cdist(x, y, p=1.0)
+        ci = torch.cdist(x.unsqueeze(0), y.unsqueeze(0), p=float("inf"))
+        ch = torch.cdist(x, y, p=0.5)
+        c0 = torch.cdist(x, y.round(), p=0.0)
+        pd = F.pdist(x)
+        st = torch.as_strided(x, (3, 4), (2, 1), 1)
+        cols = x[:2].reshape(1, 4, 4)  # 1 channel, 2x2 kernel, 4 blocks
+        fold = F.fold(cols, output_size=(3, 3), kernel_size=2)
+        fold2 = F.fold(cols, output_size=(3, 3), kernel_size=2, stride=2, padding=1)
+        fold3 = F.fold(cols[0], output_size=(4, 4), kernel_size=2, dilation=2)  # unbatched
+        img = x[:2].reshape(1, 2, 2, 4)
+        bs = F.batch_norm(img, None, None, training=True, eps=1e-3)
+        bm = self.bn(img)
+        a = torch.empty_like(x)
+        torch.atan2(x, y[:1] + 1.0, out=a)
+        flat = x.reshape(x.numel())
+        parts = [c2, c1, ci, ch, c0, pd, st, fold, fold2, fold3, bs, bm, a, flat[:5]]
+        return torch.cat([t.reshape(-1) for t in parts])
+
+
+class BatchNormTraining(nn.Module):
+    """nn.BatchNorm1d in training mode: PyTorch updates its running statistics in place, which thunderc refuses."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.bn(x)
+
+
+class DynamicNumel(nn.Module):
+    """x.numel() under a dynamic batch: aten.sym_numel."""
+
+    def forward(self, x):
+        return x.reshape(x.numel()) * 2.0
+
+
 WANT = set(sys.argv[1:])  # the samples to write; all when empty
 
 
-def export_one(name, model, x, dynamic_shapes=None, decompose=False):
+def export_one(name, model, x, dynamic_shapes=None, decompose=False, train=False):
+    """train=True exports in training mode (batch norm with batch statistics); the models that use it have no
+    dropout or other randomness."""
     if WANT and name not in WANT:
         return
-    model.eval()
+    model.train(train)
     with torch.no_grad():
         expected = model(x)
         ep = torch.export.export(model, (x,), dynamic_shapes=dynamic_shapes)
@@ -367,6 +423,12 @@ def main():
 
     torch.manual_seed(10)
     export_one("sampling", Sampling(), torch.randn(2, 3, 5, 6, 6))
+
+    torch.manual_seed(11)
+    export_one("composites", Composites(), torch.randn(4, 8), train=True)
+    export_one("composites_decomposed", Composites(), torch.randn(4, 8), decompose=True, train=True)
+    export_one("batch_norm_training", BatchNormTraining(), torch.randn(3, 4), train=True)
+    export_one("dynamic_numel", DynamicNumel(), torch.randn(3, 4), dynamic_shapes={"x": {0: Dim("B", min=1, max=16)}})
 
     if not WANT:
         with open(os.path.join(OUT, "VERSION"), "w") as f:

@@ -97,6 +97,14 @@ const std::map<std::string, std::string>& aten_aliases() {
       {"copy", "to_dtype"},
       {"fill", "expand"},
       {"zero", "expand"},
+      // Rewritten at import into the operators that compute them (pt2_import.cpp, composites()).
+      {"_cdist_forward", "sum"},  // the p-norm of differences (amax for p = inf)
+      {"cdist", "sum"},
+      {"_pdist_forward", "sum"},  // the rows' pairs gathered by index_select, then as cdist
+      {"pdist", "sum"},
+      {"as_strided", "index_select"},  // a gather by an index map
+      {"col2im", "scatter_reduce"},    // a scatter-add by an index map
+      {"_native_batch_norm_legit", "var"},  // batch statistics (mean, var), then the affine map
       // PyTorch's fused transformer kernels, written back as the ops they compute.
       {"_native_multi_head_attention", "linear"},
       {"_transformer_encoder_layer_fwd", "linear"},
@@ -137,6 +145,9 @@ const std::map<std::string, std::string>& aten_without_op() {
       {"randn_like", "sampled once at compile time (a sharp edge: every call sees the same values)"},
       {"arange", "a constant made at compile time"},
       {"sym_size", "a size, known or symbolic at compile time"},
+      {"sym_numel", "a number of elements, known or symbolic at compile time"},
+      {"sym_stride", "a stride of a contiguous tensor, known or symbolic at compile time"},
+      {"sym_storage_offset", "0: a contiguous tensor's offset"},
   };
   return table;
 }

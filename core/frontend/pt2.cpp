@@ -250,7 +250,7 @@ Pt2TensorMeta parse_meta(const json& j) {
     }
   }
   for (const json& s : j.at("strides")) m.strides.push_back(sym_literal(s).value_or(-1));
-  if (j.contains("storage_offset")) m.storage_offset = sym_literal(j.at("storage_offset")).value_or(0);
+  if (j.contains("storage_offset")) m.storage_offset = sym_literal(j.at("storage_offset")).value_or(-1);  // -1: symbolic
   return m;
 }
 

@@ -84,7 +84,7 @@ struct Pt2TensorMeta {
   Shape sizes;
   std::vector<std::string> size_exprs;  // parallel to sizes; empty string = a plain int
   IntList strides;
-  std::int64_t storage_offset = 0;
+  std::int64_t storage_offset = 0;  // -1 when symbolic
   bool is_static() const;
 };
 

@@ -106,7 +106,8 @@ std::string patched_fixture(const std::string& name, const std::map<std::string,
 const std::vector<std::string> kFixtures = {"mlp",          "cnn",     "cnn_decomposed",          "gpt_block",
                                             "llama_block",  "inplace", "inplace_view_decomposed", "dynamic_batch",
                                             "dynamic_unbounded", "masked_softmax", "core_ops", "core_ops_decomposed",
-                                            "positions", "sampling"};
+                                            "positions", "sampling", "composites", "composites_decomposed",
+                                            "dynamic_numel"};
 
 }  // namespace
 
@@ -312,7 +313,11 @@ TEST_CASE("import: every fixture at its example shapes") {
            {"dynamic_batch", {4, 6}, {"linear", "relu", "mul", "sub", "softmax"}},
            {"positions", {466}, {"sort", "topk", "prod", "diagonal", "scatter", "scatter_reduce", "index", "index_put",
                                  "masked_fill", "remainder", "upsample_bilinear2d"}},
-           {"sampling", {708}, {"max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "grid_sampler_2d", "embedding_bag"}}}) {
+           {"sampling", {708}, {"max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "grid_sampler_2d", "embedding_bag"}},
+           // cdist and pdist as differences and norms, as_strided a gather, col2im a scatter-add (index_put after
+           // run_decompositions), batch norm with batch statistics as mean and var, atan2 with out=.
+           {"composites", {181}, {"sub", "sqrt", "amax", "pow", "ne", "index_select", "scatter_reduce", "var", "rsqrt", "atan2"}},
+           {"composites_decomposed", {181}, {"sub", "sqrt", "amax", "pow", "ne", "index_select", "index_put", "var", "rsqrt", "atan2"}}}) {
     CAPTURE(e.name);
     auto m = Pt2Model::load(sample(e.name + ".pt2"));
     std::vector<SharpEdge> edges;
@@ -384,6 +389,42 @@ TEST_CASE("import: an in-place update through a view of a tensor read later is r
   CHECK(counts.count("where"));
 }
 
+// Each rewrite refuses what its gather or scatter could not compute as PyTorch does, with the reason (the
+// composites fixture, one argument patched each time).
+TEST_CASE("import: cdist, as_strided and col2im refuse arguments they cannot compute, and training batch norm with running statistics") {
+  const std::string json = ZipReader::open(sample("composites.pt2")).read("composites/models/model.json");
+  auto import_patched = [&](const std::string& from, const std::string& to) {
+    std::string patched = json;
+    const std::size_t at = patched.find(from);
+    REQUIRE(at != std::string::npos);
+    patched.replace(at, from.size(), to);
+    fs::path p = tmp_dir("pt2_composites") / "patched.pt2";
+    write_bytes(p, patched_fixture("composites", {{"models/model.json", patched}}));
+    return user_error_of([&] {
+      auto m = Pt2Model::load(p.string());
+      m->import(m->resolve_shapes(*m->recorded_shapes(), Device::cpu()));
+    });
+  };
+  const std::string p_half = "\"name\": \"p\", \"arg\": {\"as_float\": 0.5}";
+  CHECK(import_patched(p_half, p_half) == "(no UserError)");  // the patching itself keeps the program valid
+  CHECK(import_patched(p_half, "\"name\": \"p\", \"arg\": {\"as_float\": -1.0}").find("p must be a non-negative number") !=
+        std::string::npos);
+  std::string msg = import_patched("\"name\": \"storage_offset\", \"arg\": {\"as_int\": 1}",
+                                   "\"name\": \"storage_offset\", \"arg\": {\"as_int\": 30}");
+  CHECK(msg.find("aten.as_strided.default at export_samples.py:") != std::string::npos);
+  CHECK(msg.find("reads element 37 of a tensor of 32 elements") != std::string::npos);
+  msg = import_patched("\"output_size\", \"arg\": {\"as_ints\": [3, 3]}", "\"output_size\", \"arg\": {\"as_ints\": [5, 5]}");
+  CHECK(msg.find("aten.col2im.default") != std::string::npos);
+  CHECK(msg.find("expects 16 blocks (the last dimension) for these sizes, got 4") != std::string::npos);
+  msg = import_patched("\"kernel_size\", \"arg\": {\"as_ints\": [2, 2]}", "\"kernel_size\", \"arg\": {\"as_ints\": [3, 2]}");
+  CHECK(msg.find("divisible by the kernel's size 6") != std::string::npos);
+
+  auto m = Pt2Model::load(sample("batch_norm_training.pt2"));
+  msg = user_error_of([&] { m->import(m->resolve_shapes(*m->recorded_shapes(), Device::cpu())); });
+  CHECK(msg.find("in place") != std::string::npos);
+  CHECK(msg.find("eval mode") != std::string::npos);
+}
+
 TEST_CASE("import: unsupported operators are listed together with counts and locations") {
   auto m = Pt2Model::load(sample("unsupported.pt2"));
   std::string msg = user_error_of([&] { m->import(m->resolve_shapes(*m->recorded_shapes(), Device::cpu())); });
@@ -427,7 +468,7 @@ TEST_CASE("thunderc binary: every .pt2 fixture compiles without --shapes and mat
     CHECK(manifest.find("\"frontend\": \"pt2\"") != std::string::npos);
   }
   SUBCASE("the orderings, scatters, indexing and sampling fixtures compile --standalone (cpp alone)") {
-    for (const std::string name : {"positions", "sampling"}) {
+    for (const std::string name : {"positions", "sampling", "composites", "composites_decomposed"}) {
       CAPTURE(name);
       const std::string so = (dir / (name + "_standalone.so")).string();
       auto r = run_thunderc({sample(name + ".pt2"), "-o", so, "--standalone"});
@@ -505,6 +546,33 @@ TEST_CASE("thunderc binary: a dynamic batch compiles to one symbolic variant, --
     CHECK(c.code == 0);
     CHECK(c.out.find("symbolic sizes") == std::string::npos);
     CHECK(read_bytes(dir / "fixed.json").find("\"cache\": \"constant values\"") != std::string::npos);
+  }
+}
+
+// dynamic_numel.pt2: x.reshape(x.numel()) * 2 under Dim("B", min=1, max=16), which the export writes with
+// aten.sym_numel; one symbolic variant whose output length follows the batch.
+TEST_CASE("thunderc binary: sym_numel under a dynamic batch gives one symbolic variant, right at every size") {
+  fs::path dir = tmp_dir("pt2_numel");
+  const std::string so = (dir / "numel.so").string();
+  auto r = run_thunderc({sample("dynamic_numel.pt2"), "-o", so, "--standalone"});
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("1 variant,") != std::string::npos);
+  CHECK(r.out.find("symbolic sizes: s77 in 1..16") != std::string::npos);
+  for (int64_t b : {1, 5, 16}) {
+    CAPTURE(b);
+    std::vector<float> x(static_cast<std::size_t>(b * 4)), y(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      x[i] = 0.25f * static_cast<float>(i) - 3.0f;
+      y[i] = 2.0f * x[i];
+    }
+    const std::string in = (dir / ("x" + std::to_string(b) + ".npy")).string(), want = (dir / "y.npy").string();
+    thunderc::npy::save(in, thunderc::HostTensor::from_vector<float>({b, 4}, x));
+    thunderc::npy::save(want, thunderc::HostTensor::from_vector<float>({b * 4}, y));
+    auto run = run_thunderc({"run", so, in, "--expect", want, "--rtol", "0", "--atol", "0", "--output-dir", dir.string()});
+    INFO(run.out);
+    CHECK(run.code == 0);
+    CHECK(run.out.find("output0: matches") != std::string::npos);
   }
 }
 
