@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/frontend/advanced_indexing.h"
+#include "core/frontend/composite_ops.h"
 #include "core/frontend/pt2.h"
 #include "core/frontend/same_name_ops.h"
 #include "core/frontend/unsupported_ops.h"
@@ -748,7 +749,6 @@ void reductions(Table& t) {
                                  m.operand(n, "running_var")},
                   {{"eps", m.float_arg(n, "eps")}});
   };
-  // batch_norm.default in training mode: composites().
   // (out, save_mean, save_rstd): element 0 is the result; the others are empty at inference.
   t.raw("torch.ops.aten._native_batch_norm_legit_no_training.default",
         [batch_norm](Pt2Importer& m, const Pt2Node& n) { m.bind(n, 0, batch_norm(m, n)); });
@@ -1243,120 +1243,38 @@ void nn(Table& t) {
   });
 }
 
-// An int64 constant of the given shape (index maps computed at import).
-ValueId int64_constant(Pt2Importer& m, const char* name, const std::vector<std::int64_t>& values, Shape shape) {
-  auto data = std::make_shared<ConstantData>();
-  data->bytes.resize(values.size() * sizeof(std::int64_t));
-  if (!values.empty()) std::memcpy(data->bytes.data(), values.data(), data->bytes.size());
-  return m.constant(name, TensorType{DType::Int64, std::move(shape), m.device()}, std::move(data));
-}
-
-// The p-norm over the last dimension of d (cdist, pdist): p = 0 counts the non-zero entries, p = inf takes the
-// largest magnitude, p = 1 and 2 avoid pow.
-ValueId p_norm_last(Pt2Importer& m, const Pt2Node& n, ValueId d, double p) {
-  const DType dt = m.type(d).dtype;
-  const std::int64_t last = static_cast<std::int64_t>(m.type(d).rank()) - 1;
-  const Attrs over_last = {{"dims", IntList{last}}, {"keepdim", false}};
-  auto T = [](ValueId v) { return Operand::tensor(v); };
-  if (std::isnan(p) || p < 0) m.fail(n, "p must be a non-negative number, got " + std::to_string(p));
-  if (p == 0) {
-    ValueId nonzero = m.emit("to_dtype", {T(m.emit("ne", {T(d), Operand::number(Scalar(0.0))}))}, {{"dtype", dt}});
-    return m.emit("sum", {T(nonzero)}, over_last);
-  }
-  ValueId a = m.emit("abs", {T(d)});
-  if (std::isinf(p)) return m.emit("amax", {T(a)}, over_last);
-  if (p == 1) return m.emit("sum", {T(a)}, over_last);
-  if (p == 2) return m.emit("sqrt", {T(m.emit("sum", {T(m.emit("mul", {T(d), T(d)}))}, over_last))});
-  ValueId sum = m.emit("sum", {T(m.emit("pow", {T(a), Operand::number(Scalar(p))}))}, over_last);
-  return m.emit("pow", {T(sum), Operand::number(Scalar(1.0 / p))});
-}
-
-// Batch normalization with the batch's own statistics (training mode): (out, mean, 1 / sqrt(var + eps)), the
-// statistics over every dim but 1 with the biased variance, as PyTorch's _native_batch_norm_legit computes them.
-struct BatchStatsNorm {
-  ValueId out, mean, invstd;
-};
-BatchStatsNorm batch_norm_batch_stats(Pt2Importer& m, const Pt2Node& n, ValueId x, Operand weight, Operand bias, double eps) {
-  const TensorType xt = m.type(x);
-  if (!is_floating(xt.dtype)) m.fail(n, std::string("needs a floating-point input, got ") + dtype_name(xt.dtype));
-  if (xt.rank() < 2) m.fail(n, "needs an input of rank >= 2, got " + shape_str(xt.shape));
-  IntList dims = {0}, param_shape(xt.rank(), 1);
-  for (std::int64_t d = 2; d < static_cast<std::int64_t>(xt.rank()); ++d) dims.push_back(d);
-  param_shape[1] = xt.shape[1];
-  if (xt.numel() / std::max<std::int64_t>(xt.shape[1], 1) <= 1)
-    m.fail(n, "expects more than 1 value per channel in training mode, got input of shape " + shape_str(xt.shape));
-  auto T = [](ValueId v) { return Operand::tensor(v); };
-  const Attrs stats = {{"dims", dims}, {"keepdim", true}};
-  ValueId mean = m.emit("mean", {T(x)}, stats);
-  ValueId var = m.emit("var", {T(x)}, {{"dims", dims}, {"keepdim", true}, {"correction", 0.0}});
-  ValueId invstd = m.emit("rsqrt", {T(m.emit("add", {T(var), Operand::number(Scalar(eps))}))});
-  ValueId y = m.emit("mul", {T(m.emit("sub", {T(x), T(mean)})), T(invstd)});
-  if (weight.is_tensor()) y = m.emit("mul", {T(y), T(m.emit("reshape", {weight}, {{"shape", param_shape}}))});
-  if (bias.is_tensor()) y = m.emit("add", {T(y), T(m.emit("reshape", {bias}, {{"shape", param_shape}}))});
-  return {y, m.emit("reshape", {T(mean)}, {{"shape", IntList{xt.shape[1]}}}),
-          m.emit("reshape", {T(invstd)}, {{"shape", IntList{xt.shape[1]}}})};
-}
-
 void bind_batch_stats_norm(Pt2Importer& m, const Pt2Node& n) {
-  BatchStatsNorm r = batch_norm_batch_stats(m, n, m.tensor(n, "input"), m.operand(n, "weight"), m.operand(n, "bias"),
-                                            m.float_arg(n, "eps"));
+  composite::BatchStatsNorm r = composite::batch_norm_batch_stats(
+      m, m.tensor(n, "input"), m.operand(n, "weight"), m.operand(n, "bias"), m.float_arg(n, "eps"),
+      [&](const std::string& why) { m.fail(n, why); });
   m.bind(n, 0, r.out);
   m.bind(n, 1, r.mean);
   m.bind(n, 2, r.invstd);
 }
 
-// Core ATen operators without a catalog operator of their own, rewritten at import into ones that have one:
-// distances (cdist, pdist), as_strided and col2im as gathers and scatters with index maps computed here, batch
-// norm with batch statistics, an out= variant, and the symbolic ints of sizes and strides.
+// Core ATen operators without a catalog operator of their own, rewritten at import (composite_ops.h): cdist,
+// pdist, as_strided, col2im, batch norm with batch statistics; and an out= variant and the symbolic ints of a
+// tensor's layout.
 void composites(Table& t) {
-  auto T = [](ValueId v) { return Operand::tensor(v); };
-  // cdist(x1 [..., P, M], x2 [..., R, M], p) -> [..., P, R]; the differences directly (PyTorch may use a matmul
-  // for p = 2 on large inputs, which agrees to rounding).
-  auto cdist = [T](Pt2Importer& m, const Pt2Node& n) {
-    ValueId a = m.tensor(n, "x1"), b = m.tensor(n, "x2");
-    const TensorType at = m.type(a), bt = m.type(b);
-    if (at.rank() < 2 || bt.rank() < 2) m.fail(n, "needs inputs of rank >= 2, got " + shape_str(at.shape) + " and " + shape_str(bt.shape));
-    if (!is_floating(at.dtype) || at.dtype != bt.dtype) m.fail(n, "needs two floating-point inputs of one dtype");
-    if (at.shape.back() != bt.shape.back())
-      m.fail(n, "needs inputs with the same last dimension, got " + shape_str(at.shape) + " and " + shape_str(bt.shape));
-    Shape as = at.shape, bs = bt.shape;
-    as.insert(as.end() - 1, 1);  // [..., P, 1, M]
-    bs.insert(bs.end() - 2, 1);  // [..., 1, R, M]
-    ValueId d = m.emit("sub", {T(reshape(m, a, as)), T(reshape(m, b, bs))});
-    return p_norm_last(m, n, d, m.float_arg(n, "p", 2.0));
+  auto failing = [](Pt2Importer& m, const Pt2Node& n) { return [&m, &n](const std::string& why) { m.fail(n, why); }; };
+  auto cdist = [failing](Pt2Importer& m, const Pt2Node& n) {
+    return composite::cdist(m, m.tensor(n, "x1"), m.tensor(n, "x2"), m.float_arg(n, "p", 2.0), failing(m, n));
   };
   t.def("_cdist_forward", {"default"}, cdist);
   t.def("cdist", {"default"}, cdist);
-  // pdist(x [N, M], p) -> [N (N - 1) / 2]: the distances of rows i < j, in row-major order of (i, j).
-  auto pdist = [T](Pt2Importer& m, const Pt2Node& n) {
-    ValueId x = m.tensor(n, m.has(n, "self") ? "self" : "input");
-    const TensorType xt = m.type(x);
-    if (xt.rank() != 2 || !is_floating(xt.dtype)) m.fail(n, "needs a 2-D floating-point input, got " + xt.str());
-    const std::int64_t rows = xt.shape[0];
-    if (rows * (rows - 1) / 2 > (std::int64_t{1} << 24)) m.fail(n, "would make more than 2^24 pairs");
-    std::vector<std::int64_t> first, second;
-    for (std::int64_t i = 0; i < rows; ++i)
-      for (std::int64_t j = i + 1; j < rows; ++j) {
-        first.push_back(i);
-        second.push_back(j);
-      }
-    const Shape pairs = {static_cast<std::int64_t>(first.size())};
-    ValueId xi = m.emit("index_select", {T(x), T(int64_constant(m, "pdist_rows", first, pairs))}, {{"dim", std::int64_t{0}}});
-    ValueId xj = m.emit("index_select", {T(x), T(int64_constant(m, "pdist_rows", second, pairs))}, {{"dim", std::int64_t{0}}});
-    return p_norm_last(m, n, m.emit("sub", {T(xi), T(xj)}), m.float_arg(n, "p", 2.0));
+  auto pdist = [failing](Pt2Importer& m, const Pt2Node& n) {
+    return composite::pdist(m, m.tensor(n, m.has(n, "self") ? "self" : "input"), m.float_arg(n, "p", 2.0), failing(m, n));
   };
   t.def("_pdist_forward", {"default"}, pdist);
   t.def("pdist", {"default"}, pdist);
 
-  // as_strided(self, size, stride, storage_offset): a gather from self's elements. thunderc's tensors are
-  // contiguous, so this is PyTorch's result only where self is too and the elements read are its own: the export's
-  // record of self must be contiguous at offset 0, and every index within self.
-  t.def("as_strided", {"default"}, [T](Pt2Importer& m, const Pt2Node& n) {
+  // thunderc's tensors are contiguous, so as_strided is PyTorch's only where self is too: the export's record of
+  // self must be contiguous at offset 0 (and the gather stays within self's elements).
+  t.def("as_strided", {"default"}, [failing](Pt2Importer& m, const Pt2Node& n) {
     ValueId x = m.tensor(n, "self");
-    const TensorType xt = m.type(x);
     const Pt2TensorMeta* meta = m.recorded_meta(n, "self");
     bool contiguous = meta && meta->storage_offset == 0 && meta->strides.size() == meta->sizes.size();
-    for (std::int64_t d = static_cast<std::int64_t>(xt.rank()) - 1, step = 1; contiguous && d >= 0; --d) {
+    for (std::int64_t d = static_cast<std::int64_t>(meta ? meta->sizes.size() : 0) - 1, step = 1; contiguous && d >= 0; --d) {
       const std::size_t k = static_cast<std::size_t>(d);
       contiguous = meta->sizes[k] == 1 || meta->strides[k] == step;
       step *= meta->sizes[k];
@@ -1364,110 +1282,37 @@ void composites(Table& t) {
     if (!contiguous)
       m.fail(n, "reads the storage of a tensor that is not contiguous or starts at an offset (a view); thunderc "
                 "supports as_strided on contiguous tensors only");
-    const IntList size = m.ints_arg(n, "size"), stride = m.ints_arg(n, "stride");
-    const std::int64_t offset = m.int_arg(n, "storage_offset", 0);
-    if (size.size() != stride.size()) m.fail(n, "needs as many strides as sizes");
-    std::int64_t count = 1, last = offset;
-    for (std::size_t d = 0; d < size.size(); ++d) {
-      if (size[d] < 0 || stride[d] < 0) m.fail(n, "needs non-negative sizes and strides");
-      count *= size[d];
-      if (size[d] > 0) last += (size[d] - 1) * stride[d];
-    }
-    if (count > (std::int64_t{1} << 24)) m.fail(n, "would gather more than 2^24 elements");
-    if (offset < 0 || (count > 0 && last >= xt.numel()))
-      m.fail(n, "reads element " + std::to_string(last) + " of a tensor of " + std::to_string(xt.numel()) +
-                    " elements; thunderc supports reads within the tensor only");
-    std::vector<std::int64_t> index(static_cast<std::size_t>(count), offset);
-    for (std::int64_t i = 0; i < count; ++i) {
-      std::int64_t rest = i;
-      for (std::size_t d = size.size(); d-- > 0;) {
-        index[static_cast<std::size_t>(i)] += (rest % size[d]) * stride[d];
-        rest /= size[d];
-      }
-    }
-    ValueId flat = reshape(m, x, {xt.numel()});
-    ValueId picked = m.emit("index_select", {T(flat), T(int64_constant(m, "as_strided_index", index, {count}))},
-                            {{"dim", std::int64_t{0}}});
-    return reshape(m, picked, Shape(size.begin(), size.end()));
+    return composite::as_strided(m, x, m.ints_arg(n, "size"), m.ints_arg(n, "stride"), m.int_arg(n, "storage_offset", 0),
+                                 failing(m, n));
+  });
+  t.def("col2im", {"default"}, [failing](Pt2Importer& m, const Pt2Node& n) {
+    return composite::col2im(m, m.tensor(n, "self"), m.ints_arg(n, "output_size"), m.ints_arg(n, "kernel_size"),
+                             m.ints_arg(n, "dilation"), m.ints_arg(n, "padding"), m.ints_arg(n, "stride"), failing(m, n));
   });
 
-  // col2im(self [N, C kh kw, L] or [C kh kw, L], output_size, kernel_size, dilation, padding, stride) -> [N, C, H, W]:
-  // each column element added into its pixel, as a scatter-add by an index map (padding goes to a spare slot).
-  t.def("col2im", {"default"}, [T](Pt2Importer& m, const Pt2Node& n) {
-    ValueId x = m.tensor(n, "self");
-    const TensorType xt = m.type(x);
-    const bool batched = xt.rank() == 3;
-    if (xt.rank() != 2 && xt.rank() != 3) m.fail(n, "needs a 2-D or 3-D input, got " + shape_str(xt.shape));
-    auto pair = [&](const char* name) {
-      IntList v = m.ints_arg(n, name);
-      if (v.size() == 1) v.push_back(v[0]);
-      if (v.size() != 2) m.fail(n, std::string(name) + " must have 2 elements");
-      return v;
-    };
-    const IntList out = pair("output_size"), k = pair("kernel_size"), dil = pair("dilation"), pad = pair("padding"),
-                  st = pair("stride");
-    for (int i = 0; i < 2; ++i)
-      if (out[i] <= 0 || k[i] <= 0 || dil[i] <= 0 || st[i] <= 0 || pad[i] < 0)
-        m.fail(n, "needs positive output_size, kernel_size, dilation and stride and a non-negative padding");
-    const std::int64_t batch = batched ? xt.shape[0] : 1, rows = xt.shape[batched ? 1 : 0], cols = xt.shape.back();
-    if (rows % (k[0] * k[1]) != 0)
-      m.fail(n, "expects dimension " + std::to_string(batched ? 1 : 0) + " (" + std::to_string(rows) +
-                    ") divisible by the kernel's size " + std::to_string(k[0] * k[1]));
-    std::int64_t blocks[2];
-    for (int i = 0; i < 2; ++i) blocks[i] = (out[i] + 2 * pad[i] - dil[i] * (k[i] - 1) - 1) / st[i] + 1;
-    if (blocks[0] <= 0 || blocks[1] <= 0 || blocks[0] * blocks[1] != cols)
-      m.fail(n, "expects " + std::to_string(std::max<std::int64_t>(blocks[0], 0) * std::max<std::int64_t>(blocks[1], 0)) +
-                    " blocks (the last dimension) for these sizes, got " + std::to_string(cols));
-    const std::int64_t channels = rows / (k[0] * k[1]), pixels = channels * out[0] * out[1];
-    if (rows * cols > (std::int64_t{1} << 24)) m.fail(n, "would scatter more than 2^24 elements");
-    std::vector<std::int64_t> index(static_cast<std::size_t>(rows * cols));
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const std::int64_t c = r / (k[0] * k[1]), ki = r / k[1] % k[0], kj = r % k[1];
-      for (std::int64_t l = 0; l < cols; ++l) {
-        const std::int64_t h = l / blocks[1] * st[0] - pad[0] + ki * dil[0], w = l % blocks[1] * st[1] - pad[1] + kj * dil[1];
-        const bool inside = h >= 0 && h < out[0] && w >= 0 && w < out[1];
-        index[static_cast<std::size_t>(r * cols + l)] = inside ? (c * out[0] + h) * out[1] + w : pixels;
-      }
-    }
-    ValueId src = reshape(m, x, {batch, rows * cols});
-    ValueId idx = m.emit("expand", {T(int64_constant(m, "col2im_index", index, {1, rows * cols}))},
-                         {{"shape", IntList{batch, rows * cols}}});
-    auto zero = std::make_shared<ConstantData>();
-    zero->bytes.assign(dtype_size(xt.dtype), 0);
-    ValueId zeros = m.emit("expand", {T(m.emit("reshape", {T(m.constant("fill", TensorType{xt.dtype, {}, m.device()}, zero))},
-                                               {{"shape", IntList{1, 1}}}))},
-                           {{"shape", IntList{batch, pixels + 1}}});
-    ValueId sums = m.emit("scatter_reduce", {T(zeros), T(idx), T(src)},
-                          {{"dim", std::int64_t{1}}, {"reduce", std::string("sum")}, {"include_self", true}});
-    ValueId image = slice(m, sums, 1, 0, pixels, 1);
-    Shape shape = {channels, out[0], out[1]};
-    if (batched) shape.insert(shape.begin(), batch);
-    return reshape(m, image, shape);
-  });
-
-  // Batch norm with batch statistics: F.batch_norm(training=True) without running statistics, and the core
-  // opset's _native_batch_norm_legit. With running statistics PyTorch also updates them in place, which would
-  // change the model's weights between calls: refused, as the other in-place updates of weights are.
-  t.def("batch_norm", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
-    // PyTorch normalizes with the batch's statistics in training mode and whenever there are no running ones.
+  // Batch norm: PyTorch normalizes with the batch's statistics in training mode (nn.BatchNorm without running
+  // statistics passes training=True). In training mode with running statistics it also updates them in place, which
+  // would change the model's weights between calls: refused, as the other in-place updates of weights are.
+  const std::string running_stats_refusal =
+      "in training mode, which updates the running statistics in place; thunderc compiles programs whose weights "
+      "stay unchanged (export the model in eval mode, or build the batch norm with track_running_stats=False)";
+  t.def("batch_norm", {"default"}, [failing, running_stats_refusal](Pt2Importer& m, const Pt2Node& n) {
     const bool stats = m.has(n, "running_mean") && m.has(n, "running_var");
-    if (!m.bool_arg(n, "training", false) && stats) {
+    if (!m.bool_arg(n, "training", false) && stats)
       return m.emit("batch_norm", {m.operand(n, "input"), m.operand(n, "weight"), m.operand(n, "bias"),
                                    m.operand(n, "running_mean"), m.operand(n, "running_var")},
                     {{"eps", m.float_arg(n, "eps")}});
-    }
-    if (stats)
-      m.fail(n, "is batch_norm in training mode, which updates the running statistics in place; thunderc compiles "
-                "programs whose weights stay unchanged (export the model in eval mode, or build the batch norm with "
-                "track_running_stats=False)");
-    return batch_norm_batch_stats(m, n, m.tensor(n, "input"), m.operand(n, "weight"), m.operand(n, "bias"),
-                                  m.float_arg(n, "eps", 1e-5)).out;
+    if (stats) m.fail(n, "is batch_norm " + running_stats_refusal);
+    if (!m.bool_arg(n, "training", false)) m.fail(n, "needs running statistics in eval mode (training=False), as PyTorch does");
+    return composite::batch_norm_batch_stats(m, m.tensor(n, "input"), m.operand(n, "weight"), m.operand(n, "bias"),
+                                             m.float_arg(n, "eps", 1e-5), failing(m, n))
+        .out;
   });
   t.raw("torch.ops.aten._native_batch_norm_legit.no_stats", [](Pt2Importer& m, const Pt2Node& n) {
     if (!m.bool_arg(n, "training")) m.fail(n, "without running statistics needs training=True");
     bind_batch_stats_norm(m, n);
   });
-  t.raw("torch.ops.aten._native_batch_norm_legit.default", [](Pt2Importer& m, const Pt2Node& n) {
+  t.raw("torch.ops.aten._native_batch_norm_legit.default", [running_stats_refusal](Pt2Importer& m, const Pt2Node& n) {
     if (!m.bool_arg(n, "training")) {  // the running statistics, as _native_batch_norm_legit_no_training
       m.bind(n, 0, m.emit("batch_norm", {m.operand(n, "input"), m.operand(n, "weight"), m.operand(n, "bias"),
                                          m.operand(n, "running_mean"), m.operand(n, "running_var")},
@@ -1475,10 +1320,7 @@ void composites(Table& t) {
       return;
     }
     for (const char* stat : {"running_mean", "running_var"})
-      if (m.is_weight_or_input(n, stat) || m.read_later(n, stat))
-        m.fail(n, std::string("is batch norm in training mode, which updates ") + stat + " in place; thunderc compiles "
-                  "programs whose weights stay unchanged (export the model in eval mode, or build the batch norm "
-                  "with track_running_stats=False)");
+      if (m.is_weight_or_input(n, stat) || m.read_later(n, stat)) m.fail(n, "is batch norm " + running_stats_refusal);
     bind_batch_stats_norm(m, n);
   });
 

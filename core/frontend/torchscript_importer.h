@@ -60,6 +60,10 @@ class Importer {
   const TensorType& type(ValueId v) const { return trace_.type(v); }
   // A constant tensor known at compile time, as a trace constant.
   ValueId constant(const at::Tensor& t) { return materialize(nullptr, t); }
+  // A constant made at import (index maps, fills).
+  ValueId constant(const std::string& name, TensorType type, std::shared_ptr<ConstantData> data) {
+    return trace_.add_constant(name, std::move(type), std::move(data));
+  }
 
   ValueId emit(const std::string& op, std::vector<Operand> inputs, Attrs attrs = {});
   std::vector<ValueId> emit_all(const std::string& op, std::vector<Operand> inputs, Attrs attrs = {});  // every output

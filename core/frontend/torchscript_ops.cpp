@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "core/frontend/advanced_indexing.h"
+#include "core/frontend/composite_ops.h"
 #include "core/frontend/same_name_ops.h"
 #include "core/frontend/torchscript_importer.h"
 #include "core/ir/error.h"
@@ -506,13 +508,22 @@ void reduction_norm_ops(Table& t) {
     return m.emit("rms_norm", {Operand::tensor(x), m.operand(n, 2)},
                   {{"normalized_shape", m.ints_arg(n, 1)}, {"eps", eps}});
   }, false);
+  // batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled). PyTorch
+  // normalizes with the batch's statistics in training mode (nn.BatchNorm without running statistics passes
+  // training=True); in training mode with running statistics it also updates them in place, which thunderc does
+  // not (the weights are fixed).
   t.def("batch_norm", [](Importer& m, const Node* n) {
-    if (m.bool_arg(n, 5)) m.fail(n, "is batch_norm in training mode; call model.eval() before saving");
-    if (m.is_none(n, 3) || m.is_none(n, 4))
-      m.fail(n, "is batch_norm without running statistics (track_running_stats=False), which normalizes with batch "
-                "statistics; not supported");
-    return m.emit("batch_norm", {m.operand(n, 0), m.operand(n, 1), m.operand(n, 2), m.operand(n, 3), m.operand(n, 4)},
-                  {{"eps", m.float_arg(n, 7)}});
+    const bool stats = !m.is_none(n, 3) && !m.is_none(n, 4);
+    if (!stats && !m.bool_arg(n, 5)) m.fail(n, "needs running statistics in eval mode (training=False), as PyTorch does");
+    if (stats && m.bool_arg(n, 5))
+      m.fail(n, "is batch_norm in training mode, which updates the running statistics in place; call model.eval() "
+                "before saving (or build the batch norm with track_running_stats=False)");
+    if (stats)
+      return m.emit("batch_norm", {m.operand(n, 0), m.operand(n, 1), m.operand(n, 2), m.operand(n, 3), m.operand(n, 4)},
+                    {{"eps", m.float_arg(n, 7)}});
+    return composite::batch_norm_batch_stats(m, m.tensor(n, 0), m.operand(n, 1), m.operand(n, 2), m.float_arg(n, 7),
+                                             [&](const std::string& why) { m.fail(n, why); })
+        .out;
   }, false);
 }
 
@@ -946,6 +957,58 @@ void fused_transformer_ops(Table& t) {
   });
 }
 
+// ATen operators rewritten into catalog ones at import (composite_ops.h, shared with the .pt2 frontend).
+void composite_ops(Table& t) {
+  auto failing = [](Importer& m, const Node* n) { return [&m, n](const std::string& why) { m.fail(n, why); }; };
+  // cdist(x1, x2, p=2, compute_mode=None), _cdist_forward(x1, x2, p, compute_mode).
+  for (const char* name : {"cdist", "_cdist_forward"})
+    t.def(name, [failing](Importer& m, const Node* n) {
+      return composite::cdist(m, m.tensor(n, 0), m.tensor(n, 1), m.float_arg(n, 2), failing(m, n));
+    }, false);
+  // pdist(input, p=2), _pdist_forward(self, p).
+  for (const char* name : {"pdist", "_pdist_forward"})
+    t.def(name, [failing](Importer& m, const Node* n) {
+      return composite::pdist(m, m.tensor(n, 0), m.float_arg(n, 1), failing(m, n));
+    }, false);
+  // col2im(self, output_size, kernel_size, dilation, padding, stride): F.fold.
+  t.def("col2im", [failing](Importer& m, const Node* n) {
+    return composite::col2im(m, m.tensor(n, 0), m.ints_arg(n, 1), m.ints_arg(n, 2), m.ints_arg(n, 3), m.ints_arg(n, 4),
+                             m.ints_arg(n, 5), failing(m, n));
+  }, false);
+  // as_strided(self, size, stride, storage_offset=None) reads self's storage, which is thunderc's contiguous tensor
+  // only where PyTorch's self is contiguous and starts at its storage's first element: a model input, a weight
+  // so stored, or the result of a computing op, possibly through views that keep the layout (view, reshape,
+  // unsqueeze, ...). Through any other view (permute, slice, select, expand, ...) it is refused.
+  t.def("as_strided", [failing](Importer& m, const Node* n) {
+    static const std::set<std::string> keep_layout = {"aten::view", "aten::reshape", "aten::flatten", "aten::unflatten",
+                                                      "aten::unsqueeze", "aten::squeeze", "aten::detach", "aten::alias",
+                                                      "aten::contiguous", "aten::view_as", "aten::reshape_as",
+                                                      "aten::dropout", "aten::clone"};
+    static const std::set<std::string> views = {
+        "aten::permute", "aten::transpose", "aten::t", "aten::expand", "aten::expand_as", "aten::slice", "aten::select",
+        "aten::narrow", "aten::diagonal", "aten::as_strided", "aten::unfold", "aten::split", "aten::split_with_sizes",
+        "aten::chunk", "aten::unbind", "aten::movedim", "aten::swapaxes", "aten::numpy_T", "aten::mT", "aten::T",
+        "prim::ListUnpack", "prim::TupleUnpack", "prim::ConstantChunk"};
+    const JVal& self = m.in(n, 0);
+    bool own_layout = true;
+    if (self.kind == JVal::Kind::Known && self.known.isTensor()) {
+      const at::Tensor& w = self.known.toTensor();
+      own_layout = w.is_contiguous() && w.storage_offset() == 0;
+    } else {
+      for (const Node* p = n->input(0)->node(); own_layout && p->kind() != c10::prim::Param; p = p->input(0)->node()) {
+        const std::string kind = p->kind().toQualString();
+        own_layout = !views.count(kind);
+        if (!keep_layout.count(kind) || p->inputs().empty()) break;  // a computing op: a fresh contiguous tensor
+      }
+    }
+    if (!own_layout)
+      m.fail(n, "reads the storage of a tensor that is not contiguous or starts at an offset (a view); thunderc "
+                "supports as_strided on contiguous tensors only");
+    return composite::as_strided(m, m.tensor(n, 0), m.ints_arg(n, 1), m.ints_arg(n, 2),
+                                 m.is_none(n, 3) ? 0 : m.int_arg(n, 3), failing(m, n));
+  }, false);
+}
+
 }  // namespace
 
 const std::map<std::string, Handler>& op_handlers() {
@@ -958,6 +1021,7 @@ const std::map<std::string, Handler>& op_handlers() {
     shape_ops(t);
     nn_ops(t);
     fused_transformer_ops(t);
+    composite_ops(t);
     overwrite_ops(t);
     return t.handlers;
   }();

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -862,5 +863,82 @@ def forward(self, v, img, g, w, idx, off):
     const at::Tensor w = at::randn({10, 4}), idx = at::randint(0, 10, {9}, at::kLong);
     const at::Tensor off = at::tensor(std::vector<int64_t>{0, 2, 2, 6 + seed});
     check_close(thunderc::aten::run(compiled, {v, img, g, w, idx, off}), forward_file(pt, {v, img, g, w, idx, off}), 1e-5, 1e-6);
+  }
+}
+
+// Operators rewritten at import into catalog ones (core/frontend/composite_ops.h), from TorchScript: cdist for
+// p = 2, 1, inf, 0, 0.5 (with a broadcast batch), pdist, as_strided of an input and of a computed tensor, F.fold
+// (col2im) batched and unbatched with stride, padding and dilation, batch norm with batch statistics (training=True
+// and no running statistics, with and without weight and bias). cpp alone, --standalone; rtol 1e-5, atol 1e-5. Then inputs with NaN and inf: the
+// same non-finite positions as LibTorch.
+TEST_CASE("cdist, pdist, as_strided, col2im and batch-statistics batch norm: cpp matches LibTorch") {
+  fs::path dir = tmp_dir("composites");
+  const std::string pt = save_module(dir, "Composites", R"(
+def forward(self, x, img, w, b):
+    y = x[:3] * 0.5 + 0.25
+    c2 = torch.cdist(x, y)
+    c1 = torch.cdist(x, y, 1.0)
+    ci = torch.cdist(x.unsqueeze(0).expand([2, 4, 8]), y.unsqueeze(0), float("inf"))
+    c0 = torch.cdist(x, torch.round(y), 0.0)
+    ch = torch.cdist(x, y, 0.5)
+    pd = torch.pdist(x)
+    pd3 = torch.pdist(x, 3.0)
+    st = torch.as_strided(x, [3, 4], [2, 1], 1)
+    st2 = torch.as_strided(x * 2.0, [2, 2, 2], [1, 3, 0])
+    f1 = torch.col2im(img.reshape([2, 4, 9]), [4, 4], [2, 2], [1, 1], [0, 0], [1, 1])
+    f2 = torch.col2im(img[0].reshape([4, 9]), [5, 5], [2, 2], [2, 2], [1, 1], [2, 2])
+    bn = torch.batch_norm(img, w, b, None, None, True, 0.1, 1e-05, False)
+    bn2 = torch.batch_norm(img * 2.0, None, None, None, None, True, 0.1, 0.001, False)
+    return c2, c1, ci, c0, ch, pd, pd3, st, st2, f1, f2, bn, bn2
+)");
+  const fs::path so = dir / "composites.so";
+  compile_file(pt, so, "--shapes x=4x8,img=2x4x3x3,w=4,b=4 --executors cpp --standalone");
+  thunderc::Model compiled(so.string());
+  for (int seed : {1, 2}) {
+    CAPTURE(seed);
+    at::manual_seed(seed);
+    const at::Tensor x = at::randn({4, 8}), img = at::randn({2, 4, 3, 3}), w = at::rand({4}) + 0.5, b = at::randn({4});
+    check_close(thunderc::aten::run(compiled, {x, img, w, b}), forward_file(pt, {x, img, w, b}), 1e-5, 1e-5);
+  }
+  SUBCASE("NaN and inf reach the same outputs as in LibTorch") {
+    at::manual_seed(3);
+    at::Tensor x = at::randn({4, 8}), img = at::randn({2, 4, 3, 3});
+    x.index_put_({1, 2}, std::numeric_limits<float>::quiet_NaN());
+    x.index_put_({3, 5}, std::numeric_limits<float>::infinity());
+    img.index_put_({0, 1, 2, 2}, -std::numeric_limits<float>::infinity());
+    const at::Tensor w = at::ones({4}), b = at::zeros({4});
+    check_close(thunderc::aten::run(compiled, {x, img, w, b}), forward_file(pt, {x, img, w, b}), 1e-5, 1e-5, true);
+  }
+}
+
+// Batch norm in training mode with running statistics would update them in place, and at eval it needs them.
+TEST_CASE("batch_norm: training with running statistics, and eval without them, are refused with the reason") {
+  fs::path dir = tmp_dir("batch_norm_modes");
+  auto compile_bn = [&](const std::string& args) {
+    const std::string pt = save_module(dir, "BatchNormMode", "\ndef forward(self, x):\n    return torch.batch_norm(x, " + args + ")\n");
+    return run_thunderc(pt + " -o " + (dir / "bn.so").string() + " --shapes x=2x3x4");
+  };
+  Result r = compile_bn("None, None, torch.zeros([3]), torch.ones([3]), True, 0.1, 1e-05, False");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("updates the running statistics in place") != std::string::npos);
+  r = compile_bn("None, None, None, None, False, 0.1, 1e-05, False");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("needs running statistics in eval mode") != std::string::npos);
+}
+
+// as_strided through a view reads PyTorch's storage, which thunderc's contiguous tensors do not have: refused.
+TEST_CASE("as_strided of a transposed or sliced tensor is refused with the reason") {
+  fs::path dir = tmp_dir("as_strided_view");
+  for (const std::string view : {"x.t()", "x[1:]", "x.reshape([8, 4]).permute([1, 0])"}) {
+    CAPTURE(view);
+    const std::string pt = save_module(dir, "AsStridedView", "\ndef forward(self, x):\n    return torch.as_strided(" + view +
+                                                                  ", [2, 2], [1, 2])\n");
+    Result r = run_thunderc(pt + " -o " + (dir / "v.so").string() + " --shapes x=4x8");
+    INFO(r.out);
+    CHECK(r.code == 1);
+    CHECK(r.out.find("as_strided") != std::string::npos);
+    CHECK(r.out.find("not contiguous or starts at an offset (a view)") != std::string::npos);
   }
 }
