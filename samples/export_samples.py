@@ -325,6 +325,18 @@ class DynamicNumel(nn.Module):
         return x.reshape(x.numel()) * 2.0
 
 
+class RandomOps(nn.Module):
+    """torch.rand, randn, randn_like and randperm: thunderc samples them once at compile time (a sharp edge), so
+    only their shapes, dtypes and distributions are comparable with PyTorch's; expected.npy is not."""
+
+    def forward(self, x):  # x: [4, 8]
+        u = torch.rand(4, 1000)
+        g = torch.randn(4, 1000, dtype=torch.float64).float()
+        h = torch.randn_like(x)
+        p = torch.randperm(50)
+        return torch.cat([u.reshape(-1), g.reshape(-1), (x + h).reshape(-1), p.float()])
+
+
 WANT = set(sys.argv[1:])  # the samples to write; all when empty
 
 
@@ -429,6 +441,9 @@ def main():
     export_one("composites_decomposed", Composites(), torch.randn(4, 8), decompose=True, train=True)
     export_one("batch_norm_training", BatchNormTraining(), torch.randn(3, 4), train=True)
     export_one("dynamic_numel", DynamicNumel(), torch.randn(3, 4), dynamic_shapes={"x": {0: Dim("B", min=1, max=16)}})
+
+    torch.manual_seed(12)
+    export_one("random_ops", RandomOps(), torch.randn(4, 8))
 
     if not WANT:
         with open(os.path.join(OUT, "VERSION"), "w") as f:

@@ -178,6 +178,12 @@ class Pt2Importer {
   // For out= variants (atan2.out) `arg` is "out", the tensor written; it may be one the program made itself
   // (empty_like), which imports as a constant.
   void bind_inplace(const Pt2Node& n, const std::string& arg = "self");
+  // A sharp edge (sharp_edges.h) of this node, when the caller collects them.
+  void sharp_edge(const Pt2Node& n, const std::string& kind, const std::string& message) {
+    if (edges_) edges_->push_back({kind, short_target(n.target) + " " + message, n.location()});
+  }
+  // The position of the node being imported in the program (a seed that differs per node, same every compile).
+  std::size_t node_index() const { return current_index_; }
   // The shape, strides and storage offset the export recorded for a tensor argument, or null.
   const Pt2TensorMeta* recorded_meta(const Pt2Node& n, const std::string& arg) const {
     const Pt2Arg* a = find(n, arg);
@@ -248,6 +254,7 @@ class Pt2Importer {
   // tensor that is no view: PyTorch shares their memory, so an in-place update of one reaches the others.
   std::unordered_map<std::string, std::string> alias_root_;
   bool at_recorded_shapes_ = false;
+  std::vector<SharpEdge>* edges_ = nullptr;
   const std::string empty_;
 };
 
@@ -361,6 +368,7 @@ void Pt2Importer::bind_inplace(const Pt2Node& n, const std::string& arg) {
 }
 
 void Pt2Importer::run(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* edges) {
+  edges_ = edges;
   const auto& names = model_.input_names();
   THUNDERC_CHECK(input_types.size() == names.size(), "import with ", input_types.size(), " types for ", names.size(), " inputs");
   at_recorded_shapes_ = true;
@@ -1322,6 +1330,70 @@ void composites(Table& t) {
     for (const char* stat : {"running_mean", "running_var"})
       if (m.is_weight_or_input(n, stat) || m.read_later(n, stat)) m.fail(n, "is batch norm " + running_stats_refusal);
     bind_batch_stats_norm(m, n);
+  });
+
+  // Random tensors: sampled once at compile time (a sharp edge, as TorchScript's are), from a counter-based
+  // generator seeded by the node's position, so that compiles are deterministic. The values are not PyTorch's
+  // (its generator's state is not in the export).
+  auto sampled = [](Pt2Importer& m, const Pt2Node& n, const char* what, DType dt, const Shape& shape,
+                    const std::function<double(std::uint64_t)>& value) {
+    m.sharp_edge(n, "random", std::string("is a random operator (") + what + "); it is sampled once at compile time "
+                 "and every call of the compiled model sees the same values");
+    std::int64_t count = 1;
+    for (std::int64_t d : shape) {
+      if (d < 0) m.fail(n, "needs non-negative sizes, got " + shape_str(shape));
+      count *= d;
+    }
+    if (count > composite::kMaxIndexElements) m.fail(n, "would sample more than 2^24 elements at compile time");
+    auto data = std::make_shared<ConstantData>();
+    data->bytes.resize(static_cast<std::size_t>(count) * dtype_size(dt));
+    for (std::int64_t i = 0; i < count; ++i)
+      if (!scalar_to_bytes(value(static_cast<std::uint64_t>(i)), dt, data->bytes.data() + i * dtype_size(dt)))
+        m.fail(n, std::string("cannot sample into dtype ") + dtype_name(dt));
+    return m.constant(what, TensorType{dt, shape, m.device()}, std::move(data));
+  };
+  // Element i of stream `seed`: splitmix64 of (seed, i), 53 bits as a double in [0, 1).
+  auto uniform = [](std::uint64_t seed, std::uint64_t i) {
+    std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + i + 0x632BE59BD9B4E019ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+  };
+  auto float_dtype = [](Pt2Importer& m, const Pt2Node& n) {
+    const DType dt = m.dtype_arg(n, "dtype").value_or(DType::Float32);
+    if (!is_floating(dt)) m.fail(n, std::string("samples floating-point dtypes only, got ") + dtype_name(dt));
+    return dt;
+  };
+  auto rand = [sampled, uniform, float_dtype](Pt2Importer& m, const Pt2Node& n, const Shape& shape) {
+    const std::uint64_t seed = 2 * m.node_index() + 1;
+    return sampled(m, n, "rand", float_dtype(m, n), shape, [&](std::uint64_t i) {
+      return std::min(uniform(seed, i), 1.0 - 0x1.0p-24);  // [0, 1) also once rounded to float32
+    });
+  };
+  auto randn = [sampled, uniform, float_dtype](Pt2Importer& m, const Pt2Node& n, const Shape& shape) {
+    const std::uint64_t seed = 2 * m.node_index() + 1;
+    return sampled(m, n, "randn", float_dtype(m, n), shape, [&](std::uint64_t i) {  // Box-Muller
+      const double u1 = 1.0 - uniform(seed, 2 * i), u2 = uniform(seed, 2 * i + 1);
+      return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+    });
+  };
+  t.def("rand", {"default"}, [rand](Pt2Importer& m, const Pt2Node& n) { return rand(m, n, m.ints_arg(n, "size")); });
+  t.def("randn", {"default"}, [randn](Pt2Importer& m, const Pt2Node& n) { return randn(m, n, m.ints_arg(n, "size")); });
+  t.def("rand_like", {"default"}, [rand](Pt2Importer& m, const Pt2Node& n) { return rand(m, n, m.type(m.tensor(n, "self")).shape); });
+  t.def("randn_like", {"default"}, [randn](Pt2Importer& m, const Pt2Node& n) { return randn(m, n, m.type(m.tensor(n, "self")).shape); });
+  // randperm(n): a permutation of 0..n-1 (Fisher-Yates on the same generator).
+  t.def("randperm", {"default"}, [sampled, uniform](Pt2Importer& m, const Pt2Node& n) {
+    const std::int64_t count = m.int_arg(n, "n");
+    if (count < 0 || count > composite::kMaxIndexElements) m.fail(n, "needs 0 <= n <= 2^24, got " + std::to_string(count));
+    const DType dt = m.dtype_arg(n, "dtype").value_or(DType::Int64);
+    std::vector<std::int64_t> perm(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i) perm[static_cast<std::size_t>(i)] = i;
+    const std::uint64_t seed = 2 * m.node_index() + 1;
+    for (std::int64_t i = count - 1; i > 0; --i) {
+      const auto j = static_cast<std::int64_t>(uniform(seed, static_cast<std::uint64_t>(i)) * static_cast<double>(i + 1));
+      std::swap(perm[static_cast<std::size_t>(i)], perm[static_cast<std::size_t>(std::min(j, i))]);
+    }
+    return sampled(m, n, "randperm", dt, {count}, [&](std::uint64_t i) { return static_cast<double>(perm[i]); });
   });
 
   // atan2(self, other, out=): the result, which then replaces `out`.

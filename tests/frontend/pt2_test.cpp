@@ -5,7 +5,9 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -423,6 +425,64 @@ TEST_CASE("import: cdist, as_strided and col2im refuse arguments they cannot com
   msg = user_error_of([&] { m->import(m->resolve_shapes(*m->recorded_shapes(), Device::cpu())); });
   CHECK(msg.find("in place") != std::string::npos);
   CHECK(msg.find("eval mode") != std::string::npos);
+}
+
+// rand, randn, randn_like and randperm are sampled once at compile time from a generator seeded by the node:
+// one "random" sharp edge each, the same values every import, and the distributions they name (4000 uniform
+// samples: mean 0.5 +- 0.03, in [0, 1); 4000 normal ones: mean 0 +- 0.1, std 1 +- 0.1; a permutation of 0..49).
+TEST_CASE("import: random operators are sampled at compile time, deterministically, with a sharp edge each") {
+  auto m = Pt2Model::load(sample("random_ops.pt2"));
+  std::vector<SharpEdge> edges;
+  Trace t = m->import(m->resolve_shapes(*m->recorded_shapes(), Device::cpu()), &edges);
+  Trace again = m->import(m->resolve_shapes(*m->recorded_shapes(), Device::cpu()));
+  REQUIRE(edges.size() == 4);
+  for (const SharpEdge& e : edges) {
+    CHECK(e.kind == "random");
+    CHECK(e.message.find("sampled once at compile time") != std::string::npos);
+    CHECK(e.location.find("export_samples.py:") != std::string::npos);
+  }
+  std::map<std::string, std::vector<ValueId>> by_name;
+  for (ValueId c : t.constants()) by_name[t.value(c).source_name].push_back(c);
+  REQUIRE(by_name["rand"].size() == 1);
+  REQUIRE(by_name["randn"].size() == 2);  // randn, randn_like
+  REQUIRE(by_name["randperm"].size() == 1);
+  for (std::size_t i = 0; i < t.constants().size(); ++i)
+    CHECK(t.value(t.constants()[i]).data->bytes == again.value(again.constants()[i]).data->bytes);
+  auto floats = [&](ValueId v) {
+    const auto& b = t.value(v).data->bytes;
+    std::vector<double> out;
+    if (t.type(v).dtype == DType::Float64)
+      for (std::size_t i = 0; i < b.size(); i += 8) { double d; std::memcpy(&d, &b[i], 8); out.push_back(d); }
+    else
+      for (std::size_t i = 0; i < b.size(); i += 4) { float f; std::memcpy(&f, &b[i], 4); out.push_back(f); }
+    return out;
+  };
+  const std::vector<double> u = floats(by_name["rand"][0]);
+  REQUIRE(u.size() == 4000);
+  double sum = 0;
+  for (double x : u) {
+    CHECK((x >= 0 && x < 1));
+    sum += x;
+  }
+  CHECK(sum / 4000 == doctest::Approx(0.5).epsilon(0.06));
+  ValueId normal = t.type(by_name["randn"][0]).dtype == DType::Float64 ? by_name["randn"][0] : by_name["randn"][1];
+  CHECK(t.type(normal).dtype == DType::Float64);  // randn(..., dtype=torch.float64)
+  const std::vector<double> g = floats(normal);
+  REQUIRE(g.size() == 4000);
+  double mean = 0, sq = 0;
+  for (double x : g) mean += x / 4000;
+  for (double x : g) sq += (x - mean) * (x - mean) / 4000;
+  CHECK(std::fabs(mean) < 0.1);
+  CHECK(std::fabs(std::sqrt(sq) - 1) < 0.1);
+  const ValueId perm = by_name["randperm"][0];
+  CHECK(t.type(perm).dtype == DType::Int64);
+  std::vector<std::int64_t> p(50);
+  REQUIRE(t.value(perm).data->bytes.size() == 50 * 8);
+  std::memcpy(p.data(), t.value(perm).data->bytes.data(), 50 * 8);
+  std::vector<std::int64_t> sorted = p;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::int64_t i = 0; i < 50; ++i) CHECK(sorted[static_cast<std::size_t>(i)] == i);
+  CHECK(p != sorted);  // shuffled
 }
 
 TEST_CASE("import: unsupported operators are listed together with counts and locations") {
