@@ -325,6 +325,19 @@ class DynamicNumel(nn.Module):
         return x.reshape(x.numel()) * 2.0
 
 
+class DynamicComposites(nn.Module):
+    """cdist and batch norm with batch statistics over a dynamic batch (the statistics' divisor is the run-time
+    batch size). Also written at batch 7 (.b7.input.npy, .b7.expected.npy) to check the symbolic variant there."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(6, track_running_stats=False)
+
+    def forward(self, x):  # x: [B, 6]
+        d = torch.cdist(x, x[:1] * 0.5 + 1.0).reshape(-1)
+        return torch.cat([d, self.bn(x).reshape(-1)])
+
+
 class RandomOps(nn.Module):
     """torch.rand, randn, randn_like and randperm: thunderc samples them once at compile time (a sharp edge), so
     only their shapes, dtypes and distributions are comparable with PyTorch's; expected.npy is not."""
@@ -441,6 +454,16 @@ def main():
     export_one("composites_decomposed", Composites(), torch.randn(4, 8), decompose=True, train=True)
     export_one("batch_norm_training", BatchNormTraining(), torch.randn(3, 4), train=True)
     export_one("dynamic_numel", DynamicNumel(), torch.randn(3, 4), dynamic_shapes={"x": {0: Dim("B", min=1, max=16)}})
+
+    torch.manual_seed(13)
+    dyn = DynamicComposites()
+    export_one("dynamic_composites", dyn, torch.randn(4, 6), dynamic_shapes={"x": {0: Dim("B", min=2, max=16)}},
+               train=True)
+    if not WANT or "dynamic_composites" in WANT:
+        x7 = torch.randn(7, 6)
+        with torch.no_grad():
+            np.save(os.path.join(OUT, "dynamic_composites.b7.input.npy"), x7.numpy())
+            np.save(os.path.join(OUT, "dynamic_composites.b7.expected.npy"), dyn(x7).numpy())
 
     torch.manual_seed(12)
     export_one("random_ops", RandomOps(), torch.randn(4, 8))

@@ -207,7 +207,8 @@ ValueId Decomposer::rewrite(Trace& t, const BoundSymbol& s) {
     if (name == "all") r = emit(t, "logical_not", {T(r)});
     if (out_dtype != DType::Bool) r = emit(t, "to_dtype", {T(r)}, {{"dtype", out_dtype}});
   } else if (name == "var") {
-    // Two passes, as ATen's result: sum((a - mean)^2) / max(0, N - correction) (0 / 0 is NaN, x / 0 inf).
+    // Two passes, as ATen's result: sum((a - mean)^2) / max(0, N - correction) (0 / 0 is NaN, x / 0 inf); with
+    // correction 0 (batch statistics) mean((a - mean)^2).
     const TensorType a = type(0);
     const IntList& dims = at.get_ints("dims");
     double count = 1;
@@ -217,8 +218,12 @@ ValueId Decomposer::rewrite(Trace& t, const BoundSymbol& s) {
       if (reduced[i]) count *= static_cast<double>(a.shape[i]);
     ValueId mu = emit(t, "mean", {in(0)}, {{"dims", dims}, {"keepdim", true}});
     ValueId d = emit(t, "sub", {in(0), T(mu)});
-    ValueId ss = emit(t, "sum", {T(emit(t, "mul", {T(d), T(d)}))}, {{"dims", dims}, {"keepdim", at.get_bool("keepdim")}});
-    r = emit(t, "div", {T(ss), N(std::max(0.0, count - at.get_float("correction")))});
+    ValueId sq = emit(t, "mul", {T(d), T(d)});
+    const Attrs reduce = {{"dims", dims}, {"keepdim", at.get_bool("keepdim")}};
+    if (at.get_float("correction") == 0 && count > 0)  // the mean: its divisor follows a symbolic size at run time
+      r = emit(t, "mean", {T(sq)}, reduce);
+    else
+      r = emit(t, "div", {T(emit(t, "sum", {T(sq)}, reduce)), N(std::max(0.0, count - at.get_float("correction")))});
   } else if (name == "repeat") {
     // [s0, s1] repeated [r0, r1]: viewed as [1, s0, 1, s1], expanded to [r0, s0, r1, s1], viewed as [r0*s0, r1*s1].
     const TensorType a = type(0);

@@ -636,6 +636,26 @@ TEST_CASE("thunderc binary: sym_numel under a dynamic batch gives one symbolic v
   }
 }
 
+// dynamic_composites.pt2: cdist and nn.BatchNorm1d(track_running_stats=False) over Dim("B", min=2, max=16); the
+// batch statistics divide by the run-time batch size. PyTorch's outputs at batch 4 (the example) and 7.
+TEST_CASE("thunderc binary: cdist and batch-statistics batch norm over a dynamic batch give one symbolic variant") {
+  fs::path dir = tmp_dir("pt2_dynamic_composites");
+  const std::string so = (dir / "dc.so").string();
+  auto r = run_thunderc({sample("dynamic_composites.pt2"), "-o", so, "--standalone"});
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("1 variant,") != std::string::npos);
+  CHECK(r.out.find("symbolic sizes: s77 in 2..16") != std::string::npos);
+  for (const std::string name : {"dynamic_composites", "dynamic_composites.b7"}) {
+    CAPTURE(name);
+    auto run = run_thunderc({"run", so, sample(name + ".input.npy"), "--expect", sample(name + ".expected.npy"), "--rtol",
+                             "1e-4", "--atol", "1e-5", "--output-dir", dir.string()});
+    INFO(run.out);
+    CHECK(run.code == 0);
+    CHECK(run.out.find("output0: matches") != std::string::npos);
+  }
+}
+
 // dynamic_unbounded.pt2: the dynamic_batch model with Dim("B") and no bounds (torch records s77 in 0..inf). It
 // compiles specialized at its example size, with a sharp edge that names the remedy; --dim s77=1:32 makes one
 // symbolic variant, --standalone, matching PyTorch at every size (rows repeated, as above).
