@@ -978,12 +978,13 @@ void composite_ops(Table& t) {
   // as_strided(self, size, stride, storage_offset=None) reads self's storage, which is thunderc's contiguous tensor
   // only where PyTorch's self is contiguous and starts at its storage's first element: a model input, a weight
   // so stored, or the result of a computing op, possibly through views that keep the layout (view, reshape,
-  // unsqueeze, ...). Through any other view (permute, slice, select, expand, ...) it is refused.
+  // unsqueeze, ...; `to` and `clone` may return their input or keep its strides). Through any other view (permute,
+  // slice, select, expand, ...) it is refused.
   t.def("as_strided", [failing](Importer& m, const Node* n) {
     static const std::set<std::string> keep_layout = {"aten::view", "aten::reshape", "aten::flatten", "aten::unflatten",
                                                       "aten::unsqueeze", "aten::squeeze", "aten::detach", "aten::alias",
                                                       "aten::contiguous", "aten::view_as", "aten::reshape_as",
-                                                      "aten::dropout", "aten::clone"};
+                                                      "aten::dropout", "aten::clone", "aten::to", "aten::type_as"};
     static const std::set<std::string> views = {
         "aten::permute", "aten::transpose", "aten::t", "aten::expand", "aten::expand_as", "aten::slice", "aten::select",
         "aten::narrow", "aten::diagonal", "aten::as_strided", "aten::unfold", "aten::split", "aten::split_with_sizes",
