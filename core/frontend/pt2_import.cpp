@@ -750,16 +750,49 @@ void reductions(Table& t) {
     m.bind(n, 0, m.emit("layer_norm", {m.operand(n, "input"), m.operand(n, "weight"), m.operand(n, "bias")},
                         {{"normalized_shape", m.ints_arg(n, "normalized_shape")}, {"eps", m.float_arg(n, "eps")}}));
   });
-  auto batch_norm = [](Pt2Importer& m, const Pt2Node& n) {
-    if (!m.has(n, "running_mean") || !m.has(n, "running_var"))
-      m.fail(n, "is batch_norm without running statistics, which normalizes with batch statistics; not supported");
+  // Batch norm. With running statistics at eval: the catalog's batch_norm. PyTorch normalizes with the batch's own
+  // statistics in training mode (nn.BatchNorm without running statistics passes training=True): composite_ops.h.
+  // In training mode with running statistics it also updates them in place, which would change the model's
+  // weights between calls: refused, as the other in-place updates of weights are.
+  auto running_stats = [](Pt2Importer& m, const Pt2Node& n) {
     return m.emit("batch_norm", {m.operand(n, "input"), m.operand(n, "weight"), m.operand(n, "bias"), m.operand(n, "running_mean"),
                                  m.operand(n, "running_var")},
                   {{"eps", m.float_arg(n, "eps")}});
   };
+  auto batch_stats = [](Pt2Importer& m, const Pt2Node& n) {
+    return composite::batch_norm_batch_stats(m, m.tensor(n, "input"), m.operand(n, "weight"), m.operand(n, "bias"),
+                                             m.float_arg(n, "eps", 1e-5), [&](const std::string& why) { m.fail(n, why); });
+  };
+  auto bind_batch_stats = [batch_stats](Pt2Importer& m, const Pt2Node& n) {  // (out, save_mean, save_invstd)
+    const composite::BatchStatsNorm r = batch_stats(m, n);
+    m.bind(n, 0, r.out);
+    m.bind(n, 1, r.mean);
+    m.bind(n, 2, r.invstd);
+  };
+  const std::string running_stats_refusal =
+      "in training mode, which updates the running statistics in place; thunderc compiles programs whose weights "
+      "stay unchanged (export the model in eval mode, or build the batch norm with track_running_stats=False)";
+  t.def("batch_norm", {"default"}, [running_stats, batch_stats, running_stats_refusal](Pt2Importer& m, const Pt2Node& n) {
+    const bool stats = m.has(n, "running_mean") && m.has(n, "running_var"), training = m.bool_arg(n, "training", false);
+    if (stats && !training) return running_stats(m, n);
+    if (stats) m.fail(n, "is batch_norm " + running_stats_refusal);
+    if (!training) m.fail(n, "needs running statistics in eval mode (training=False), as PyTorch does");
+    return batch_stats(m, n).out;
+  });
   // (out, save_mean, save_rstd): element 0 is the result; the others are empty at inference.
   t.raw("torch.ops.aten._native_batch_norm_legit_no_training.default",
-        [batch_norm](Pt2Importer& m, const Pt2Node& n) { m.bind(n, 0, batch_norm(m, n)); });
+        [running_stats](Pt2Importer& m, const Pt2Node& n) { m.bind(n, 0, running_stats(m, n)); });
+  t.raw("torch.ops.aten._native_batch_norm_legit.no_stats", [bind_batch_stats](Pt2Importer& m, const Pt2Node& n) {
+    if (!m.bool_arg(n, "training")) m.fail(n, "without running statistics needs training=True");
+    bind_batch_stats(m, n);
+  });
+  t.raw("torch.ops.aten._native_batch_norm_legit.default",
+        [running_stats, bind_batch_stats, running_stats_refusal](Pt2Importer& m, const Pt2Node& n) {
+          if (!m.bool_arg(n, "training")) return m.bind(n, 0, running_stats(m, n));
+          for (const char* stat : {"running_mean", "running_var"})
+            if (m.is_weight_or_input(n, stat) || m.read_later(n, stat)) m.fail(n, "is batch norm " + running_stats_refusal);
+          bind_batch_stats(m, n);
+        });
 }
 
 void shapes(Table& t) {
@@ -1251,18 +1284,16 @@ void nn(Table& t) {
   });
 }
 
-void bind_batch_stats_norm(Pt2Importer& m, const Pt2Node& n) {
-  composite::BatchStatsNorm r = composite::batch_norm_batch_stats(
-      m, m.tensor(n, "input"), m.operand(n, "weight"), m.operand(n, "bias"), m.float_arg(n, "eps"),
-      [&](const std::string& why) { m.fail(n, why); });
-  m.bind(n, 0, r.out);
-  m.bind(n, 1, r.mean);
-  m.bind(n, 2, r.invstd);
+// Row-major strides of a shape.
+IntList contiguous_strides(const Shape& sizes) {
+  IntList strides(sizes.size(), 1);
+  for (std::size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
+  return strides;
 }
 
 // Core ATen operators without a catalog operator of their own, rewritten at import (composite_ops.h): cdist,
-// pdist, as_strided, col2im, batch norm with batch statistics; and an out= variant and the symbolic ints of a
-// tensor's layout.
+// pdist, as_strided, col2im (batch norm with batch statistics is with the other batch norms, in reductions());
+// random tensors sampled at compile time, an out= variant and the symbolic ints of a tensor's layout.
 void composites(Table& t) {
   auto failing = [](Pt2Importer& m, const Pt2Node& n) { return [&m, &n](const std::string& why) { m.fail(n, why); }; };
   auto cdist = [failing](Pt2Importer& m, const Pt2Node& n) {
@@ -1282,11 +1313,9 @@ void composites(Table& t) {
     ValueId x = m.tensor(n, "self");
     const Pt2TensorMeta* meta = m.recorded_meta(n, "self");
     bool contiguous = meta && meta->storage_offset == 0 && meta->strides.size() == meta->sizes.size();
-    for (std::int64_t d = static_cast<std::int64_t>(meta ? meta->sizes.size() : 0) - 1, step = 1; contiguous && d >= 0; --d) {
-      const std::size_t k = static_cast<std::size_t>(d);
-      contiguous = meta->sizes[k] == 1 || meta->strides[k] == step;
-      step *= meta->sizes[k];
-    }
+    const IntList want = contiguous ? contiguous_strides(meta->sizes) : IntList{};
+    for (std::size_t d = 0; contiguous && d < want.size(); ++d)  // a size-1 dim's stride is never used
+      contiguous = meta->sizes[d] == 1 || meta->strides[d] == want[d];
     if (!contiguous)
       m.fail(n, "reads the storage of a tensor that is not contiguous or starts at an offset (a view); thunderc "
                 "supports as_strided on contiguous tensors only");
@@ -1298,45 +1327,13 @@ void composites(Table& t) {
                              m.ints_arg(n, "dilation"), m.ints_arg(n, "padding"), m.ints_arg(n, "stride"), failing(m, n));
   });
 
-  // Batch norm: PyTorch normalizes with the batch's statistics in training mode (nn.BatchNorm without running
-  // statistics passes training=True). In training mode with running statistics it also updates them in place, which
-  // would change the model's weights between calls: refused, as the other in-place updates of weights are.
-  const std::string running_stats_refusal =
-      "in training mode, which updates the running statistics in place; thunderc compiles programs whose weights "
-      "stay unchanged (export the model in eval mode, or build the batch norm with track_running_stats=False)";
-  t.def("batch_norm", {"default"}, [failing, running_stats_refusal](Pt2Importer& m, const Pt2Node& n) {
-    const bool stats = m.has(n, "running_mean") && m.has(n, "running_var");
-    if (!m.bool_arg(n, "training", false) && stats)
-      return m.emit("batch_norm", {m.operand(n, "input"), m.operand(n, "weight"), m.operand(n, "bias"),
-                                   m.operand(n, "running_mean"), m.operand(n, "running_var")},
-                    {{"eps", m.float_arg(n, "eps")}});
-    if (stats) m.fail(n, "is batch_norm " + running_stats_refusal);
-    if (!m.bool_arg(n, "training", false)) m.fail(n, "needs running statistics in eval mode (training=False), as PyTorch does");
-    return composite::batch_norm_batch_stats(m, m.tensor(n, "input"), m.operand(n, "weight"), m.operand(n, "bias"),
-                                             m.float_arg(n, "eps", 1e-5), failing(m, n))
-        .out;
-  });
-  t.raw("torch.ops.aten._native_batch_norm_legit.no_stats", [](Pt2Importer& m, const Pt2Node& n) {
-    if (!m.bool_arg(n, "training")) m.fail(n, "without running statistics needs training=True");
-    bind_batch_stats_norm(m, n);
-  });
-  t.raw("torch.ops.aten._native_batch_norm_legit.default", [running_stats_refusal](Pt2Importer& m, const Pt2Node& n) {
-    if (!m.bool_arg(n, "training")) {  // the running statistics, as _native_batch_norm_legit_no_training
-      m.bind(n, 0, m.emit("batch_norm", {m.operand(n, "input"), m.operand(n, "weight"), m.operand(n, "bias"),
-                                         m.operand(n, "running_mean"), m.operand(n, "running_var")},
-                          {{"eps", m.float_arg(n, "eps")}}));
-      return;
-    }
-    for (const char* stat : {"running_mean", "running_var"})
-      if (m.is_weight_or_input(n, stat) || m.read_later(n, stat)) m.fail(n, "is batch norm " + running_stats_refusal);
-    bind_batch_stats_norm(m, n);
-  });
-
   // Random tensors: sampled once at compile time (a sharp edge, as TorchScript's are), from a counter-based
   // generator seeded by the node's position, so that compiles are deterministic. The values are not PyTorch's
   // (its generator's state is not in the export).
+  // value(seed, i): element i; the seed is the node's position.
   auto sampled = [](Pt2Importer& m, const Pt2Node& n, const char* what, DType dt, const Shape& shape,
-                    const std::function<double(std::uint64_t)>& value) {
+                    const std::function<double(std::uint64_t, std::uint64_t)>& value) {
+    const std::uint64_t seed = 2 * m.node_index() + 1;
     m.sharp_edge(n, "random", std::string("is a random operator (") + what + "); it is sampled once at compile time "
                  "and every call of the compiled model sees the same values");
     std::int64_t count = 1;
@@ -1348,7 +1345,7 @@ void composites(Table& t) {
     auto data = std::make_shared<ConstantData>();
     data->bytes.resize(static_cast<std::size_t>(count) * dtype_size(dt));
     for (std::int64_t i = 0; i < count; ++i)
-      if (!scalar_to_bytes(value(static_cast<std::uint64_t>(i)), dt, data->bytes.data() + i * dtype_size(dt)))
+      if (!scalar_to_bytes(value(seed, static_cast<std::uint64_t>(i)), dt, data->bytes.data() + i * dtype_size(dt)))
         m.fail(n, std::string("cannot sample into dtype ") + dtype_name(dt));
     return m.constant(what, TensorType{dt, shape, m.device()}, std::move(data));
   };
@@ -1365,14 +1362,12 @@ void composites(Table& t) {
     return dt;
   };
   auto rand = [sampled, uniform, float_dtype](Pt2Importer& m, const Pt2Node& n, const Shape& shape) {
-    const std::uint64_t seed = 2 * m.node_index() + 1;
-    return sampled(m, n, "rand", float_dtype(m, n), shape, [&](std::uint64_t i) {
+    return sampled(m, n, "rand", float_dtype(m, n), shape, [&](std::uint64_t seed, std::uint64_t i) {
       return std::min(uniform(seed, i), 1.0 - 0x1.0p-24);  // [0, 1) also once rounded to float32
     });
   };
   auto randn = [sampled, uniform, float_dtype](Pt2Importer& m, const Pt2Node& n, const Shape& shape) {
-    const std::uint64_t seed = 2 * m.node_index() + 1;
-    return sampled(m, n, "randn", float_dtype(m, n), shape, [&](std::uint64_t i) {  // Box-Muller
+    return sampled(m, n, "randn", float_dtype(m, n), shape, [&](std::uint64_t seed, std::uint64_t i) {  // Box-Muller
       const double u1 = 1.0 - uniform(seed, 2 * i), u2 = uniform(seed, 2 * i + 1);
       return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
     });
@@ -1388,12 +1383,12 @@ void composites(Table& t) {
     const DType dt = m.dtype_arg(n, "dtype").value_or(DType::Int64);
     std::vector<std::int64_t> perm(static_cast<std::size_t>(count));
     for (std::int64_t i = 0; i < count; ++i) perm[static_cast<std::size_t>(i)] = i;
-    const std::uint64_t seed = 2 * m.node_index() + 1;
+    const std::uint64_t seed = 2 * m.node_index() + 1;  // as sampled() gives the others
     for (std::int64_t i = count - 1; i > 0; --i) {
       const auto j = static_cast<std::int64_t>(uniform(seed, static_cast<std::uint64_t>(i)) * static_cast<double>(i + 1));
       std::swap(perm[static_cast<std::size_t>(i)], perm[static_cast<std::size_t>(std::min(j, i))]);
     }
-    return sampled(m, n, "randperm", dt, {count}, [&](std::uint64_t i) { return static_cast<double>(perm[i]); });
+    return sampled(m, n, "randperm", dt, {count}, [&](std::uint64_t, std::uint64_t i) { return static_cast<double>(perm[i]); });
   });
 
   // atan2(self, other, out=): the result, which then replaces `out`.
@@ -1411,13 +1406,12 @@ void composites(Table& t) {
     const TensorType& xt = m.type(m.tensor(n, "self"));
     const std::int64_t dim = wrap(m, n, m.int_arg(n, "dim"), xt.rank());
     const Pt2TensorMeta* meta = m.recorded_meta(n, "self");
-    std::int64_t stride = 1, recorded = 1;
-    for (std::size_t d = static_cast<std::size_t>(dim) + 1; d < xt.rank(); ++d) stride *= xt.shape[d];
-    for (std::size_t d = static_cast<std::size_t>(dim) + 1; meta && d < meta->sizes.size(); ++d) recorded *= meta->sizes[d];
-    if (!meta || meta->strides.size() != xt.rank() || meta->strides[static_cast<std::size_t>(dim)] != recorded)
+    const auto d = static_cast<std::size_t>(dim);
+    if (!meta || meta->strides.size() != xt.rank() || meta->sizes.size() != xt.rank() ||
+        meta->strides[d] != contiguous_strides(meta->sizes)[d])
       m.fail(n, "asks the stride of a tensor the export recorded as not contiguous (a view); thunderc's tensors are "
                 "contiguous");
-    m.bind_sym(n, stride);
+    m.bind_sym(n, contiguous_strides(xt.shape)[d]);
   });
   t.raw("torch.ops.aten.sym_storage_offset.default", [](Pt2Importer& m, const Pt2Node& n) {
     const Pt2TensorMeta* meta = m.recorded_meta(n, "self");

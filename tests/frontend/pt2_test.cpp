@@ -502,6 +502,24 @@ thunderc_test::ProcessResult run_thunderc(const std::vector<std::string>& args, 
 
 // The 4 rows of a row-independent model's fixture (input or PyTorch's output), repeated to n rows: PyTorch's
 // values at batch size n.
+// Compiles a fixture with a dynamic batch --standalone into `so`: one symbolic variant over s77 in `range`.
+void compile_one_symbolic_variant(const std::string& fixture, const std::string& so, const std::string& range) {
+  auto r = run_thunderc({sample(fixture + ".pt2"), "-o", so, "--standalone"});
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("1 variant,") != std::string::npos);
+  CHECK(r.out.find("symbolic sizes: s77 in " + range) != std::string::npos);
+}
+
+// `thunderc run so input --expect expected` within the tolerances.
+void check_run_matches(const std::string& so, const std::string& input, const std::string& expected, const std::string& rtol,
+                       const std::string& atol, const fs::path& dir) {
+  auto run = run_thunderc({"run", so, input, "--expect", expected, "--rtol", rtol, "--atol", atol, "--output-dir", dir.string()});
+  INFO(run.out);
+  CHECK(run.code == 0);
+  CHECK(run.out.find("output0: matches") != std::string::npos);
+}
+
 thunderc::HostTensor repeat_rows(const thunderc::HostTensor& t, int64_t n) {
   const int64_t w = t.shape()[1];
   std::vector<float> v(static_cast<std::size_t>(n * w));
@@ -614,11 +632,7 @@ TEST_CASE("thunderc binary: a dynamic batch compiles to one symbolic variant, --
 TEST_CASE("thunderc binary: sym_numel under a dynamic batch gives one symbolic variant, right at every size") {
   fs::path dir = tmp_dir("pt2_numel");
   const std::string so = (dir / "numel.so").string();
-  auto r = run_thunderc({sample("dynamic_numel.pt2"), "-o", so, "--standalone"});
-  INFO(r.out);
-  REQUIRE(r.code == 0);
-  CHECK(r.out.find("1 variant,") != std::string::npos);
-  CHECK(r.out.find("symbolic sizes: s77 in 1..16") != std::string::npos);
+  compile_one_symbolic_variant("dynamic_numel", so, "1..16");
   for (int64_t b : {1, 5, 16}) {
     CAPTURE(b);
     std::vector<float> x(static_cast<std::size_t>(b * 4)), y(x.size());
@@ -629,10 +643,7 @@ TEST_CASE("thunderc binary: sym_numel under a dynamic batch gives one symbolic v
     const std::string in = (dir / ("x" + std::to_string(b) + ".npy")).string(), want = (dir / "y.npy").string();
     thunderc::npy::save(in, thunderc::HostTensor::from_vector<float>({b, 4}, x));
     thunderc::npy::save(want, thunderc::HostTensor::from_vector<float>({b * 4}, y));
-    auto run = run_thunderc({"run", so, in, "--expect", want, "--rtol", "0", "--atol", "0", "--output-dir", dir.string()});
-    INFO(run.out);
-    CHECK(run.code == 0);
-    CHECK(run.out.find("output0: matches") != std::string::npos);
+    check_run_matches(so, in, want, "0", "0", dir);
   }
 }
 
@@ -641,18 +652,10 @@ TEST_CASE("thunderc binary: sym_numel under a dynamic batch gives one symbolic v
 TEST_CASE("thunderc binary: cdist and batch-statistics batch norm over a dynamic batch give one symbolic variant") {
   fs::path dir = tmp_dir("pt2_dynamic_composites");
   const std::string so = (dir / "dc.so").string();
-  auto r = run_thunderc({sample("dynamic_composites.pt2"), "-o", so, "--standalone"});
-  INFO(r.out);
-  REQUIRE(r.code == 0);
-  CHECK(r.out.find("1 variant,") != std::string::npos);
-  CHECK(r.out.find("symbolic sizes: s77 in 2..16") != std::string::npos);
+  compile_one_symbolic_variant("dynamic_composites", so, "2..16");
   for (const std::string name : {"dynamic_composites", "dynamic_composites.b7"}) {
     CAPTURE(name);
-    auto run = run_thunderc({"run", so, sample(name + ".input.npy"), "--expect", sample(name + ".expected.npy"), "--rtol",
-                             "1e-4", "--atol", "1e-5", "--output-dir", dir.string()});
-    INFO(run.out);
-    CHECK(run.code == 0);
-    CHECK(run.out.find("output0: matches") != std::string::npos);
+    check_run_matches(so, sample(name + ".input.npy"), sample(name + ".expected.npy"), "1e-4", "1e-5", dir);
   }
 }
 
