@@ -140,7 +140,7 @@ class CppRegion : public RegionLowering {
   }
 
   // dest[offset + index . strides] = tree, over `shape`.
-  void store(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) override {
+  void store_nest(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) override {
     std::vector<Access> acc = {{dest, offset, strides}};
     std::map<Access, std::size_t> index;
     std::set<const Node*> seen;

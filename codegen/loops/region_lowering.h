@@ -9,8 +9,13 @@
 //    feeding elementwise ops costs nothing. Elementwise ops (with broadcasting) add nodes; batch_norm,
 //    and the final step of softmax, log_softmax and layer_norm, are elementwise nodes too.
 //  * A value is materialized (one loop nest storing the tree) only when it is a region output, is read
-//    more than once inside the region, feeds a reduction statistic, pooling, cat, or a reshape that is
-//    not a view. Materialized intermediates live in the symbol's scratch space (scratch_bytes()).
+//    more than once inside the region, feeds a reduction statistic, pooling, or a reshape that is not a
+//    view. Materialized intermediates live in the symbol's scratch space (scratch_bytes()).
+//  * cat is lazy: a "cat" node whose arguments are the pieces' trees, each over its own piece. Elementwise
+//    ops of the same shape (and batch_norm's input) build on it; anything else (a view, a reduction, a
+//    second use) materializes it first (settle_inputs). A store of a tree holding a cat is split along the
+//    cat's dim into one nest per piece (store), so DenseNet's cat -> batch_norm -> relu reads each piece
+//    once and writes the result once, instead of copying the concatenation and reading it back.
 //  * A target (a subclass) turns the four kinds of loop nest into code: store (dest = tree over a shape),
 //    reduce (sum or max over some dims into a contiguous buffer), update (b[i] = f(b[i])) and pooling.
 //    Expressions are C++ text that both targets compile: std:: math on the CPU; on CUDA the kernels'
@@ -151,20 +156,84 @@ inline NodeP make_op(const std::string& op, DType out, DType compute, std::vecto
   return n;
 }
 
-// Rewrites every load of the tree (shared subtrees stay shared).
-inline NodeP map_loads(const NodeP& n, const std::function<void(Node&)>& f, std::map<const Node*, NodeP>& memo) {
+// A lazy cat (see the top of this file): op "cat", params {dim, size of piece 0 along dim, ...}, one argument
+// per piece, each a tree over its piece's index space.
+inline bool is_cat(const Node& n) { return n.kind == Node::Op && n.op == "cat"; }
+
+// The first lazy cat in the tree (depth first), or null.
+inline const Node* find_cat(const NodeP& n, std::set<const Node*>& seen) {
+  if (n->kind != Node::Op || !seen.insert(n.get()).second) return nullptr;
+  if (is_cat(*n)) return n.get();
+  for (const auto& a : n->args)
+    if (const Node* c = find_cat(a, seen)) return c;
+  return nullptr;
+}
+inline const Node* find_cat(const NodeP& n) {
+  std::set<const Node*> seen;
+  return find_cat(n, seen);
+}
+
+// The tree over the sub-box of its index space where dim `d` runs over [a, a + len) (renumbered from 0):
+// loads move by `a` strides along d; a cat along d keeps only (the overlapping parts of) the pieces that
+// overlap the range, and is dropped when one piece is left.
+inline NodeP slice_tree(const NodeP& n, std::size_t d, std::int64_t a, std::int64_t len, std::map<const Node*, NodeP>& memo) {
+  if (n->kind == Node::Const) return n;
+  auto it = memo.find(n.get());
+  if (it != memo.end()) return it->second;
+  NodeP r;
+  auto c = std::make_shared<Node>(*n);
+  if (n->kind == Node::Load) {
+    c->offset += a * c->strides[d];
+    r = c;
+  } else if (is_cat(*n) && static_cast<std::size_t>(n->params[0]) == d) {
+    c->args.clear();
+    c->params = {n->params[0]};
+    std::int64_t at = 0;
+    for (std::size_t k = 0; k < n->args.size(); ++k) {
+      const auto m = static_cast<std::int64_t>(n->params[k + 1]);
+      const std::int64_t lo = std::max(a, at), hi = std::min(a + len, at + m);
+      if (lo < hi) {
+        std::map<const Node*, NodeP> piece_memo;  // each piece has an index space of its own
+        c->args.push_back(slice_tree(n->args[k], d, lo - at, hi - lo, piece_memo));
+        c->params.push_back(static_cast<double>(hi - lo));
+      }
+      at += m;
+    }
+    r = c->args.size() == 1 ? c->args[0] : c;
+  } else if (is_cat(*n)) {  // a cat along another dim: every piece spans all of d
+    for (auto& p : c->args) {
+      std::map<const Node*, NodeP> piece_memo;
+      p = slice_tree(p, d, a, len, piece_memo);
+    }
+    r = c;
+  } else {
+    for (auto& p : c->args) p = slice_tree(p, d, a, len, memo);
+    r = c;
+  }
+  memo[n.get()] = r;
+  return r;
+}
+
+// Rewrites every load of the tree (shared subtrees stay shared), and every op node with `on_op` if given.
+inline NodeP map_loads(const NodeP& n, const std::function<void(Node&)>& f, std::map<const Node*, NodeP>& memo,
+                       const std::function<void(Node&)>& on_op = nullptr) {
   if (n->kind == Node::Const) return n;
   auto it = memo.find(n.get());
   if (it != memo.end()) return it->second;
   auto c = std::make_shared<Node>(*n);
-  if (c->kind == Node::Load) f(*c);
-  else
-    for (auto& a : c->args) a = map_loads(a, f, memo);
+  if (c->kind == Node::Load) {
+    f(*c);
+  } else {
+    for (auto& a : c->args) a = map_loads(a, f, memo, on_op);
+    if (on_op) on_op(*c);
+  }
   memo[n.get()] = c;
   return c;
 }
 
 // New index space: old index i = sum_j A[i][j] * new_j + c[i].
+// A lazy cat in the tree goes through a permutation only (RegionLowering::settle_inputs): its pieces' loads
+// map as any load (strides do not depend on extents), and its dim is renumbered.
 inline Val affine(const Val& v, const Shape& shape, const std::vector<std::vector<std::int64_t>>& A,
            const std::vector<std::int64_t>& c) {
   std::map<const Node*, NodeP> memo;
@@ -175,7 +244,17 @@ inline Val affine(const Val& v, const Shape& shape, const std::vector<std::vecto
       for (std::size_t j = 0; j < shape.size(); ++j) s[j] += l.strides[i] * A[i][j];
     }
     l.strides = std::move(s);
-  }, memo);
+  }, memo, [&](Node& n) {
+    if (!is_cat(n)) return;
+    const auto d = static_cast<std::size_t>(n.params[0]);
+    std::size_t to = shape.size(), uses = 0;
+    for (std::size_t j = 0; j < shape.size(); ++j)
+      if (A[d][j] != 0) to = j, ++uses;
+    bool only_d = to < shape.size() && A[d][to] == 1 && c[d] == 0 && uses == 1;
+    for (std::size_t i = 0; only_d && i < A.size(); ++i) only_d = i == d || A[i][to] == 0;
+    THUNDERC_CHECK(only_d, "loop codegen bug: a lazy cat through a view that is not a permutation");
+    n.params[0] = static_cast<double>(to);
+  });
   return {shape, e};
 }
 
@@ -526,9 +605,27 @@ class RegionLowering {
     internal_error("cpp codegen: no formula for ", op);
   }
 
+  // dest[offset + index . strides] = tree, over v.shape: one nest, or one per piece of a lazy cat in the tree.
+  void store(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) {
+    const Node* c = find_cat(v.e);
+    if (!c) return store_nest(dest, offset, strides, v);
+    const auto d = static_cast<std::size_t>(c->params[0]);
+    std::int64_t at = 0;
+    for (std::size_t k = 1; k < c->params.size(); ++k) {
+      const auto n = static_cast<std::int64_t>(c->params[k]);
+      if (n > 0) {
+        Shape shape = v.shape;
+        shape[d] = n;
+        std::map<const Node*, NodeP> memo;
+        store(dest, offset + at * strides[d], strides, {shape, slice_tree(v.e, d, at, n, memo)});
+      }
+      at += n;
+    }
+  }
+
   // ---- what a target implements ----
-  // dest[offset + index . strides] = tree, over v.shape.
-  virtual void store(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) = 0;
+  // dest[offset + index . strides] = tree (which holds no lazy cat), over v.shape.
+  virtual void store_nest(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) = 0;
   // dest (contiguous, `x` with the reduced dims removed or kept as 1) = sum (or max) of x over the dims `red`.
   virtual void reduce(const Val& x, const std::vector<bool>& red, int dest, bool is_max) = 0;
   // One-dimensional in-place update of a buffer: b[i] = f(b[i]), `f_of_v` reading `v`.
@@ -585,10 +682,25 @@ class RegionLowering {
     return {shape, make_const(o.scalar.is_bool() ? (o.scalar.to_int() ? 1.0 : 0.0) : o.scalar.to_double(), scalar_dtype)};
   }
 
+  // Materializes each input holding a lazy cat that `s` cannot build on. An elementwise op of the input's
+  // own shape and batch_norm's input keep the cat's index space; a permute renumbers it (affine), as the
+  // channels-last pass's NHWC -> NCHW permute around a pre-activation batch norm needs.
+  void settle_inputs(const BoundSymbol& s, const TensorType& ot) {
+    for (std::size_t i = 0; i < s.inputs.size(); ++i) {
+      if (!s.inputs[i].is_tensor()) continue;
+      Val& v = vals_.at(s.inputs[i].value);
+      if (!find_cat(v.e)) continue;
+      const bool same_space = v.shape == ot.shape && (s.op->category == OpCategory::Elementwise ||
+                                                      (s.op->name == "batch_norm" && i == 0));
+      if (!same_space && s.op->name != "permute") v = materialize(0, v, false);
+    }
+  }
+
   Val lower(const BoundSymbol& s) {
     const std::string& op = s.op->name;
     const TensorType& ot = t_.type(s.outputs[0]);
     ValueId out = s.outputs[0];
+    settle_inputs(s, ot);
     auto in = [&](std::size_t i) { return vals_.at(s.inputs[i].value); };
     switch (s.op->category) {
       case OpCategory::Elementwise: {
@@ -709,18 +821,19 @@ class RegionLowering {
       }
       internal_error("cpp codegen: reshape of a contiguous value failed");
     }
-    if (op == "cat") {
+    if (op == "cat") {  // lazy: split into its pieces where it (or what is built on it) is stored
       auto dim = static_cast<std::size_t>(s.attrs.get_int("dim") < 0 ? s.attrs.get_int("dim") + static_cast<std::int64_t>(ot.rank())
                                                                      : s.attrs.get_int("dim"));
-      int dest = dest_for(out, ot.dtype, ot.numel(), true);
-      Shape st = contiguous(ot.shape);
-      std::int64_t at = 0;
+      std::vector<NodeP> pieces;
+      std::vector<double> params = {static_cast<double>(dim)};
       for (const Operand& o : s.inputs) {
-        Val v = vals_.at(o.value);
-        store(dest, at * st[dim], st, v);
-        at += v.shape[dim];
+        const Val& v = vals_.at(o.value);
+        // A piece of another dtype converts to the result's, as ATen's cat does.
+        pieces.push_back(v.e->dtype == ot.dtype ? v.e : make_op("cast", ot.dtype, opmath(ot.dtype), {v.e}));
+        params.push_back(static_cast<double>(v.shape[dim]));
       }
-      return {ot.shape, make_load(dest, ot.dtype, 0, st)};
+      if (pieces.size() == 1) return {ot.shape, pieces[0]};
+      return {ot.shape, make_op("cat", ot.dtype, opmath(ot.dtype), pieces, params)};
     }
     internal_error("cpp codegen: cannot lower ", op);
   }

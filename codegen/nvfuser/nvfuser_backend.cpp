@@ -337,7 +337,7 @@ class CudaRegion : public RegionLowering {
     stores_what_.clear();
   }
 
-  void store(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) override {
+  void store_nest(int dest, std::int64_t offset, const std::vector<std::int64_t>& strides, const Val& v) override {
     flush_row();
     if (store_in_gemm_epilogue(dest, offset, strides, v)) return;
     flush_gemm();

@@ -313,6 +313,72 @@ TEST_CASE("data movement: views feeding elementwise ops, reshape, cat, lone copi
   check_against_torch(t, "movement");
 }
 
+// cat is lazy in the loop lowering (codegen/loops/region_lowering.h): what is built on it is stored one nest
+// per piece. Cases where pieces are split again (two cats with other boundaries, cats along two dims, a cat
+// of a cat), where the cat must be materialized first (a second use, a view, a reduction, a broadcast of
+// the cat itself), and pieces that are views, empty, or of another dtype.
+TEST_CASE("cat feeding elementwise ops and batch_norm: split per piece, materialized where it must be") {
+  Trace t;
+  ValueId x = t.add_input("x", f32({2, 3, 4})), y = t.add_input("y", f32({2, 5, 4})), z = t.add_input("z", f32({2, 1, 4}));
+  ValueId w = t.add_input("w", f32({2, 9, 4})), m = t.add_input("m", f32({2, 4, 3})), bias = t.add_input("bias", f32({9, 1}));
+  ValueId d = t.add_input("d", f64({2, 3, 4})), big = t.add_input("big", f32({3, 2, 2, 4}));
+  ValueId u = t.add_input("u", f32({4, 3, 1})), v3 = t.add_input("v3", f32({4, 3, 3}));
+  auto cat = [&](std::vector<ValueId> parts, std::int64_t dim) {
+    std::vector<Operand> ins;
+    for (ValueId p : parts) ins.push_back(T(p));
+    return t.emit1(op("cat"), ins, {{"dim", dim}});
+  };
+  std::vector<ValueId> outs;
+  ValueId xyz = cat({x, y, z}, 1);                                                 // [2, 9, 4]
+  outs.push_back(t.emit1(op("relu"), {T(xyz)}, {}));
+  outs.push_back(t.emit1(op("add"), {T(cat({x, y, z}, 1)), T(w)}, {}));
+  outs.push_back(t.emit1(op("mul"), {T(cat({x, y, z}, 1)), T(cat({y, z, x}, 1))}, {}));  // other boundaries
+  outs.push_back(t.emit1(op("exp"), {T(cat({cat({x, z}, 1), y}, 1))}, {}));         // a cat of a cat
+  outs.push_back(t.emit1(op("sub"), {T(cat({x, y, z}, -2)), T(bias)}, {}));         // a broadcast operand
+  ValueId xx = cat({x, x}, 0), uv = cat({u, v3}, 2);                                // [4, 3, 4] both
+  outs.push_back(t.emit1(op("add"), {T(xx), T(uv)}, {}));                           // split along two dims
+  ValueId mt = t.emit1(op("permute"), {T(m)}, {{"dims", IntList{0, 2, 1}}});        // a view as a piece
+  outs.push_back(t.emit1(op("neg"), {T(cat({mt, x}, 2))}, {}));
+  outs.push_back(t.emit1(op("mul"), {T(cat({x, d}, 1)), N(2.0)}, {}));             // float32 and float64 pieces
+  ValueId empty = t.emit1(op("slice"), {T(y)}, {{"dim", std::int64_t{1}}, {"start", std::int64_t{2}}, {"end", std::int64_t{2}}});
+  outs.push_back(t.emit1(op("tanh"), {T(cat({x, empty, z}, 1))}, {}));
+  ValueId twice = cat({z, x}, 1);                                                   // read twice: materialized
+  outs.push_back(t.emit1(op("add"), {T(t.emit1(op("sigmoid"), {T(twice)}, {})), T(t.emit1(op("sum"), {T(twice)}, {{"dims", IntList{1}}, {"keepdim", true}}))}, {}));
+  ValueId viewed = cat({y, x}, 1);                                                  // a view of it
+  outs.push_back(t.emit1(op("tanh"), {T(t.emit1(op("permute"), {T(viewed)}, {{"dims", IntList{2, 0, 1}}}))}, {}));
+  outs.push_back(t.emit1(op("sum"), {T(t.emit1(op("exp"), {T(cat({x, z}, 1))}, {}))}, {{"dims", IntList{1}}}));
+  ValueId zz = cat({z, z}, 1);                                                      // [2, 2, 4], broadcast itself
+  outs.push_back(t.emit1(op("add"), {T(zz), T(big)}, {}));
+  ValueId out_and_read = cat({x, z}, 1);                                            // a region output read again
+  outs.push_back(out_and_read);
+  outs.push_back(t.emit1(op("abs"), {T(out_and_read)}, {}));
+  t.set_outputs(outs);
+  check_against_torch(t, "lazy_cat");
+}
+
+TEST_CASE("batch_norm and relu over a cat of channels, NCHW and (as DenseNet's channels-last dense layers) NHWC") {
+  Trace b;
+  ValueId p0 = b.add_input("p0", f32({1, 8, 3, 5})), p1 = b.add_input("p1", f32({1, 16, 3, 5}));
+  ValueId q0 = b.add_input("q0", f32({1, 3, 5, 8})), q1 = b.add_input("q1", f32({1, 3, 5, 16}));
+  ValueId q2 = b.add_input("q2", f32({1, 3, 5, 16}));
+  ValueId g = b.add_input("g", f32({24})), be = b.add_input("be", f32({24})), mu = b.add_input("mu", f32({24}));
+  ValueId var = b.emit1(op("abs"), {T(b.add_input("var0", f32({24})))}, {});
+  ValueId g40 = b.add_input("g40", f32({40})), mu40 = b.add_input("mu40", f32({40}));
+  ValueId var40 = b.emit1(op("abs"), {T(b.add_input("var40", f32({40})))}, {});
+  std::vector<ValueId> outs;
+  ValueId c = b.emit1(op("cat"), {T(p0), T(p1)}, {{"dim", std::int64_t{1}}});
+  outs.push_back(b.emit1(op("relu"), {T(b.emit1(op("batch_norm"), {T(c), T(g), T(be), T(mu), T(var)}, {}))}, {}));
+  // NHWC: channels last; batch_norm runs on the NCHW permute and its result goes back to NHWC, as the
+  // channels-last pass leaves a pre-activation batch norm between two oneDNN convolutions.
+  ValueId cl = b.emit1(op("cat"), {T(q0), T(q1), T(q2)}, {{"dim", std::int64_t{3}}});
+  ValueId as_nchw = b.emit1(op("permute"), {T(cl)}, {{"dims", IntList{0, 3, 1, 2}}});
+  ValueId bn = b.emit1(op("batch_norm"), {T(as_nchw), T(g40), Operand::none(), T(mu40), T(var40)}, {});
+  ValueId r = b.emit1(op("relu"), {T(bn)}, {});
+  outs.push_back(b.emit1(op("permute"), {T(r)}, {{"dims", IntList{0, 2, 3, 1}}}));
+  b.set_outputs(outs);
+  check_against_torch(b, "lazy_cat_batch_norm", false, Tol{1e-5, 1e-4});
+}
+
 TEST_CASE("pooling: max, average, adaptive average") {
   Trace t;
   ValueId x = t.add_input("x", f32({2, 3, 9, 11})), x3 = t.add_input("x3", f32({3, 7, 7}));
