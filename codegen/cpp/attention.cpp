@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "codegen/loops/attention_plan.h"
 #include "core/ir/error.h"
@@ -14,10 +15,16 @@ using loops::contiguous;
 using loops::ctype;
 using loops::lit;
 
-// Per-thread stack budget for each of the kernel's local arrays (the K tile, the accumulators): small
-// enough for any OpenMP thread's stack, large enough that E, Ev <= 128 get full tiles and blocks.
+// Per-thread stack budget for the key tile and the accumulators: E, Ev <= 128 get 64-key tiles and 64-row
+// blocks (each block transposes every key tile once: ViT-B/16's attention took 2.3 ms with 16-row blocks,
+// 1.9 with 64). Tiles and blocks never go below one key group / one row group, so very large head sizes take more
+// (E = 4096: 256 KiB of key tile), still well within an OpenMP thread's stack.
 constexpr std::int64_t kLocalBytes = 32768;
-constexpr std::int64_t kMaxTile = 64, kMaxBlockRows = 16;
+constexpr std::int64_t kMaxTile = 64, kMaxBlockRows = 64;
+// The micro-kernels work on 32-byte vectors (GCC's vector extension: one AVX register, or two SSE ones on
+// older targets), 4 query rows x 2 vectors at a time: 8 accumulators in registers, one broadcast per row and
+// two vector loads per step, so the FMAs are not starved by loads and stores of the scores or accumulators.
+constexpr std::int64_t kVectorBytes = 32, kRowGroup = 4;
 // As the loop nests (cpp_backend.cpp): a team of threads costs microseconds, worth it from this much work.
 constexpr double kParallelFlops = 262144;
 
@@ -36,25 +43,30 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
   const DType mask_dtype = has_mask ? p.mask_dtype : d;
   const std::int64_t mask_row = p.mask_row, mask_col = p.mask_col;
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(d));
+  const std::int64_t LN = kVectorBytes / es, KG = 2 * LN;  // lanes; keys (and value columns) per micro-kernel step
 
-  // Tile and block sizes within the stack budget (at least 1 each).
-  const std::int64_t TS = std::clamp<std::int64_t>(kLocalBytes / std::max<std::int64_t>(E * es, 1), 1, kMaxTile);
-  // A symbolic variant prints the same code at every L (codegen/symbolic_code.h): its block size does not
-  // shrink to L, and the block count is computed in the generated code.
+  // A symbolic variant prints the same code at every L (codegen/symbolic_code.h): its row group and block size
+  // do not shrink to L, and the block count is computed in the generated code.
   const bool symbolic = ctx.symbolic_sizes();
-  const std::int64_t BR = std::clamp<std::int64_t>(
+  const std::int64_t R = symbolic ? kRowGroup : std::min(kRowGroup, std::max<std::int64_t>(L, 1));
+  // Key tile: a multiple of the key group; row block: a multiple of the row group (rows past L are padding).
+  const std::int64_t TS = std::clamp<std::int64_t>(kLocalBytes / std::max<std::int64_t>(E * es, 1) / KG * KG, KG, kMaxTile);
+  std::int64_t BR = std::clamp<std::int64_t>(
       std::min(kLocalBytes / std::max<std::int64_t>(Ev * es, 1), symbolic ? kMaxBlockRows : L), 1, kMaxBlockRows);
+  BR = (BR + R - 1) / R * R;
   const std::int64_t blocks = (L + BR - 1) / BR;
   const std::string BLOCKS = symbolic ? "((" + S(L) + " + " + S(BR - 1) + ") / " + S(BR) + ")" : S(blocks);
   const std::string exp_fn = d == DType::Float32 ? "thunderc_expf" : "std::exp";
   const std::string NEG_INF = lit(-INFINITY, d);
+  const std::int64_t VB = LN * es;  // bytes per vector
 
   out.line("{");
   out.indent();
   out.comment("scaled_dot_product_attention: flash-style, online softmax over key tiles (L x S never stored)");
   out.comment("L=" + S(L) + " S=" + S(Sk) + " E=" + S(E) + " Ev=" + S(Ev) + " batch=" + S(nb) + " rows/block=" + S(BR) +
-              " keys/tile=" + S(TS) + (causal ? " causal" : "") +
+              " keys/tile=" + S(TS) + " rows/group=" + S(R) + (causal ? " causal" : "") +
               (has_mask ? (mask_dtype == DType::Bool ? " bool mask" : " additive mask") : ""));
+  out.line("typedef " + T + " tc_vec __attribute__((vector_size(" + S(kVectorBytes) + ")));  // " + S(LN) + " lanes");
   auto ptr = [&](std::size_t i, const std::string& name, const std::string& type) {
     out.line("const " + type + "* __restrict " + name + " = static_cast<const " + type + "*>(" +
              ctx.buffer(sym.inputs[i].value) + ".data);");
@@ -67,18 +79,30 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
   double flops = static_cast<double>(nb) * static_cast<double>(L) * static_cast<double>(Sk) * static_cast<double>(E + Ev);
   const std::string schedule = std::string("#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(") +
                                (causal ? "dynamic, 1" : "static") + ")";
+  // Statements for rows r0 + 0 .. r0 + R - 1 of a group: `line(r)` for each.
+  auto each_row = [&](SourceWriter& out, const std::function<std::string(std::int64_t)>& line) {
+    for (std::int64_t r = 0; r < R; ++r) out.line(line(r));
+  };
+  auto load = [&](const std::string& v, const std::string& from) {
+    return "__builtin_memcpy(&" + v + ", " + from + ", " + S(VB) + ");";
+  };
+  auto store = [&](const std::string& to, const std::string& v) {
+    return "__builtin_memcpy(" + to + ", &" + v + ", " + S(VB) + ");";
+  };
   // The loop over (batch, block of rows); printed once or, for a symbolic variant, twice (below).
   auto emit_loop = [&](SourceWriter& out) {
     out.line("for (int64_t w = 0; w < " + (symbolic ? S(nb) + " * " + BLOCKS : S(nb * blocks)) + "; ++w) {");
     out.indent();
     out.line("const int64_t i0 = (w % " + BLOCKS + ") * " + S(BR) + ";");
     out.line("const int64_t i1 = i0 + " + S(BR) + " < " + S(L) + " ? i0 + " + S(BR) + " : " + S(L) + ";");
+    out.line("const int64_t nr = i1 - i0;  // rows of this block; the row groups pad it to a multiple of " + S(R));
     out.line("int64_t oq = 0, ok = 0, ov = 0, om = 0, rest = w / " + BLOCKS + ";");
     out.line("(void)om; (void)rest;");
     for (const std::string& l : loops::batch_offset_statements(p, "int64_t", "rest", "x", "oq", "ok", "ov", "om", S))
       out.line(l);
-    out.line(T + " m_run[" + S(BR) + "], l_run[" + S(BR) + "], acc[" + S(BR) + "][" + S(Ev) + "], s[" + S(TS) + "], kt[" +
-             S(E) + "][" + S(TS) + "];");
+    out.line(T + " m_run[" + S(BR) + "], l_run[" + S(BR) + "], corr[" + S(BR) + "], acc[" + S(BR) + "][" + S(Ev) +
+             "], s[" + S(BR) + "][" + S(TS) + "], kt[" + S(E) + "][" + S(TS) + "];");
+    out.line("bool skip[" + S(BR) + "];  // the row takes nothing from this tile: its state stays as it is");
     out.line("for (int64_t r = 0; r < " + S(BR) + "; ++r) {");
     out.line("  m_run[r] = " + NEG_INF + ";");
     out.line("  l_run[r] = 0;");
@@ -89,47 +113,63 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
     out.line("for (int64_t j0 = 0; j0 < j_end; j0 += " + S(TS) + ") {");
     out.indent();
     out.line("const int64_t nj = j0 + " + S(TS) + " < j_end ? " + S(TS) + " : j_end - j0;");
-    out.comment("the key tile, transposed: kt[e][jj] = k[j0 + jj][e] (contiguous along the tile for the score loop)");
+    out.line("const int64_t njp = (nj + " + S(KG - 1) + ") / " + S(KG) + " * " + S(KG) + ";  // whole key groups");
+    out.comment("the key tile, transposed and zero-padded to njp: kt[e][jj] = k[j0 + jj][e]");
     out.line("for (int64_t jj = 0; jj < nj; ++jj)");
     out.line("  for (int64_t e = 0; e < " + S(E) + "; ++e) kt[e][jj] = ak[ok + (j0 + jj) * " + S(E) + " + e];");
-    out.line("for (int64_t i = i0; i < i1; ++i) {");
+    out.line("for (int64_t jj = nj; jj < njp; ++jj)");
+    out.line("  for (int64_t e = 0; e < " + S(E) + "; ++e) kt[e][jj] = 0;");
+    // Scores of R rows x KG keys per step, over e; padding rows read the block's last row.
+    out.comment("scores s[r][jj] = q[i0 + r] . k[j0 + jj], " + S(R) + " rows x " + S(KG) + " keys in registers");
+    out.line("for (int64_t r0 = 0; r0 < nr; r0 += " + S(R) + ") {");
     out.indent();
-    out.line("const int64_t r = i - i0;");
+    each_row(out, [&](std::int64_t r) {
+      return "const " + T + "* __restrict q" + S(r) + " = aq + oq + (i0 + (r0 + " + S(r) + " < nr ? r0 + " + S(r) +
+             " : nr - 1)) * " + S(E) + ";";
+    });
+    out.line("for (int64_t jv = 0; jv < njp; jv += " + S(KG) + ") {");
+    out.indent();
+    {
+      std::string decl = "tc_vec";
+      for (std::int64_t r = 0; r < R; ++r) decl += std::string(r ? "," : "") + " c" + S(r) + "a = {}, c" + S(r) + "b = {}";
+      out.line(decl + ";");
+    }
+    out.line("for (int64_t e = 0; e < " + S(E) + "; ++e) {");
+    out.line("  tc_vec ka, kb;");
+    out.line("  " + load("ka", "&kt[e][jv]"));
+    out.line("  " + load("kb", "&kt[e][jv + " + S(LN) + "]"));
+    for (std::int64_t r = 0; r < R; ++r)
+      out.line("  { const " + T + " x = q" + S(r) + "[e]; c" + S(r) + "a += x * ka; c" + S(r) + "b += x * kb; }");
+    out.line("}");
+    each_row(out, [&](std::int64_t r) {
+      return store("&s[r0 + " + S(r) + "][jv]", "c" + S(r) + "a") + " " +
+             store("&s[r0 + " + S(r) + "][jv + " + S(LN) + "]", "c" + S(r) + "b");
+    });
+    out.dedent();
+    out.line("}");
+    out.dedent();
+    out.line("}");
+    // Online softmax, row by row, as before: scale, mask, the tile's max (NaN-propagating, as amax in the loop
+    // nests), the rescale of the running state.
+    out.line("for (int64_t r = 0; r < " + S(BR) + "; ++r) skip[r] = true, corr[r] = 1;");
+    out.line("for (int64_t r = 0; r < nr; ++r) {");
+    out.indent();
+    out.line("const int64_t i = i0 + r;");
     if (causal) out.line("if (j0 > i) continue;  // the whole tile is above this row's diagonal");
-    out.line("const " + T + "* __restrict qi = aq + oq + i * " + S(E) + ";");
-    out.line("#pragma omp simd");
-    out.line("for (int64_t jj = 0; jj < nj; ++jj) s[jj] = 0;");
-    // Four dims of E per pass over the row's scores: a quarter of the loads and stores of s.
-    const std::int64_t E4 = E - E % 4;
-    if (E4 > 0) {
-      out.line("for (int64_t e = 0; e < " + S(E4) + "; e += 4) {");
-      out.line("  const " + T + " q0 = qi[e], q1 = qi[e + 1], q2 = qi[e + 2], q3 = qi[e + 3];");
-      out.line("  #pragma omp simd");
-      out.line("  for (int64_t jj = 0; jj < nj; ++jj)");
-      out.line("    s[jj] += q0 * kt[e][jj] + q1 * kt[e + 1][jj] + q2 * kt[e + 2][jj] + q3 * kt[e + 3][jj];");
-      out.line("}");
-    }
-    if (E4 < E) {
-      out.line("for (int64_t e = " + S(E4) + "; e < " + S(E) + "; ++e) {");
-      out.line("  const " + T + " qe = qi[e];");
-      out.line("  #pragma omp simd");
-      out.line("  for (int64_t jj = 0; jj < nj; ++jj) s[jj] += qe * kt[e][jj];");
-      out.line("}");
-    }
-    // Scale, mask and the tile's max (NaN-propagating, as amax in the loop nests).
+    out.line(T + "* __restrict sr = s[r];");
     out.line(T + " tmax = " + NEG_INF + ";");
     out.line("int tnan = 0;");
     out.line("#pragma omp simd reduction(max:tmax) reduction(|:tnan)");
     out.line("for (int64_t jj = 0; jj < nj; ++jj) {");
     out.indent();
-    out.line(T + " x = s[jj] * " + lit(scale, d) + ";");
+    out.line(T + " x = sr[jj] * " + lit(scale, d) + ";");
     if (causal) out.line("x = j0 + jj > i ? " + NEG_INF + " : x;");
     if (has_mask) {
       std::string at = "am[om + i * " + S(mask_row) + " + (j0 + jj) * " + S(mask_col) + "]";
       if (mask_dtype == DType::Bool) out.line("x = " + at + " ? x : " + NEG_INF + ";");
       else out.line("x += " + at + ";");
     }
-    out.line("s[jj] = x;");
+    out.line("sr[jj] = x;");
     out.line("tnan |= x != x;");
     out.line("tmax = tmax > x ? tmax : x;");
     out.dedent();
@@ -137,35 +177,70 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
     out.line("if (tnan) tmax = " + lit(NAN, d) + ";");
     out.line("const " + T + " m_new = (m_run[r] > tmax || m_run[r] != m_run[r]) ? m_run[r] : tmax;");
     out.line("if (m_new == " + NEG_INF + ") continue;  // every key so far masked: nothing to add yet");
-    out.line("const " + T + " corr = " + exp_fn + "(m_run[r] - m_new);  // 0 for the first unmasked tile");
+    out.line("corr[r] = " + exp_fn + "(m_run[r] - m_new);  // 0 for the first unmasked tile");
     out.line(T + " psum = 0;");
     out.line("#pragma omp simd reduction(+:psum)");
     out.line("for (int64_t jj = 0; jj < nj; ++jj) {");
-    out.line("  const " + T + " p = " + exp_fn + "(s[jj] - m_new);");
-    out.line("  s[jj] = p;");
+    out.line("  const " + T + " p = " + exp_fn + "(sr[jj] - m_new);");
+    out.line("  sr[jj] = p;");
     out.line("  psum += p;");
     out.line("}");
-    out.line("l_run[r] = l_run[r] * corr + psum;");
+    out.line("l_run[r] = l_run[r] * corr[r] + psum;");
     out.line("m_run[r] = m_new;");
-    out.line(T + "* __restrict a = acc[r];");
-    out.line("#pragma omp simd");
-    out.line("for (int64_t e = 0; e < " + S(Ev) + "; ++e) a[e] *= corr;");
-    // Four keys per pass over the row's accumulator, then the rest one by one.
-    out.line("int64_t jj = 0;");
-    out.line("for (; jj + 4 <= nj; jj += 4) {");
-    out.line("  const " + T + " p0 = s[jj], p1 = s[jj + 1], p2 = s[jj + 2], p3 = s[jj + 3];");
-    out.line("  const " + T + "* __restrict v0 = av + ov + (j0 + jj) * " + S(Ev) + ";");
-    out.line("  #pragma omp simd");
-    out.line("  for (int64_t e = 0; e < " + S(Ev) + "; ++e)");
-    out.line("    a[e] += p0 * v0[e] + p1 * v0[e + " + S(Ev) + "] + p2 * v0[e + " + S(2 * Ev) + "] + p3 * v0[e + " +
-             S(3 * Ev) + "];");
+    out.line("skip[r] = false;");
+    out.dedent();
     out.line("}");
-    out.line("for (; jj < nj; ++jj) {");
-    out.line("  const " + T + " p = s[jj];");
-    out.line("  const " + T + "* __restrict vj = av + ov + (j0 + jj) * " + S(Ev) + ";");
-    out.line("  #pragma omp simd");
-    out.line("  for (int64_t e = 0; e < " + S(Ev) + "; ++e) a[e] += p * vj[e];");
-    out.line("}");
+    // acc = acc * corr + p . V, R rows x KG value columns per step, over the tile's keys; a skipped row's
+    // registers are computed with the others and not stored.
+    const std::int64_t EvG = Ev - Ev % KG;
+    out.comment("acc[r] = acc[r] * corr[r] + sum_jj s[r][jj] * v[j0 + jj], " + S(R) + " rows x " + S(KG) +
+                " columns in registers");
+    out.line("for (int64_t r0 = 0; r0 < nr; r0 += " + S(R) + ") {");
+    out.indent();
+    {
+      std::string all = "if (skip[r0]";
+      for (std::int64_t r = 1; r < R; ++r) all += " && skip[r0 + " + S(r) + "]";
+      out.line(all + ") continue;");
+    }
+    if (EvG > 0) {
+      out.line("for (int64_t e0 = 0; e0 < " + S(EvG) + "; e0 += " + S(KG) + ") {");
+      out.indent();
+      out.line("tc_vec " + [&] {
+        std::string d;
+        for (std::int64_t r = 0; r < R; ++r) d += std::string(r ? ", " : "") + "a" + S(r) + "a, a" + S(r) + "b";
+        return d;
+      }() + ";");
+      each_row(out, [&](std::int64_t r) {
+        const std::string row = "acc[r0 + " + S(r) + "]";
+        return load("a" + S(r) + "a", "&" + row + "[e0]") + " " + load("a" + S(r) + "b", "&" + row + "[e0 + " + S(LN) + "]") +
+               " a" + S(r) + "a *= corr[r0 + " + S(r) + "]; a" + S(r) + "b *= corr[r0 + " + S(r) + "];";
+      });
+      out.line("for (int64_t jj = 0; jj < nj; ++jj) {");
+      out.line("  const " + T + "* __restrict vj = av + ov + (j0 + jj) * " + S(Ev) + " + e0;");
+      out.line("  tc_vec va, vb;");
+      out.line("  " + load("va", "vj"));
+      out.line("  " + load("vb", "vj + " + S(LN)));
+      for (std::int64_t r = 0; r < R; ++r)
+        out.line("  { const " + T + " x = s[r0 + " + S(r) + "][jj]; a" + S(r) + "a += x * va; a" + S(r) + "b += x * vb; }");
+      out.line("}");
+      each_row(out, [&](std::int64_t r) {
+        const std::string row = "acc[r0 + " + S(r) + "]";
+        return "if (!skip[r0 + " + S(r) + "]) { " + store("&" + row + "[e0]", "a" + S(r) + "a") + " " +
+               store("&" + row + "[e0 + " + S(LN) + "]", "a" + S(r) + "b") + " }";
+      });
+      out.dedent();
+      out.line("}");
+    }
+    if (EvG < Ev) {
+      out.line("for (int64_t r = r0; r < r0 + " + S(R) + " && r < nr; ++r) {");
+      out.line("  if (skip[r]) continue;");
+      out.line("  for (int64_t e = " + S(EvG) + "; e < " + S(Ev) + "; ++e) {");
+      out.line("    " + T + " a = acc[r][e] * corr[r];");
+      out.line("    for (int64_t jj = 0; jj < nj; ++jj) a += s[r][jj] * av[ov + (j0 + jj) * " + S(Ev) + " + e];");
+      out.line("    acc[r][e] = a;");
+      out.line("  }");
+      out.line("}");
+    }
     out.dedent();
     out.line("}");
     out.dedent();

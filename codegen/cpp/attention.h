@@ -4,9 +4,12 @@
 //  * Work items are (batch, block of BR query rows); the batch offsets of q, k, v and the mask come from the
 //    batch index (broadcast dims have stride 0). Items run in parallel when the work is large enough.
 //  * For each block, keys are streamed in tiles of TS: the key tile is transposed into a local [E, TS]
-//    buffer (shared by the block's rows), scores of a row are accumulated over E vectorized along the tile,
-//    scaled, masked (causal j > i, bool mask -> -inf, or an additive mask), and folded into the row's
-//    running max m, sum l and output accumulator (online softmax: acc, l rescaled by exp(m_old - m_new)).
+//    buffer (shared by the block's rows); the block's scores come from a register-blocked micro-kernel
+//    (4 rows x 2 vectors of keys, over E); each row's scores are scaled, masked (causal j > i, bool mask ->
+//    -inf, or an additive mask) and folded into its running max m and sum l (online softmax); then a second
+//    micro-kernel (4 rows x 2 vectors of value columns, over the tile's keys) rescales the accumulators by
+//    exp(m_old - m_new) and adds the tile's weighted values. Vectors are GCC's generic 32-byte vectors, so
+//    the source does not depend on the ISA (--cpu-target picks the instructions).
 //    The L x S weights are never stored; per-thread state is BR x (Ev + TS) + E x TS elements on the stack.
 //  * A causal block stops at its last row's diagonal. A row whose keys are all masked ends with l = 0 and
 //    acc = 0: 0 / 0 = NaN, as PyTorch's softmax of a row of -inf. NaN scores propagate to their row.

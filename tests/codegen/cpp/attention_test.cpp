@@ -174,14 +174,17 @@ TEST_CASE("generated source of the attention kernel: tiles, online softmax, no L
   std::string src = generated(c);
   check_golden("attention.cpp.txt", print_trace(c) + "\n" + src);
   CHECK(src.find("kt[16][64]") != std::string::npos);              // a transposed key tile
-  CHECK(src.find("acc[16][16]") != std::string::npos);             // 16 query rows' accumulators
-  CHECK(src.find("s[64]") != std::string::npos);                   // scores of one row and one tile only
+  CHECK(src.find("acc[64][16]") != std::string::npos);             // 64 query rows' accumulators
+  CHECK(src.find("s[64][64]") != std::string::npos);               // scores of the block's rows, one tile only
+  CHECK(src.find("vector_size(32)") != std::string::npos);         // register-blocked micro-kernels: 4 rows x
+  CHECK(src.find("c3a += x * ka; c3b += x * kb;") != std::string::npos);  // 2 vectors of keys, and of values
+  CHECK(src.find("a3a += x * va; a3b += x * vb;") != std::string::npos);
   CHECK(src.find("[100]") == std::string::npos);                   // nothing sized by S (or L)
   CHECK(src.find("thunderc_expf(m_run[r] - m_new)") != std::string::npos);  // the running-max rescale
   CHECK(src.find("if (j0 > i) continue;") != std::string::npos);   // causal: tiles above the diagonal skipped
   CHECK(src.find("am[om + i * 0 + (j0 + jj) * 1]") != std::string::npos);  // key-padding mask, broadcast rows
   CHECK(src.find("static_cast<float>(0.25)") != std::string::npos);
-  CHECK(src.find("omp parallel for") != std::string::npos);        // 2 * 7 blocks of work, enough to share
+  CHECK(src.find("omp parallel for") != std::string::npos);        // 2 * 2 blocks of work, enough to share
   CppBackend backend;
   CHECK(backend.scratch_bytes(c, c.symbols()[0]) == 0);
 }
