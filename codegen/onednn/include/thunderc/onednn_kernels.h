@@ -351,10 +351,15 @@ int report_errors(const char* what, char* error, size_t capacity, Body body) noe
   return 1;
 }
 
-// Below this many multiply-adds a convolution runs on one thread: measured on AVX-512, a squeeze-excitation
-// block's 1x1 convolution of 480 -> 20 channels (9600) took 3.8 us on one thread and 8.9 on two, a depthwise
-// 3x3 on 16x28x28 (112896) 15.0 and 14.3, one on 96x14x14 (169344) 20.3 and 15.9.
-constexpr int64_t kConvParallelMinWork = int64_t{1} << 17;
+// Below this much work a convolution runs on one thread. Work is multiply-adds, times kDepthwiseWork for a
+// depthwise convolution (one input channel per group: memory-bound, several times slower per multiply-add).
+// Measured on AVX-512: a squeeze-excitation block's 1x1 convolution of 480 -> 20 channels (9600 multiply-adds)
+// took 3.8 us on one thread and 8.9 on two; a depthwise 3x3 on 16x28x28 (112896) 15.0 and 14.3, one on
+// 96x14x14 (169344) 20.3 and 15.9. Dense convolutions below 2^19 (the cnn sample's, 3x3 on 4x4 to 32x32
+// images, 0.3-0.6 M multiply-adds) gained nothing from a second thread: that model took 53-58 us at two
+// threads against 42 at one, 44-45 with these convolutions serial.
+constexpr int64_t kConvParallelMinWork = int64_t{1} << 19;
+constexpr int64_t kDepthwiseWork = 4;
 
 // One convolution call site of a model.
 class Conv2d {
@@ -364,7 +369,8 @@ class Conv2d {
           int32_t num_threads, char* error, size_t capacity) noexcept {
     return report_errors("convolution", error, capacity, [&] {
       const int requested = num_threads > 0 ? num_threads : omp_get_max_threads();
-      const int64_t work = s.n * s.oc * s.oh * s.ow * (s.c / s.groups) * s.kh * s.kw;
+      const int64_t macs = s.n * s.oc * s.oh * s.ow * (s.c / s.groups) * s.kh * s.kw;
+      const int64_t work = s.c / s.groups == 1 ? macs * kDepthwiseWork : macs;
       const int threads = work < kConvParallelMinWork ? 1 : requested;
       ThreadScope scope(threads);
       const std::shared_ptr<const Conv2dPlan> p = plans_.get(s, threads, w, make_conv2d_plan);
