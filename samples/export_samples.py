@@ -338,6 +338,29 @@ class DynamicComposites(nn.Module):
         return torch.cat([d, self.bn(x).reshape(-1)])
 
 
+class DenseBlock(nn.Module):
+    """Two DenseNet dense layers (cat -> batch norm -> relu -> 1x1 conv -> relu -> 3x3 conv, growth 8) over a
+    dynamic batch: the concatenations are lazy in thunderc's loops (each piece's batch norm + relu written into
+    its channels). Also written at batch 5 (.b5.input.npy, .b5.expected.npy) to check the symbolic variant there."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList()
+        for c in (8, 16):
+            bn1, bn2 = nn.BatchNorm2d(c), nn.BatchNorm2d(16)
+            for bn in (bn1, bn2):
+                bn.running_mean.uniform_(-0.5, 0.5)
+                bn.running_var.uniform_(0.5, 2.0)
+            self.layers.append(nn.Sequential(bn1, nn.ReLU(), nn.Conv2d(c, 16, 1, bias=False), bn2, nn.ReLU(),
+                                             nn.Conv2d(16, 8, 3, padding=1, bias=False)))
+
+    def forward(self, x):  # x: [B, 8, 6, 6]
+        features = [x]
+        for layer in self.layers:
+            features.append(layer(torch.cat(features, 1)))
+        return torch.cat(features, 1)
+
+
 class RandomOps(nn.Module):
     """torch.rand, randn, randn_like and randperm: thunderc samples them once at compile time (a sharp edge), so
     only their shapes, dtypes and distributions are comparable with PyTorch's; expected.npy is not."""
@@ -467,6 +490,15 @@ def main():
 
     torch.manual_seed(12)
     export_one("random_ops", RandomOps(), torch.randn(4, 8))
+
+    torch.manual_seed(14)
+    block = DenseBlock()
+    export_one("dynamic_dense_block", block, torch.randn(2, 8, 6, 6), dynamic_shapes={"x": {0: Dim("B", min=1, max=8)}})
+    if not WANT or "dynamic_dense_block" in WANT:
+        x5 = torch.randn(5, 8, 6, 6)
+        with torch.no_grad():
+            np.save(os.path.join(OUT, "dynamic_dense_block.b5.input.npy"), x5.numpy())
+            np.save(os.path.join(OUT, "dynamic_dense_block.b5.expected.npy"), block.eval()(x5).numpy())
 
     if not WANT:
         with open(os.path.join(OUT, "VERSION"), "w") as f:

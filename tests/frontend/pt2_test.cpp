@@ -659,6 +659,19 @@ TEST_CASE("thunderc binary: cdist and batch-statistics batch norm over a dynamic
   }
 }
 
+// dynamic_dense_block.pt2: two DenseNet dense layers over Dim("B", min=1, max=8); each concatenation feeds a
+// batch norm and relu that the loop lowering stores piece by piece (codegen/loops/region_lowering.h), so the
+// symbolic variant's merged code holds one nest per piece. PyTorch's outputs at batch 2 (the example) and 5.
+TEST_CASE("thunderc binary: DenseNet-style concatenations over a dynamic batch give one symbolic variant") {
+  fs::path dir = tmp_dir("pt2_dynamic_dense_block");
+  const std::string so = (dir / "db.so").string();
+  compile_one_symbolic_variant("dynamic_dense_block", so, "1..8");
+  for (const std::string name : {"dynamic_dense_block", "dynamic_dense_block.b5"}) {
+    CAPTURE(name);
+    check_run_matches(so, sample(name + ".input.npy"), sample(name + ".expected.npy"), "1e-4", "1e-5", dir);
+  }
+}
+
 // dynamic_unbounded.pt2: the dynamic_batch model with Dim("B") and no bounds (torch records s77 in 0..inf). It
 // compiles specialized at its example size, with a sharp edge that names the remedy; --dim s77=1:32 makes one
 // symbolic variant, --standalone, matching PyTorch at every size (rows repeated, as above).
