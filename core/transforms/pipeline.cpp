@@ -13,6 +13,7 @@
 #include "core/transforms/dce.h"
 #include "core/transforms/decompose.h"
 #include "core/transforms/remat.h"
+#include "core/transforms/split_cat_conv.h"
 // Every pass is registered explicitly below (no __has_include: a pass whose header went missing must fail
 // the build, not silently leave the pipeline).
 #include "core/transforms/fold_batchnorm.h"
@@ -42,6 +43,7 @@ const std::vector<RegisteredPass>& registered_passes() {
       {attention_transform(), PassPhase::BeforeClaim},  // before decompose, which undoes it when nothing claims it
       {autocast_transform(), PassPhase::BeforeClaim},   // after attention: sdpa is one low-precision op
       {decompose_transform(), PassPhase::BeforeClaim},
+      {split_cat_conv_transform(), PassPhase::BeforeClaim},  // before channels-last, which then sees the pieces' convs
       {channels_last_transform(), PassPhase::BeforeClaim},  // last before claiming: sees the ops executors get
       {fusion_transform(), PassPhase::AfterClaim},
       {remat_transform(), PassPhase::AfterClaim},
