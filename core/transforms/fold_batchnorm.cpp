@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 
+#include "core/transforms/trace_util.h"
+
 namespace thunderc {
 
 namespace {
@@ -80,14 +82,9 @@ std::optional<Folded> fold(const Trace& t, const BoundSymbol& c, const BoundSymb
 
 Trace fold_batchnorm(const Trace& trace) {
   const auto& syms = trace.symbols();
-  std::map<ValueId, std::size_t> readers, producer;
-  for (std::size_t i = 0; i < syms.size(); ++i) {
-    if (syms[i].is_region()) return trace;
-    for (const Operand& in : syms[i].inputs)
-      if (in.is_tensor()) ++readers[in.value];
-    for (ValueId v : syms[i].outputs) producer[v] = i;
-  }
-  for (ValueId v : trace.outputs()) ++readers[v];
+  std::optional<UseDef> uses = use_def(trace);
+  if (!uses) return trace;
+  auto& [readers, producer] = *uses;
 
   std::map<std::size_t, std::size_t> conv_to_bn;  // conv symbol index -> its batch_norm's index
   for (std::size_t i = 0; i < syms.size(); ++i) {

@@ -35,13 +35,9 @@ ValueId weight_slice(const Trace& in, Trace& out, ValueId w, std::int64_t c0, st
 
 Trace split_cat_conv(const Trace& trace, const TransformContext& ctx) {
   const auto& syms = trace.symbols();
-  std::map<ValueId, std::size_t> readers, producer;
-  for (std::size_t i = 0; i < syms.size(); ++i) {
-    if (syms[i].is_region()) return trace;
-    for (const Operand& in : syms[i].inputs)
-      if (in.is_tensor()) ++readers[in.value];
-    for (ValueId v : syms[i].outputs) producer[v] = i;
-  }
+  std::optional<UseDef> uses = use_def(trace);
+  if (!uses) return trace;
+  auto& [readers, producer] = *uses;
   // conv2d symbol -> the cat it reads, for the convolutions to split.
   std::map<std::size_t, std::size_t> split;
   for (std::size_t i = 0; i < syms.size(); ++i) {
@@ -49,7 +45,7 @@ Trace split_cat_conv(const Trace& trace, const TransformContext& ctx) {
     if (conv.op->name != "conv2d" || !conv.inputs[0].is_tensor() || !conv.inputs[1].is_tensor()) continue;
     const ValueId x = conv.inputs[0].value;
     auto p = producer.find(x);
-    if (p == producer.end() || readers[x] != 1 || is_trace_output(trace, x)) continue;
+    if (p == producer.end() || readers[x] != 1) continue;  // (a returned value counts as a reader)
     const BoundSymbol& cat = syms[p->second];
     if (cat.op->name != "cat" || trace.type(x).rank() != 4 || cat.inputs.size() < 2) continue;
     std::int64_t dim = cat.attrs.get_int("dim");

@@ -27,4 +27,17 @@ bool is_trace_output(const Trace& trace, ValueId v) {
   return std::find(trace.outputs().begin(), trace.outputs().end(), v) != trace.outputs().end();
 }
 
+std::optional<UseDef> use_def(const Trace& trace) {
+  UseDef u;
+  const auto& syms = trace.symbols();
+  for (std::size_t i = 0; i < syms.size(); ++i) {
+    if (syms[i].is_region()) return std::nullopt;
+    for (const Operand& in : syms[i].inputs)
+      if (in.is_tensor()) ++u.readers[in.value];
+    for (ValueId v : syms[i].outputs) u.producer[v] = i;
+  }
+  for (ValueId v : trace.outputs()) ++u.readers[v];
+  return u;
+}
+
 }  // namespace thunderc

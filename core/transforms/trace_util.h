@@ -1,6 +1,9 @@
 // Small helpers shared by the transforms in this folder (not a transform itself).
 #pragma once
 
+#include <cstddef>
+#include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,5 +26,12 @@ std::vector<ValueId> tensor_operands(const BoundSymbol& sym);
 
 // True when `v` is one of the trace's outputs.
 bool is_trace_output(const Trace& trace, ValueId v);
+
+// For a trace without regions: how many times each value is read (each operand that names it, and each place
+// among the trace's outputs) and the index of the symbol that produces it. nullopt when the trace has regions.
+struct UseDef {
+  std::map<ValueId, std::size_t> readers, producer;
+};
+std::optional<UseDef> use_def(const Trace& trace);
 
 }  // namespace thunderc

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "blas_test_util.h"
+#include "pass_test_util.h"
 #include "core/transforms/channels_last.h"
 #include "core/transforms/fusion.h"
 
@@ -19,23 +19,13 @@ constexpr double kRtol = 1e-4, kAtol = 1e-5;
 
 Operand T(ValueId v) { return Operand::tensor(v); }
 
-TransformContext context(const std::vector<std::string>& executors) {
-  TransformContext ctx;
-  for (const std::string& e : executors) ctx.executors.push_back(find_executor(e));
-  return ctx;
-}
-
 // A small CNN with every kind of reader the pass rewrites, and some it does not (flatten via reshape).
 struct Cnn {
   Trace t;
   Rng rng{11};
 
   ValueId conv(ValueId x, std::int64_t oc, std::int64_t k, std::int64_t pad, std::int64_t groups = 1) {
-    const std::int64_t c = t.type(x).shape[1];
-    ValueId w = random_constant(t, "w" + std::to_string(t.constants().size()), tt({oc, c / groups, k, k}), rng);
-    ValueId b = random_constant(t, "b" + std::to_string(t.constants().size()), tt({oc}), rng);
-    return t.emit1(op("conv2d"), {T(x), T(w), T(b)},
-                   {{"stride", IntList{1, 1}}, {"padding", IntList{pad, pad}}, {"dilation", IntList{1, 1}}, {"groups", groups}});
+    return random_conv(t, rng, x, oc, k, pad, groups);
   }
   ValueId unary(const char* name, ValueId x) { return t.emit1(op(name), {T(x)}, {}); }
   ValueId binary(const char* name, ValueId a, ValueId b) { return t.emit1(op(name), {T(a), T(b)}, {}); }
@@ -63,14 +53,8 @@ struct Cnn {
   }
 };
 
-std::vector<std::string> op_names(const Trace& t) {
-  std::vector<std::string> out;
-  for (const BoundSymbol& s : t.symbols()) out.push_back(s.op->name);
-  return out;
-}
-
 std::string compile_channels_last(const Trace& t, const std::string& name) {
-  Trace c = channels_last(t, context({"cpp", "onednn"}));
+  Trace c = channels_last(t, transform_context({"cpp", "onednn"}));
   verify_trace(c, "channels-last");
   auto unclaimed = claim_executors(c, {find_executor("cpp"), find_executor("onednn")});
   REQUIRE(unclaimed.empty());
@@ -101,7 +85,7 @@ void check_against_torch(const Trace& t, const std::string& name, bool non_finit
 
 TEST_CASE("channels-last: conv chains, pooling, elementwise, cat and reductions stay NHWC between permutes") {
   Cnn m;
-  const Trace after = channels_last(m.t, context({"cpp", "onednn"}));
+  const Trace after = channels_last(m.t, transform_context({"cpp", "onednn"}));
   verify_trace(after, "channels-last");
   // Before: conv2d relu max_pool2d conv2d add relu conv2d hardtanh avg_pool2d adaptive_avg_pool2d conv2d sigmoid
   //         mul add cat mean amax reshape.
@@ -131,10 +115,10 @@ TEST_CASE("channels-last: NaN and inf reach the outputs as in ATen (max pooling 
 TEST_CASE("channels-last changes nothing where onednn does not run the convolutions") {
   Cnn m;
   // blas before onednn: blas claims the convolutions, so NCHW stays.
-  const Trace blas_first = channels_last(m.t, context({"cpp", "blas", "onednn"}));
+  const Trace blas_first = channels_last(m.t, transform_context({"cpp", "blas", "onednn"}));
   CHECK(op_names(blas_first) == op_names(m.t));
   // No executor other than onednn for the pooling: the convolutions go NHWC, the pooling reads NCHW.
-  const Trace no_cpp = channels_last(m.t, context({"onednn"}));
+  const Trace no_cpp = channels_last(m.t, transform_context({"onednn"}));
   const std::vector<std::string> names = op_names(no_cpp);
   CHECK(std::count(names.begin(), names.end(), "conv2d_nhwc") == 4);
   CHECK(std::count(names.begin(), names.end(), "max_pool2d_nhwc") == 0);

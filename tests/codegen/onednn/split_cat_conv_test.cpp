@@ -7,10 +7,10 @@
 
 #include <cmath>
 
-#include "blas_test_util.h"
 #include "core/transforms/channels_last.h"
 #include "core/transforms/fusion.h"
 #include "core/transforms/split_cat_conv.h"
+#include "pass_test_util.h"
 
 using namespace blastest;
 
@@ -20,30 +20,13 @@ constexpr double kRtol = 1e-4, kAtol = 1e-5;
 
 Operand T(ValueId v) { return Operand::tensor(v); }
 
-TransformContext context(const std::vector<std::string>& executors) {
-  TransformContext ctx;
-  for (const std::string& e : executors) ctx.executors.push_back(find_executor(e));
-  return ctx;
-}
-
-std::vector<std::string> op_names(const Trace& t) {
-  std::vector<std::string> out;
-  for (const BoundSymbol& s : t.symbols()) out.push_back(s.op->name);
-  return out;
-}
-
 // A SqueezeNet Fire module and its successor's squeeze convolution, plus concatenations the pass must leave:
 // one read twice, one along the height, one feeding a grouped convolution.
 struct Fire {
   Trace t;
   Rng rng{23};
   ValueId conv(ValueId x, std::int64_t oc, std::int64_t k, std::int64_t pad, bool bias = true, std::int64_t groups = 1) {
-    const std::int64_t c = t.type(x).shape[1];
-    ValueId w = random_constant(t, "w" + std::to_string(t.constants().size()), tt({oc, c / groups, k, k}), rng);
-    Operand b = Operand::none();
-    if (bias) b = T(random_constant(t, "b" + std::to_string(t.constants().size()), tt({oc}), rng));
-    return t.emit1(op("conv2d"), {T(x), T(w), b},
-                   {{"stride", IntList{1, 1}}, {"padding", IntList{pad, pad}}, {"dilation", IntList{1, 1}}, {"groups", groups}});
+    return random_conv(t, rng, x, oc, k, pad, groups, bias);
   }
   ValueId relu(ValueId x) { return t.emit1(op("relu"), {T(x)}, {}); }
   ValueId cat(std::vector<ValueId> parts, std::int64_t dim) {
@@ -66,7 +49,7 @@ struct Fire {
 };
 
 std::string compile_onednn(const Trace& t, const std::string& name) {
-  const TransformContext ctx = context({"cpp", "onednn"});
+  const TransformContext ctx = transform_context({"cpp", "onednn"});
   Trace c = channels_last(split_cat_conv(t, ctx), ctx);
   verify_trace(c, "channels-last");
   auto unclaimed = claim_executors(c, {find_executor("cpp"), find_executor("onednn")});
@@ -78,7 +61,7 @@ std::string compile_onednn(const Trace& t, const std::string& name) {
 
 TEST_CASE("split-cat-conv: a conv2d of a channel concatenation becomes a sum of the pieces' conv2ds") {
   Fire m;
-  const Trace after = split_cat_conv(m.t, context({"cpp", "onednn"}));
+  const Trace after = split_cat_conv(m.t, transform_context({"cpp", "onednn"}));
   verify_trace(after, "split-cat-conv");
   // Before: conv2d relu conv2d relu conv2d relu | cat conv2d relu | cat conv2d | cat conv2d | cat conv2d | cat conv2d.
   // After: the first two cats are gone, their convolutions are one per piece summed by adds; the other three stay.
@@ -123,6 +106,6 @@ TEST_CASE("split-cat-conv: the compiled model matches the torch executor, NaN an
 
 TEST_CASE("split-cat-conv changes nothing where onednn does not run the convolution") {
   Fire m;
-  CHECK(op_names(split_cat_conv(m.t, context({"cpp", "blas", "onednn"}))) == op_names(m.t));  // blas claims first
-  CHECK(op_names(split_cat_conv(m.t, context({"cpp", "torch"}))) == op_names(m.t));
+  CHECK(op_names(split_cat_conv(m.t, transform_context({"cpp", "blas", "onednn"}))) == op_names(m.t));  // blas claims first
+  CHECK(op_names(split_cat_conv(m.t, transform_context({"cpp", "torch"}))) == op_names(m.t));
 }
