@@ -252,7 +252,7 @@ class CppRegion : public RegionLowering {
     L("  const " + p.T + "* __restrict in = " + p.X + " + " + std::to_string(p.x_offset) + " + n * " +
       std::to_string(p.H * p.W * p.C) + ";");
     L("  for (int64_t ow = 0; ow < " + std::to_string(p.OW) + "; ++ow) {");
-    L("    " + p.T + "* __restrict o = " + p.D + " + (r * " + std::to_string(p.OW) + " + ow) * " + std::to_string(p.C) + ";");
+    L("    " + p.T + "* __restrict o = " + p.D + " + (r * " + std::to_string(p.OW) + " + ow) * " + std::to_string(p.OC) + ";");
     indent_ += 4;
     for (const std::string& b : p.body) L(b);
     indent_ -= 4;

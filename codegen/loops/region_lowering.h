@@ -12,8 +12,9 @@
 //    more than once inside the region, feeds a reduction statistic, pooling, or a reshape that is not a
 //    view. Materialized intermediates live in the symbol's scratch space (scratch_bytes()).
 //  * cat is lazy: a "cat" node whose arguments are the pieces' trees, each over its own piece. Elementwise
-//    ops of the same shape (and batch_norm's input) build on it; anything else (a view, a reduction, a
-//    second use) materializes it first (settle_inputs). A store of a tree holding a cat is split along the
+//    ops of the same shape (and batch_norm's input) build on it, a permute renumbers it, channels-last
+//    pooling of a cat of channels pools each piece into its channels; anything else (another view, a
+//    reduction, a second use) materializes it first (settle_inputs). A store of a tree holding a cat is split along the
 //    cat's dim into one nest per piece (store), so DenseNet's cat -> batch_norm -> relu reads each piece
 //    once and writes the result once, instead of copying the concatenation and reading it back.
 //  * A target (a subclass) turns the four kinds of loop nest into code: store (dest = tree over a shape),
@@ -642,13 +643,15 @@ class RegionLowering {
   virtual void pool_loops(const PoolLoops& p) = 0;
   // Channels-last pooling (max_pool2d_nhwc, avg_pool2d_nhwc; CPU only): for each image n < images (H x W x C
   // elements at X + x_offset + n * H * W * C) and each output pixel (oh, ow), `body` writes the pixel's C
-  // outputs `o` (at D + ((n * OH + oh) * OW + ow) * C) reading the image `in`; C is the innermost, unit-stride
-  // loop of its statements, so they vectorize across channels.
+  // outputs `o` (at D + ((n * OH + oh) * OW + ow) * OC: OC is C, or the channels of the whole output when the
+  // input is one piece of a concatenation and D points at the piece's first channel) reading the image `in`;
+  // C is the innermost, unit-stride loop of its statements, so they vectorize across channels.
   struct PoolLoopsNhwc {
     std::int64_t images, H, W, C, OH, OW, x_numel;
     std::string T, X, D;
     std::int64_t x_offset;
     Lines body;
+    std::int64_t OC;
   };
   virtual void pool_loops_nhwc(const PoolLoopsNhwc&) { internal_error("loop codegen: no channels-last pooling here"); }
   // Called once after the last loop nest (a target that defers work emits it here).
@@ -692,7 +695,10 @@ class RegionLowering {
       if (!find_cat(v.e)) continue;
       const bool same_space = v.shape == ot.shape && (s.op->category == OpCategory::Elementwise ||
                                                       (s.op->name == "batch_norm" && i == 0));
-      if (!same_space && s.op->name != "permute") v = materialize(0, v, false);
+      // Channels-last pooling works per channel: it pools a cat of channels piece by piece (lower_pool_nhwc).
+      const bool channel_pool = (s.op->name == "max_pool2d_nhwc" || s.op->name == "avg_pool2d_nhwc") && is_cat(*v.e) &&
+                                static_cast<std::size_t>(v.e->params[0]) == 3;
+      if (!same_space && !channel_pool && s.op->name != "permute") v = materialize(0, v, false);
     }
   }
 
@@ -945,17 +951,34 @@ class RegionLowering {
   }
 
   Val lower_pool_nhwc(const BoundSymbol& s, const TensorType& ot, ValueId out) {
-    const std::string& op = s.op->name;
     const DType d = ot.dtype;
-    Val x = vals_.at(s.inputs[0].value);
-    if (!(x.e->kind == Node::Load && x.e->strides == contiguous(x.shape))) x = materialize(0, x, false);
-    const std::int64_t H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = ot.shape[1], OW = ot.shape[2];
+    const Val x = vals_.at(s.inputs[0].value);
     const int dest = dest_for(out, d, ot.numel(), true);
     if (ot.numel() == 0) return {ot.shape, make_load(dest, d, 0, contiguous(ot.shape))};
+    if (!is_cat(*x.e)) {
+      pool_nhwc(s, x, dest, 0, ot);
+    } else {  // a cat of channels (settle_inputs): each piece pooled into its channels of the output
+      std::int64_t at = 0;
+      for (std::size_t k = 0; k < x.e->args.size(); ++k) {
+        Shape piece = x.shape;
+        piece[3] = static_cast<std::int64_t>(x.e->params[k + 1]);
+        if (piece[3] > 0) pool_nhwc(s, {piece, x.e->args[k]}, dest, at, ot);
+        at += piece[3];
+      }
+    }
+    return {ot.shape, make_load(dest, d, 0, contiguous(ot.shape))};
+  }
+
+  // The pooling `s` of x (NHWC, no lazy cat) into channels [c0, c0 + C) of dest, which holds `ot`.
+  void pool_nhwc(const BoundSymbol& s, Val x, int dest, std::int64_t c0, const TensorType& ot) {
+    const std::string& op = s.op->name;
+    const DType d = ot.dtype;
+    if (!(x.e->kind == Node::Load && x.e->strides == contiguous(x.shape))) x = materialize(0, x, false);
+    const std::int64_t H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = ot.shape[1], OW = ot.shape[2];
     auto pair = [&](const char* n, const IntList& dflt) { return pool_pair(s, n, dflt); };
     const std::string T = ctype(d), Cs = std::to_string(C), Ws = std::to_string(W);
     PoolLoopsNhwc loops{x.shape[0], H, W, C, OH, OW, numel(x.shape), T, "b" + std::to_string(x.e->buf),
-                        "b" + std::to_string(dest), x.e->offset, {}};
+                        "b" + std::to_string(dest) + (c0 ? " + " + std::to_string(c0) : ""), x.e->offset, {}, ot.shape[3]};
     Lines& body = loops.body;
     const IntList k = pair("kernel_size", {}), st = pair("stride", k), pd = pair("padding", {0, 0});
     const std::string lanes = "for (int64_t c = 0; c < " + Cs + "; ++c) ";
@@ -984,7 +1007,6 @@ class RegionLowering {
       body.push_back(lanes + "o[c] /= divisor;");
     }
     pool_loops_nhwc(loops);
-    return {ot.shape, make_load(dest, d, 0, contiguous(ot.shape))};
   }
 
   Val lower_pool(const BoundSymbol& s, const TensorType& ot, ValueId out) {

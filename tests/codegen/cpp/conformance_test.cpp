@@ -8,6 +8,7 @@
 
 #include <set>
 
+#include "codegen/cpp/cpp_backend.h"
 #include "cpp_test_util.h"
 
 using namespace cpptest;
@@ -378,6 +379,33 @@ TEST_CASE("batch_norm and relu over a cat of channels, NCHW and (as DenseNet's c
   b.set_outputs(outs);
   check_against_torch(b, "lazy_cat_batch_norm", false, Tol{1e-5, 1e-4});
 }
+
+#ifndef THUNDERC_CONFORMANCE_NVFUSER  // the channels-last pooling forms are the CPU's (nvfuser claims none)
+// A cat of channels feeding channels-last pooling (SqueezeNet's Fire outputs before a max pool): each piece is
+// pooled into its channels of the output, the concatenation never stored (scratch holds only the piece that is
+// computed in the region).
+TEST_CASE("max_pool2d_nhwc and avg_pool2d_nhwc of a cat of channels pool each piece into its channels") {
+  Trace t;
+  ValueId a = t.add_input("a", f32({2, 9, 7, 8})), b = t.add_input("b", f32({2, 9, 7, 16})), c = t.add_input("c", f32({2, 9, 7, 3}));
+  ValueId rb = t.emit1(op("relu"), {T(b)}, {});
+  ValueId cat = t.emit1(op("cat"), {T(a), T(rb), T(c)}, {{"dim", std::int64_t{3}}});  // [2, 9, 7, 27]
+  auto k = [](IntList v) { return AttrValue(v); };
+  std::vector<ValueId> outs;
+  outs.push_back(t.emit1(op("max_pool2d_nhwc"), {T(cat)}, {{"kernel_size", k({3, 3})}, {"stride", k({2, 2})}, {"ceil_mode", true}}));
+  ValueId cat2 = t.emit1(op("cat"), {T(a), T(c)}, {{"dim", std::int64_t{-1}}});
+  outs.push_back(t.emit1(op("avg_pool2d_nhwc"), {T(cat2)}, {{"kernel_size", k({3, 2})}, {"stride", k({2, 1})}, {"padding", k({1, 1})}, {"count_include_pad", false}}));
+  t.set_outputs(outs);
+  check_native(t, {"max_pool2d_nhwc", "avg_pool2d_nhwc"});
+  check_against_torch(t, "cat_nhwc_pool", false, Tol{1e-5, 1e-5}, 1, InputOpts{0.02});  // NaN wins a max window
+  Trace one;
+  ValueId x = one.add_input("x", f32({1, 6, 6, 16})), y = one.add_input("y", f32({1, 6, 6, 32}));
+  ValueId xy = one.emit1(op("cat"), {T(x), T(y)}, {{"dim", std::int64_t{3}}});
+  one.set_outputs({one.emit1(op("max_pool2d_nhwc"), {T(xy)}, {{"kernel_size", k({2, 2})}})});
+  Trace fused = claimed(one, {"cpp"});
+  REQUIRE(fused.symbols().size() == 1);
+  CHECK(CppBackend().scratch_bytes(fused, fused.symbols()[0]) == 0);
+}
+#endif
 
 TEST_CASE("pooling: max, average, adaptive average") {
   Trace t;
