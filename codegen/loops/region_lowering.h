@@ -14,9 +14,10 @@
 //  * cat is lazy: a "cat" node whose arguments are the pieces' trees, each over its own piece. Elementwise
 //    ops of the same shape (and batch_norm's input) build on it, a permute renumbers it, channels-last
 //    pooling of a cat of channels pools each piece into its channels; anything else (another view, a
-//    reduction, a second use) materializes it first (settle_inputs). A store of a tree holding a cat is split along the
-//    cat's dim into one nest per piece (store), so DenseNet's cat -> batch_norm -> relu reads each piece
-//    once and writes the result once, instead of copying the concatenation and reading it back.
+//    reduction, a second use) materializes it first (settle_inputs). A store of a tree holding a cat is
+//    split along the cat's dim into one nest per piece (store), so DenseNet's cat -> batch_norm -> relu
+//    reads each piece once and writes the result once, instead of copying the concatenation and reading
+//    it back.
 //  * A target (a subclass) turns the four kinds of loop nest into code: store (dest = tree over a shape),
 //    reduce (sum or max over some dims into a contiguous buffer), update (b[i] = f(b[i])) and pooling.
 //    Expressions are C++ text that both targets compile: std:: math on the CPU; on CUDA the kernels'
