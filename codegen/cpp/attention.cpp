@@ -15,16 +15,17 @@ using loops::contiguous;
 using loops::ctype;
 using loops::lit;
 
-// Per-thread stack budget for the key tile and the accumulators: E, Ev <= 128 get 64-key tiles and 64-row
+// Per-thread budget for the key tile and for the accumulators: E, Ev <= 128 get 64-key tiles and 64-row
 // blocks (each block transposes every key tile once: ViT-B/16's attention took 2.3 ms with 16-row blocks,
-// 1.9 with 64). Tiles and blocks never go below one key group / one row group, so very large head sizes take more
-// (E = 4096: 256 KiB of key tile), still well within an OpenMP thread's stack.
+// 1.9 with 64). Tiles and blocks never go below one key group / one row group, so very large head sizes take
+// more (E = 4096: 256 KiB of key tile); past kMaxStackBytes they live on the heap.
 constexpr std::int64_t kLocalBytes = 32768;
 constexpr std::int64_t kMaxTile = 64, kMaxBlockRows = 64;
 // The micro-kernels work on 32-byte vectors (GCC's vector extension: one AVX register, or two SSE ones on
 // older targets), 4 query rows x 2 vectors at a time: 8 accumulators in registers, one broadcast per row and
 // two vector loads per step, so the FMAs are not starved by loads and stores of the scores or accumulators.
 constexpr std::int64_t kVectorBytes = 32, kRowGroup = 4;
+constexpr std::int64_t kMaxStackBytes = 262144;
 // As the loop nests (cpp_backend.cpp): a team of threads costs microseconds, worth it from this much work.
 constexpr double kParallelFlops = 262144;
 
@@ -59,6 +60,10 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
   const std::string exp_fn = d == DType::Float32 ? "thunderc_expf" : "std::exp";
   const std::string NEG_INF = lit(-INFINITY, d);
   const std::int64_t VB = LN * es;  // bytes per vector
+  // The accumulators, scores and key tile: on the stack up to kMaxStackBytes (head sizes up to 2048), else on
+  // the heap (an OpenMP thread's stack may be as small as 2 MiB).
+  const std::int64_t local_elems = BR * Ev + BR * TS + E * TS;
+  const bool on_stack = local_elems * es <= kMaxStackBytes;
 
   out.line("{");
   out.indent();
@@ -100,8 +105,16 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
     out.line("(void)om; (void)rest;");
     for (const std::string& l : loops::batch_offset_statements(p, "int64_t", "rest", "x", "oq", "ok", "ov", "om", S))
       out.line(l);
-    out.line(T + " m_run[" + S(BR) + "], l_run[" + S(BR) + "], corr[" + S(BR) + "], acc[" + S(BR) + "][" + S(Ev) +
-             "], s[" + S(BR) + "][" + S(TS) + "], kt[" + S(E) + "][" + S(TS) + "];");
+    out.line(T + " m_run[" + S(BR) + "], l_run[" + S(BR) + "], corr[" + S(BR) + "];");
+    if (on_stack) {
+      out.line(T + " acc[" + S(BR) + "][" + S(Ev) + "], s[" + S(BR) + "][" + S(TS) + "], kt[" + S(E) + "][" + S(TS) + "];");
+    } else {  // huge head sizes: the tiles on the heap, once per work item
+      out.line("std::vector<" + T + "> tiles(" + S(local_elems) + ");");
+      out.line(T + " (*acc)[" + S(Ev) + "] = reinterpret_cast<" + T + " (*)[" + S(Ev) + "]>(tiles.data());");
+      out.line(T + " (*s)[" + S(TS) + "] = reinterpret_cast<" + T + " (*)[" + S(TS) + "]>(tiles.data() + " + S(BR * Ev) + ");");
+      out.line(T + " (*kt)[" + S(TS) + "] = reinterpret_cast<" + T + " (*)[" + S(TS) + "]>(tiles.data() + " +
+               S(BR * Ev + BR * TS) + ");");
+    }
     out.line("bool skip[" + S(BR) + "];  // the row takes nothing from this tile: its state stays as it is");
     out.line("for (int64_t r = 0; r < " + S(BR) + "; ++r) {");
     out.line("  m_run[r] = " + NEG_INF + ";");

@@ -141,6 +141,19 @@ TEST_CASE("nvfuser attention: what the checker leaves to others, and head sizes 
   check_against_torch(big, "attn_e128", false, Tol{1e-5, 1e-5});
 }
 #else
+TEST_CASE("cpp attention: head sizes past the stack budget keep their tiles on the heap") {
+  // E = Ev = 4096: a 16-key tile of it is 256 KiB, more than kMaxStackBytes with the accumulators.
+  Trace t = attention_trace({{1, 3, 4096}, {1, 5, 4096}, {1, 5, 4096}, {}, false, {}});
+  CHECK(claimed_by_cpp(t));
+  const std::string src = generated(claimed(t, {"cpp"}));
+  CHECK(src.find("std::vector<float> tiles(") != std::string::npos);
+  CHECK(src.find("kt[4096][16]") == std::string::npos);
+  check_against_torch(t, "attn_e4096", false, Tol{1e-5, 1e-5});
+  // E = 64 stays on the stack.
+  CHECK(generated(claimed(attention_trace({{1, 3, 64}, {1, 5, 64}, {1, 5, 64}, {}, false, {}}), {"cpp"})).find("tiles(") ==
+        std::string::npos);
+}
+
 TEST_CASE("cpp attention: what the checker leaves to others") {
   // float16; masks that would broadcast the weights to more batches.
   CHECK_FALSE(claimed_by_cpp(attention_trace({{2, 4, 8}, {2, 4, 8}, {2, 4, 8}, {}, false, {}}, DType::Float16)));
