@@ -94,6 +94,12 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
   auto store = [&](const std::string& to, const std::string& v) {
     return "__builtin_memcpy(" + to + ", &" + v + ", " + S(VB) + ");";
   };
+  // "tc_vec <p>0a<init>, <p>0b<init>, ..., <p>{R-1}b<init>;": each row's two vector registers.
+  auto registers = [&](const std::string& p, const std::string& init) {
+    std::string d = "tc_vec";
+    for (std::int64_t r = 0; r < R; ++r) d += std::string(r ? "," : "") + " " + p + S(r) + "a" + init + ", " + p + S(r) + "b" + init;
+    return d + ";";
+  };
   // The loop over (batch, block of rows); printed once or, for a symbolic variant, twice (below).
   auto emit_loop = [&](SourceWriter& out) {
     out.line("for (int64_t w = 0; w < " + (symbolic ? S(nb) + " * " + BLOCKS : S(nb * blocks)) + "; ++w) {");
@@ -142,11 +148,7 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
     });
     out.line("for (int64_t jv = 0; jv < njp; jv += " + S(KG) + ") {");
     out.indent();
-    {
-      std::string decl = "tc_vec";
-      for (std::int64_t r = 0; r < R; ++r) decl += std::string(r ? "," : "") + " c" + S(r) + "a = {}, c" + S(r) + "b = {}";
-      out.line(decl + ";");
-    }
+    out.line(registers("c", " = {}"));
     out.line("for (int64_t e = 0; e < " + S(E) + "; ++e) {");
     out.line("  tc_vec ka, kb;");
     out.line("  " + load("ka", "&kt[e][jv]"));
@@ -218,11 +220,7 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
     if (EvG > 0) {
       out.line("for (int64_t e0 = 0; e0 < " + S(EvG) + "; e0 += " + S(KG) + ") {");
       out.indent();
-      out.line("tc_vec " + [&] {
-        std::string d;
-        for (std::int64_t r = 0; r < R; ++r) d += std::string(r ? ", " : "") + "a" + S(r) + "a, a" + S(r) + "b";
-        return d;
-      }() + ";");
+      out.line(registers("a", ""));
       each_row(out, [&](std::int64_t r) {
         const std::string row = "acc[r0 + " + S(r) + "]";
         return load("a" + S(r) + "a", "&" + row + "[e0]") + " " + load("a" + S(r) + "b", "&" + row + "[e0 + " + S(LN) + "]") +

@@ -959,6 +959,8 @@ class RegionLowering {
     if (!is_cat(*x.e)) {
       pool_nhwc(s, x, dest, 0, ot);
     } else {  // a cat of channels (settle_inputs): each piece pooled into its channels of the output
+      THUNDERC_CHECK(static_cast<std::size_t>(x.e->params[0]) == 3, "loop codegen bug: pooling a cat along dim ",
+                     x.e->params[0]);
       std::int64_t at = 0;
       for (std::size_t k = 0; k < x.e->args.size(); ++k) {
         Shape piece = x.shape;

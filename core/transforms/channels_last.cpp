@@ -16,13 +16,6 @@ const IntList kToNhwc = {0, 2, 3, 1}, kToNchw = {0, 3, 1, 2};
 // Where NCHW dim d lives in NHWC.
 constexpr std::int64_t kNhwcPosition[4] = {0, 3, 1, 2};
 
-// The executor that would claim `s`: the first in the claiming order whose checker accepts it.
-const Executor* first_claimer(const TransformContext& ctx, const Trace& t, const BoundSymbol& s) {
-  for (const Executor* e : ctx.executors)
-    if (e->can_execute(t, s)) return e;
-  return nullptr;
-}
-
 bool is_onednn(const Executor* e) { return e && e->name() == "onednn"; }
 bool is_native(const Executor* e) { return e && !e->is_always(); }
 

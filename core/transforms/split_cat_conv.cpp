@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "core/ir/error.h"
 #include "core/transforms/trace_util.h"
@@ -9,12 +10,6 @@
 namespace thunderc {
 
 namespace {
-
-bool onednn_claims(const TransformContext& ctx, const Trace& t, const BoundSymbol& s) {
-  for (const Executor* e : ctx.executors)
-    if (e->can_execute(t, s)) return e->name() == "onednn";
-  return false;
-}
 
 // Channels [c0, c0 + n) of a constant [OC, C, KH, KW] weight, as a new constant.
 ValueId weight_slice(const Trace& in, Trace& out, ValueId w, std::int64_t c0, std::int64_t n) {
@@ -52,15 +47,16 @@ Trace split_cat_conv(const Trace& trace, const TransformContext& ctx) {
     if (dim != 1 && dim != -3) continue;
     const Value& w = trace.value(conv.inputs[1].value);
     if (w.origin != ValueOrigin::Constant || !w.data || w.type.dtype != DType::Float32 || w.type.rank() != 4) continue;
-    if (conv.attrs.get_int("groups") != 1 || !onednn_claims(ctx, trace, conv)) continue;
+    const Executor* claimer = first_claimer(ctx, trace, conv);
+    if (conv.attrs.get_int("groups") != 1 || !claimer || claimer->name() != "onednn") continue;
     bool pieces_ok = true;
     for (const Operand& o : cat.inputs) pieces_ok = pieces_ok && o.is_tensor() && trace.type(o.value).dtype == DType::Float32;
     if (pieces_ok) split[i] = p->second;
   }
   if (split.empty()) return trace;
 
-  std::map<std::size_t, bool> dropped_cats;
-  for (const auto& [conv, cat] : split) dropped_cats[cat] = true;
+  std::set<std::size_t> dropped_cats;
+  for (const auto& [conv, cat] : split) dropped_cats.insert(cat);
   Trace out = trace.clone_without_symbols();
   out.constructed_by = "split-cat-conv";
   ValueMap renamed;  // each split convolution's output -> the sum that replaces it

@@ -8,9 +8,10 @@
 // (a strided destination falls back to its reference kernel), but it adds a convolution's result to what its
 // destination holds (the sum post-op, which `fusion` gives an onednn convolution that a residual add follows).
 //
-// Rewritten only when it pays and stays exact in the ways that matter: the cat (4-D, along the channels) is
-// read by this convolution alone and is no output; the convolution has groups 1 and a constant float32 weight;
-// onednn is the first claimer of the convolution and of each new one. The sums run in another order than
+// Rewritten only when it pays and stays exact in the ways that matter: the cat (4-D, along the channels) of
+// float32 pieces is read by this convolution alone and is no output; the convolution has groups 1 and a
+// constant float32 weight, and onednn is its first claimer (the pieces' convolutions differ only in their
+// input channels). The sums run in another order than
 // one convolution's (float rounding differs as between two GEMM kernels); NaN and inf reach the result as they
 // would (a NaN or inf term, or inf - inf, in any piece's sum is in the total). Other traces, and traces with
 // regions, are returned unchanged.

@@ -22,6 +22,13 @@ struct TransformContext {
   bool bounded_inputs = false;
 };
 
+// The executor that would claim `s` in `ctx`'s order: the first whose checker accepts it (null: none).
+inline const Executor* first_claimer(const TransformContext& ctx, const Trace& t, const BoundSymbol& s) {
+  for (const Executor* e : ctx.executors)
+    if (e->can_execute(t, s)) return e;
+  return nullptr;
+}
+
 struct Transform {
   std::string name;     // as given to --transforms: "dce", "cse", "fold-batchnorm", ...
   std::string summary;  // one line for --list-transforms: what holds after it
