@@ -46,16 +46,56 @@ class Emitter {
   Emitter(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out)
       : ctx_(ctx), t_(ctx.trace()), sym_(sym), out_(out) {
     dtype_ = t_.type(sym.outputs[0]).dtype;
+    half_ = is_half(dtype_);
     ctype_ = dtype_ == DType::Float64 ? "double" : "float";
   }
 
   const TensorType& in_type(std::size_t i) const { return t_.type(sym_.inputs[i].value); }
   const TensorType& out_type() const { return t_.type(sym_.outputs[0]); }
   bool has(std::size_t i) const { return i < sym_.inputs.size() && sym_.inputs[i].is_tensor(); }
+  // Operands as float pointers: the buffers themselves, or (half types) their float copies in the scratch.
   std::string in(std::size_t i) const {
+    if (half_) return "wide" + std::to_string(i);
     return "static_cast<const " + ctype_ + "*>(" + ctx_.buffer(sym_.inputs[i].value) + ".data)";
   }
-  std::string out() const { return "static_cast<" + ctype_ + "*>(" + ctx_.buffer(sym_.outputs[0]) + ".data)"; }
+  std::string out() const {
+    if (half_) return "wide_out";
+    return "static_cast<" + ctype_ + "*>(" + ctx_.buffer(sym_.outputs[0]) + ".data)";
+  }
+
+  // float16/bfloat16 run the float kernels, as ATen's CPU GEMMs accumulate half operands in float: each tensor
+  // operand is widened into the scratch first and the float result rounded into the output once, after. The
+  // caller runs the op between widen() and narrow().
+  void widen() {
+    if (!half_) return;
+    const std::string T = dtype_ == DType::Float16 ? "thunderc_f16" : "thunderc_bf16";
+    out_.line("unsigned char* wide_at = reinterpret_cast<unsigned char*>(" + ctx_.scratch() + ") + " +
+              std::to_string(col_bytes(t_, sym_)) + ";");
+    auto copy = [&](const std::string& name, std::int64_t n) {
+      out_.line("float* " + name + " = reinterpret_cast<float*>(wide_at);");
+      out_.line("wide_at += " + std::to_string(padded(n * 4)) + ";");
+    };
+    for (std::size_t i = 0; i < sym_.inputs.size(); ++i) {
+      if (!has(i)) continue;
+      const std::int64_t n = in_type(i).numel();
+      copy("wide" + std::to_string(i), n);
+      out_.line("{");
+      out_.line("  const " + T + "* src = static_cast<const " + T + "*>(" + ctx_.buffer(sym_.inputs[i].value) + ".data);");
+      out_.line("  #pragma omp simd");
+      out_.line("  for (int64_t i = 0; i < " + lit(n) + "; ++i) wide" + std::to_string(i) + "[i] = src[i];");
+      out_.line("}");
+    }
+    copy("wide_out", out_type().numel());
+  }
+  void narrow() {
+    if (!half_) return;
+    const std::string T = dtype_ == DType::Float16 ? "thunderc_f16" : "thunderc_bf16";
+    out_.line("{");
+    out_.line("  " + T + "* dst = static_cast<" + T + "*>(" + ctx_.buffer(sym_.outputs[0]) + ".data);");
+    out_.line("  #pragma omp simd");
+    out_.line("  for (int64_t i = 0; i < " + lit(out_type().numel()) + "; ++i) dst[i] = wide_out[i];");
+    out_.line("}");
+  }
   std::string num(double v) const { return "static_cast<" + ctype_ + ">(" + c_number_literal(v) + ")"; }
 
   // out = scale * broadcast(bias), as the GEMM's starting C (then beta = 1).
@@ -140,7 +180,7 @@ class Emitter {
     if (conv_is_depthwise(t_, sym_)) {
       out_.line("thunderc_blas::conv2d_depthwise<" + ctype_ + ">(thunderc_blas_nt, g, " + in(0) + ", " + in(1) + ", " + bias + ", " + out() + ");");
     } else {
-      std::string col = scratch_bytes_of(t_, sym_) ? "reinterpret_cast<" + ctype_ + "*>(" + ctx_.scratch() + ")" : "nullptr";
+      std::string col = col_bytes(t_, sym_) ? "reinterpret_cast<" + ctype_ + "*>(" + ctx_.scratch() + ")" : "nullptr";
       out_.line("thunderc_blas::conv2d_gemm<" + ctype_ + ">(thunderc_blas_nt, g, " + in(0) + ", " + in(1) + ", " + bias + ", " + out() + ", " + col + ");");
     }
   }
@@ -169,11 +209,23 @@ class Emitter {
     Geometry g = geometry(t, s);
     return g.groups == g.c && g.c > 1;
   }
-  static std::size_t scratch_bytes_of(const Trace& t, const BoundSymbol& s) {
+  static bool is_half(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
+  static std::size_t padded(std::int64_t bytes) { return (static_cast<std::size_t>(bytes) + 63) / 64 * 64; }
+  // The im2col buffer of a convolution (in the compute type: float for the half types).
+  static std::size_t col_bytes(const Trace& t, const BoundSymbol& s) {
     if (s.op->name != "conv2d" || conv_is_depthwise(t, s)) return 0;
     Geometry g = geometry(t, s);
     if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) return 0;
-    return static_cast<std::size_t>(g.c / g.groups * g.kh * g.kw * g.oh * g.ow) * dtype_size(t.type(s.outputs[0]).dtype);
+    const DType d = t.type(s.outputs[0]).dtype;
+    return padded(g.c / g.groups * g.kh * g.kw * g.oh * g.ow * static_cast<std::int64_t>(is_half(d) ? 4 : dtype_size(d)));
+  }
+  // The im2col buffer, then (half types) the float copies of the operands and of the result.
+  static std::size_t scratch_bytes_of(const Trace& t, const BoundSymbol& s) {
+    std::size_t bytes = col_bytes(t, s);
+    if (!is_half(t.type(s.outputs[0]).dtype)) return bytes;
+    for (const Operand& in : s.inputs)
+      if (in.is_tensor()) bytes += padded(t.type(in.value).numel() * 4);
+    return bytes + padded(t.type(s.outputs[0]).numel() * 4);
   }
 
  private:
@@ -182,6 +234,7 @@ class Emitter {
   const BoundSymbol& sym_;
   SourceWriter& out_;
   DType dtype_;
+  bool half_ = false;
   std::string ctype_;
 };
 
@@ -203,8 +256,8 @@ BlasBackend::BlasBackend(BlasLocation location) : location_(std::move(location))
 
 LinkInputs BlasBackend::link_inputs() const {
   LinkInputs in;
-  in.includes = {"thunderc/blas_kernels.h"};
-  in.include_dirs = {location_.kernels_include_dir};
+  in.includes = {"thunderc/blas_kernels.h", "thunderc/cpp_math.h"};  // cpp_math.h: the half storage types
+  in.include_dirs = {location_.kernels_include_dir, resource_paths().cpp_include};
   // -fopenmp: thunderc's own threads run the GEMM blocks (blas_kernels.h says why OpenBLAS's are not used).
   in.link_flags = {"-fopenmp"};
   if (location_.library.empty()) in.link_flags.push_back("-lopenblas");
@@ -228,11 +281,13 @@ void BlasBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, So
   out.indent();
   Emitter e(ctx, sym, out);
   const std::string& op = sym.op->name;
+  e.widen();
   if (op == "linear") e.linear();
   else if (op == "addmm") e.addmm();
   else if (op == "matmul" || op == "bmm") e.matmul();
   else if (op == "conv2d") e.conv2d();
   else internal_error("blas: no code generation for '", op, "'");
+  e.narrow();
   out.dedent();
   out.line("}");
 }

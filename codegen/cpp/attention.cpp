@@ -35,13 +35,16 @@ std::string S(std::int64_t v) { return std::to_string(v); }
 
 void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
   const Trace& t = ctx.trace();
-  const DType d = t.type(sym.outputs[0]).dtype;
-  const std::string T = ctype(d);
+  // Storage type ST; arithmetic in T (float for the half types, whose q, k and v tiles are widened as they are
+  // read and whose output is rounded once, as ATen's CPU attention computes them).
+  const DType sd = t.type(sym.outputs[0]).dtype, d = loops::opmath(sd);
+  const bool half = sd != d;
+  const std::string T = ctype(d), ST = ctype(sd);
   const loops::AttentionPlan p = loops::plan_attention(t, sym);
   const std::int64_t L = p.L, E = p.E, Sk = p.S, Ev = p.Ev, nb = p.batches;
   const bool causal = p.causal, has_mask = p.has_mask;
   const double scale = p.scale;
-  const DType mask_dtype = has_mask ? p.mask_dtype : d;
+  const DType mask_dtype = has_mask ? p.mask_dtype : sd;
   const std::int64_t mask_row = p.mask_row, mask_col = p.mask_col;
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(d));
   const std::int64_t LN = kVectorBytes / es, KG = 2 * LN;  // lanes; keys (and value columns) per micro-kernel step
@@ -62,7 +65,8 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
   const std::int64_t VB = LN * es;  // bytes per vector
   // The accumulators, scores and key tile: on the stack up to kMaxStackBytes (head sizes up to 2048), else on
   // the heap (an OpenMP thread's stack may be as small as 2 MiB).
-  const std::int64_t local_elems = BR * Ev + BR * TS + E * TS;
+  // (half types: a float copy of the value tile too, vt[jj][e] = v[j0 + jj][e])
+  const std::int64_t local_elems = BR * Ev + BR * TS + E * TS + (half ? TS * Ev : 0);
   const bool on_stack = local_elems * es <= kMaxStackBytes;
 
   out.line("{");
@@ -76,11 +80,11 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
     out.line("const " + type + "* __restrict " + name + " = static_cast<const " + type + "*>(" +
              ctx.buffer(sym.inputs[i].value) + ".data);");
   };
-  ptr(0, "aq", T);
-  ptr(1, "ak", T);
-  ptr(2, "av", T);
-  if (has_mask) ptr(3, "am", mask_dtype == DType::Bool ? "bool" : T);
-  out.line(T + "* __restrict ao = static_cast<" + T + "*>(" + ctx.buffer(sym.outputs[0]) + ".data);");
+  ptr(0, "aq", ST);
+  ptr(1, "ak", ST);
+  ptr(2, "av", ST);
+  if (has_mask) ptr(3, "am", mask_dtype == DType::Bool ? "bool" : ST);
+  out.line(ST + "* __restrict ao = static_cast<" + ST + "*>(" + ctx.buffer(sym.outputs[0]) + ".data);");
   double flops = static_cast<double>(nb) * static_cast<double>(L) * static_cast<double>(Sk) * static_cast<double>(E + Ev);
   const std::string schedule = std::string("#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(") +
                                (causal ? "dynamic, 1" : "static") + ")";
@@ -114,12 +118,16 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
     out.line(T + " m_run[" + S(BR) + "], l_run[" + S(BR) + "], corr[" + S(BR) + "];");
     if (on_stack) {
       out.line(T + " acc[" + S(BR) + "][" + S(Ev) + "], s[" + S(BR) + "][" + S(TS) + "], kt[" + S(E) + "][" + S(TS) + "];");
+      if (half) out.line(T + " vt[" + S(TS) + "][" + S(Ev) + "];");
     } else {  // huge head sizes: the tiles on the heap, once per work item
       out.line("std::vector<" + T + "> tiles(" + S(local_elems) + ");");
       out.line(T + " (*acc)[" + S(Ev) + "] = reinterpret_cast<" + T + " (*)[" + S(Ev) + "]>(tiles.data());");
       out.line(T + " (*s)[" + S(TS) + "] = reinterpret_cast<" + T + " (*)[" + S(TS) + "]>(tiles.data() + " + S(BR * Ev) + ");");
       out.line(T + " (*kt)[" + S(TS) + "] = reinterpret_cast<" + T + " (*)[" + S(TS) + "]>(tiles.data() + " +
                S(BR * Ev + BR * TS) + ");");
+      if (half)
+        out.line(T + " (*vt)[" + S(Ev) + "] = reinterpret_cast<" + T + " (*)[" + S(Ev) + "]>(tiles.data() + " +
+                 S(BR * Ev + BR * TS + E * TS) + ");");
     }
     out.line("bool skip[" + S(BR) + "];  // the row takes nothing from this tile: its state stays as it is");
     out.line("for (int64_t r = 0; r < " + S(BR) + "; ++r) {");
@@ -138,12 +146,17 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
     out.line("  for (int64_t e = 0; e < " + S(E) + "; ++e) kt[e][jj] = ak[ok + (j0 + jj) * " + S(E) + " + e];");
     out.line("for (int64_t jj = nj; jj < njp; ++jj)");
     out.line("  for (int64_t e = 0; e < " + S(E) + "; ++e) kt[e][jj] = 0;");
+    if (half) {
+      out.comment("the value tile in float: vt[jj][e] = v[j0 + jj][e]");
+      out.line("for (int64_t jj = 0; jj < nj; ++jj)");
+      out.line("  for (int64_t e = 0; e < " + S(Ev) + "; ++e) vt[jj][e] = av[ov + (j0 + jj) * " + S(Ev) + " + e];");
+    }
     // Scores of R rows x KG keys per step, over e; padding rows read the block's last row.
     out.comment("scores s[r][jj] = q[i0 + r] . k[j0 + jj], " + S(R) + " rows x " + S(KG) + " keys in registers");
     out.line("for (int64_t r0 = 0; r0 < nr; r0 += " + S(R) + ") {");
     out.indent();
     each_row(out, [&](std::int64_t r) {
-      return "const " + T + "* __restrict q" + S(r) + " = aq + oq + (i0 + (r0 + " + S(r) + " < nr ? r0 + " + S(r) +
+      return "const " + ST + "* __restrict q" + S(r) + " = aq + oq + (i0 + (r0 + " + S(r) + " < nr ? r0 + " + S(r) +
              " : nr - 1)) * " + S(E) + ";";
     });
     out.line("for (int64_t jv = 0; jv < njp; jv += " + S(KG) + ") {");
@@ -227,7 +240,7 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
                " a" + S(r) + "a *= corr[r0 + " + S(r) + "]; a" + S(r) + "b *= corr[r0 + " + S(r) + "];";
       });
       out.line("for (int64_t jj = 0; jj < nj; ++jj) {");
-      out.line("  const " + T + "* __restrict vj = av + ov + (j0 + jj) * " + S(Ev) + " + e0;");
+      out.line("  const " + T + "* __restrict vj = " + (half ? "vt[jj] + e0;" : "av + ov + (j0 + jj) * " + S(Ev) + " + e0;"));
       out.line("  tc_vec va, vb;");
       out.line("  " + load("va", "vj"));
       out.line("  " + load("vb", "vj + " + S(LN)));
@@ -247,7 +260,8 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
       out.line("  if (skip[r]) continue;");
       out.line("  for (int64_t e = " + S(EvG) + "; e < " + S(Ev) + "; ++e) {");
       out.line("    " + T + " a = acc[r][e] * corr[r];");
-      out.line("    for (int64_t jj = 0; jj < nj; ++jj) a += s[r][jj] * av[ov + (j0 + jj) * " + S(Ev) + " + e];");
+      out.line("    for (int64_t jj = 0; jj < nj; ++jj) a += s[r][jj] * " +
+               (half ? std::string("vt[jj][e];") : "av[ov + (j0 + jj) * " + S(Ev) + " + e];"));
       out.line("    acc[r][e] = a;");
       out.line("  }");
       out.line("}");
@@ -258,7 +272,7 @@ void emit_cpp_attention(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
     out.line("}");
     out.comment("normalize; l = 0 (every key masked) gives 0 / 0 = NaN, as softmax of a row of -inf");
     out.line("for (int64_t i = i0; i < i1; ++i) {");
-    out.line("  " + T + "* __restrict oi = ao + (w / " + BLOCKS + ") * " + S(L * Ev) + " + i * " + S(Ev) + ";");
+    out.line("  " + ST + "* __restrict oi = ao + (w / " + BLOCKS + ") * " + S(L * Ev) + " + i * " + S(Ev) + ";");
     out.line("  const " + T + " l = l_run[i - i0];");
     out.line("  #pragma omp simd");
     out.line("  for (int64_t e = 0; e < " + S(Ev) + "; ++e) oi[e] = acc[i - i0][e] / l;");

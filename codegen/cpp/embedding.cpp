@@ -1,5 +1,7 @@
 #include "codegen/cpp/embedding.h"
 
+#include <algorithm>
+
 #include "codegen/loops/region_lowering.h"
 
 namespace thunderc {
@@ -81,8 +83,14 @@ void emit_cpp_embedding_bag(const EmitContext& ctx, const BoundSymbol& sym, Sour
     out.line("  }");
     out.line("}");
   }
-  out.line("#pragma omp parallel for num_threads(thunderc_cpp_nt) schedule(static) if (" + S(n * width * static_cast<std::int64_t>(dtype_size(w.dtype))) +
+  // Each bag accumulates in the opmath type (float for the half types, rounded once where the row is stored, as
+  // ATen's float accumulation), in a buffer per thread.
+  const std::string A = loops::atype(w.dtype);
+  out.line("#pragma omp parallel num_threads(thunderc_cpp_nt) if (" + S(n * width * static_cast<std::int64_t>(dtype_size(w.dtype))) +
            " >= " + S(kParallelBytes) + ")");
+  out.line("{");
+  out.line("std::vector<" + A + "> acc(" + S(std::max<std::int64_t>(width, 1)) + ");");
+  out.line("#pragma omp for schedule(static)");
   out.line("for (int64_t b = 0; b < " + S(bags) + "; ++b) {");
   if (has_offsets) {
     out.line("  const int64_t start = off[b], end = b + 1 < " + S(n_offsets) + " ? (int64_t)off[b + 1] : " + S(n) + ";");
@@ -90,21 +98,26 @@ void emit_cpp_embedding_bag(const EmitContext& ctx, const BoundSymbol& sym, Sour
     const std::int64_t per_bag = idx.rank() == 2 ? idx.shape[1] : 0;
     out.line("  const int64_t start = b * " + S(per_bag) + ", end = start + " + S(per_bag) + ";");
   }
-  out.line("  " + T + "* row = o + b * " + S(width) + ";");
-  out.line("  for (int64_t d = 0; d < " + S(width) + "; ++d) row[d] = 0;");
+  out.line("  for (int64_t d = 0; d < " + S(width) + "; ++d) acc[d] = 0;");
   out.line("  int64_t count = 0;");
   out.line("  for (int64_t i = start; i < end; ++i) {");
   if (padding) out.line("    if (idx[i] == " + S(*padding) + ") continue;  // padding_idx: left out");
   out.line("    const " + T + "* src = w + (int64_t)idx[i] * " + S(width) + ";");
   if (mode == 2) {
-    out.line("    for (int64_t d = 0; d < " + S(width) + "; ++d)");
-    out.line("      if (count == 0 || src[d] > row[d]) row[d] = src[d];");
+    out.line("    for (int64_t d = 0; d < " + S(width) + "; ++d) {");
+    out.line("      const " + A + " v = src[d];");
+    out.line("      if (count == 0 || v > acc[d]) acc[d] = v;");
+    out.line("    }");
   } else {
-    out.line("    for (int64_t d = 0; d < " + S(width) + "; ++d) row[d] += src[d]" + (has_weights ? " * psw[i]" : "") + ";");
+    out.line("    for (int64_t d = 0; d < " + S(width) + "; ++d) acc[d] += (" + A + ")src[d]" +
+             (has_weights ? " * (" + A + ")psw[i]" : "") + ";");
   }
   out.line("    ++count;");
   out.line("  }");
-  if (mode == 1) out.line("  if (count > 0) for (int64_t d = 0; d < " + S(width) + "; ++d) row[d] /= (" + T + ")count;");
+  if (mode == 1) out.line("  if (count > 0) for (int64_t d = 0; d < " + S(width) + "; ++d) acc[d] /= (" + A + ")count;");
+  out.line("  " + T + "* row = o + b * " + S(width) + ";");
+  out.line("  for (int64_t d = 0; d < " + S(width) + "; ++d) row[d] = acc[d];");
+  out.line("}");
   out.line("}");
   out.dedent();
   out.line("}");

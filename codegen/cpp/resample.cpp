@@ -101,8 +101,8 @@ void emit_cpp_grid_sampler_2d(const EmitContext& ctx, const BoundSymbol& sym, So
     out.line("  const int64_t xn = (int64_t)std::nearbyint(ix), yn = (int64_t)std::nearbyint(iy);");
     out.line("  const bool in = inside(xn, yn);");
     out.line("  for (int64_t c = 0; c < " + S(C) + "; ++c)");
-    out.line("    o[(n * " + S(C) + " + c) * " + S(OH * OW) + " + at] = in ? x[((n * " + S(C) + " + c) * " + S(H) + " + yn) * " +
-             S(W) + " + xn] : 0;");
+    out.line("    o[(n * " + S(C) + " + c) * " + S(OH * OW) + " + at] = in ? (" + A + ")x[((n * " + S(C) + " + c) * " + S(H) +
+             " + yn) * " + S(W) + " + xn] : (" + A + ")0;");
   } else {
     out.line("  const " + A + " xw = std::floor(ix), yn = std::floor(iy);");
     out.line("  const int64_t x0 = (int64_t)xw, y0 = (int64_t)yn;");

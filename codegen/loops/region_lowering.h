@@ -753,15 +753,18 @@ class RegionLowering {
         const IntList& dims = s.attrs.get_ints("dims");
         std::vector<bool> red(x.shape.size(), dims.empty());
         for (auto d : dims) red[static_cast<std::size_t>(d < 0 ? d + static_cast<std::int64_t>(x.shape.size()) : d)] = true;
-        int dest = dest_for(out, ot.dtype, ot.numel(), true);
+        // A half result accumulates in a float buffer (ATen's opmath) and is rounded once, where it is stored.
+        const DType acc_type = opmath(ot.dtype);
+        int dest = acc_type == ot.dtype ? dest_for(out, ot.dtype, ot.numel(), true) : scratch_buf(acc_type, ot.numel());
         reduce(x, red, dest, op == "amax");
         if (op == "mean") {
           std::int64_t n = 1;
           for (std::size_t i = 0; i < x.shape.size(); ++i)
             if (red[i]) n *= x.shape[i];
-          update(dest, ot.numel(), "v / " + count_lit(n, ot.dtype));
+          update(dest, ot.numel(), "v / " + count_lit(n, acc_type));
         }
-        return {ot.shape, make_load(dest, ot.dtype, 0, contiguous(ot.shape))};
+        NodeP acc = make_load(dest, acc_type, 0, contiguous(ot.shape));
+        return {ot.shape, acc_type == ot.dtype ? acc : make_op("cast", ot.dtype, acc_type, {acc})};
       }
       case OpCategory::Normalization: return lower_norm(s, ot);
       case OpCategory::Pooling: return lower_pool(s, ot, out);

@@ -6,12 +6,12 @@ namespace thunderc {
 
 namespace {
 
-// The dtypes the generated loops handle on device kind K: float32, float64 and bool; bfloat16 (16-bit storage,
-// float arithmetic: thunderc/cpp_math.h on the CPU, the kernels' prelude on CUDA); float16 on CUDA only.
+// The dtypes the generated loops handle on device kind K: float32, float64 and bool; float16 and bfloat16 as
+// 16-bit storage with float arithmetic (PyTorch's opmath: thunderc/cpp_math.h on the CPU, the kernels' prelude
+// on CUDA), rounded where a value is stored.
 template <DeviceKind K>
 bool ok_dtype(DType d) {
-  if (d == DType::Float32 || d == DType::Float64 || d == DType::Bool || d == DType::BFloat16) return true;
-  return K == DeviceKind::CUDA && d == DType::Float16;
+  return d == DType::Float32 || d == DType::Float64 || d == DType::Bool || d == DType::BFloat16 || d == DType::Float16;
 }
 
 // Integer dtypes (is_integral): on the CPU the loops move them (reshape, permute, slice, cat, ...), convert
@@ -73,28 +73,29 @@ bool cpu_gather(const Trace& t, const BoundSymbol& s) {
   return idx == DType::Int64 || (idx == DType::Int32 && s.op->name == "index_select");
 }
 
-// argmax / argmin of floating or integer tensors on the CPU.
+// argmax / argmin of floating (the half types compared as floats) or integer tensors on the CPU.
 bool cpu_arg_extreme(const Trace& t, const BoundSymbol& s) {
   if (!moves<DeviceKind::CPU>(t, s)) return false;
   const DType d = t.type(s.inputs[0].value).dtype;
-  return d == DType::Float32 || d == DType::Float64 || is_integral(d);
+  return is_floating(d) || is_integral(d);
 }
 
-// cumsum and prod on the CPU into float32, float64 or int64 (from any dtype the loops move but floating into int64:
-// C++'s conversion of NaN or an out-of-range value is undefined behaviour).
+// cumsum and prod on the CPU into a floating dtype (accumulated in double; a half result rounded where each
+// element is stored) or int64 (from any dtype the loops move but floating into int64: C++'s conversion of NaN or
+// an out-of-range value is undefined behaviour).
 bool cpu_cumsum(const Trace& t, const BoundSymbol& s) {
   if (!moves<DeviceKind::CPU>(t, s)) return false;
   const DType in = t.type(s.inputs[0].value).dtype, out = t.type(s.outputs[0]).dtype;
-  if (in == DType::BFloat16) return false;
-  if (out == DType::Float32 || out == DType::Float64) return true;
+  if (is_floating(out)) return true;
   return out == DType::Int64 && !is_floating(in);
 }
 
-// sort / topk of float32, float64, integer (and, for sort, bool) tensors on the CPU (codegen/cpp/indexing.cpp).
+// sort / topk of floating (the half types compared as floats), integer (and, for sort, bool) tensors on the CPU
+// (codegen/cpp/indexing.cpp).
 bool cpu_sort(const Trace& t, const BoundSymbol& s) {
   if (!moves<DeviceKind::CPU>(t, s)) return false;
   const DType d = t.type(s.inputs[0].value).dtype;
-  return d == DType::Float32 || d == DType::Float64 || is_integral(d) || (d == DType::Bool && s.op->name == "sort");
+  return is_floating(d) || is_integral(d) || (d == DType::Bool && s.op->name == "sort");
 }
 
 bool exact_integer_number(const Operand& in);
@@ -117,13 +118,14 @@ bool cpu_index_reduce(const Trace& t, const BoundSymbol& s) {
   return d == DType::Float32 || d == DType::Float64 || is_integral(d);
 }
 
-// Resampling, 3-D pooling and embedding bags of float32 or float64 on the CPU (codegen/cpp/resample.cpp,
-// pool3d.cpp, embedding.cpp); grid_sampler_2d's bicubic mode stays with torch.
+// Resampling, 3-D pooling and embedding bags of floating tensors on the CPU (codegen/cpp/resample.cpp,
+// pool3d.cpp, embedding.cpp; the half types computed in float, rounded where stored); grid_sampler_2d's bicubic
+// mode stays with torch.
 bool cpu_sampling(const Trace& t, const BoundSymbol& s) {
   if (!moves<DeviceKind::CPU>(t, s)) return false;
   const DType d = t.type(s.inputs[0].value).dtype;
   if (s.op->name == "grid_sampler_2d" && s.attrs.get_int("interpolation_mode") == 2) return false;
-  return d == DType::Float32 || d == DType::Float64;
+  return is_floating(d);
 }
 
 template <DeviceKind K>
@@ -402,11 +404,9 @@ bool attention_shapes(const Trace& t, const BoundSymbol& s) {
   return true;
 }
 
-// The cpp kernel (codegen/cpp/attention.h): float32 or float64 on the CPU.
+// The cpp kernel (codegen/cpp/attention.h): floating tensors on the CPU (the half types computed in float).
 bool cpu_attention(const Trace& t, const BoundSymbol& s) {
-  if (!on_device<DeviceKind::CPU>(t, s)) return false;
-  const DType d = t.type(s.outputs[0]).dtype;
-  return (d == DType::Float32 || d == DType::Float64) && attention_shapes(t, s);
+  return on_device<DeviceKind::CPU>(t, s) && is_floating(t.type(s.outputs[0]).dtype) && attention_shapes(t, s);
 }
 
 // nvfuser's flash kernel (codegen/nvfuser/attention.h): float32, float16 or bfloat16 (computed in float), head

@@ -122,7 +122,9 @@ bool onednn_linear_checker(const Trace& trace, const BoundSymbol& sym) {
   return w.rank() == 2 && trace.type(sym.inputs[0].value).rank() >= 1;
 }
 
-// blas (codegen/blas): float32/float64 CPU tensors of one dtype, every extent small enough for CBLAS's int.
+// blas (codegen/blas): float32/float64 CPU tensors of one dtype, every extent small enough for CBLAS's int; float16
+// and bfloat16 too, widened to float for the float kernels and rounded once (ATen's CPU GEMMs accumulate them in
+// float as well).
 bool blas_checker(const Trace& trace, const BoundSymbol& sym) {
   std::vector<const TensorType*> types;
   for (const Operand& in : sym.inputs)
@@ -133,7 +135,8 @@ bool blas_checker(const Trace& trace, const BoundSymbol& sym) {
         t->numel() > 0x7fffffff)
       return false;
   }
-  return types[0]->dtype == DType::Float32 || types[0]->dtype == DType::Float64;
+  const DType d = types[0]->dtype;
+  return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 || d == DType::BFloat16;
 }
 
 std::vector<std::unique_ptr<Executor>> make_executors() {

@@ -28,10 +28,13 @@ struct Suite {
   Rng rng{42};
   std::vector<std::string> labels;  // per output
   DType dt;
-  explicit Suite(DType d = DType::Float32) : dt(d) {}
+  DType values_of;  // a half type: constants of dt hold values of it (the float32 reference of a half suite)
+  explicit Suite(DType d = DType::Float32, DType values = DType::Float64) : dt(d), values_of(values) {}
 
   ValueId input(const Shape& s) { return t.add_input("x" + std::to_string(t.inputs().size()), tt(s, dt)); }
-  ValueId constant(const Shape& s) { return random_constant(t, "c" + std::to_string(t.constants().size()), tt(s, dt), rng); }
+  ValueId constant(const Shape& s) {
+    return random_constant(t, "c" + std::to_string(t.constants().size()), tt(s, dt), rng, -1, 1, values_of);
+  }
   Operand opt(std::optional<Shape> s) { return s ? Operand::tensor(constant(*s)) : Operand::none(); }
   void out(ValueId v, std::string label) {
     auto outs = t.outputs();
@@ -186,13 +189,59 @@ TEST_CASE("a blas model's call leaves the caller's OpenMP count alone and never 
   CHECK(worst[1] <= 1.0);
 }
 
-TEST_CASE("blas rejects what it does not implement: integer and half dtypes") {
+// float16 / bfloat16: blas widens the operands to float, runs the float kernels and rounds the result once. The
+// reference is the torch executor running the same function in float32 on the same (half-representable) values,
+// its result rounded to the half type. Tolerance: one unit in the last place (rtol 1e-3 float16, 8e-3
+// bfloat16: the two float sums, in different orders, may round to neighbours) and atol 1e-5 (sums near zero).
+TEST_CASE("blas GEMMs and convolutions in float16 and bfloat16, computed in float") {
+  auto build = [](Suite& s) {
+    s.linear({16, 64}, {48, 64}, Shape{48});
+    s.linear({2, 7, 33}, {5, 33}, std::nullopt);
+    s.matmul({2, 1, 5, 8}, {3, 8, 6});
+    s.matmul({8}, {4, 8, 5});
+    s.matmul({3, 5, 7}, {3, 7, 2}, "bmm");
+    s.addmm({6}, {4, 5}, {5, 6}, 0.5, 2.0);
+    s.conv({1, 3, 9, 11}, {4, 3, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1);
+    s.conv({1, 8, 9, 9}, {8, 1, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, 8);   // depthwise
+    s.conv({2, 16, 5, 5}, {32, 16, 1, 1}, true, {1, 1}, {0, 0}, {1, 1}, 1);  // 1x1: no im2col
+  };
+  for (DType d : {DType::Float16, DType::BFloat16}) {
+    CAPTURE(std::string(dtype_name(d)));
+    Suite h(d), ref(DType::Float32, d);
+    build(h);
+    build(ref);
+    Trace claimed = h.t;
+    claim_executors(claimed, {find_executor("blas")});
+    for (const BoundSymbol& s : claimed.symbols()) CHECK_MESSAGE(s.executor == "blas", s.op->name << " not claimed by blas");
+    const std::string tag = dtype_short_name(d);
+    thunderc::Model mb(compile(h.t, {"blas"}, "gemm_" + tag + "_blas")), mt(compile(ref.t, {"torch"}, "gemm_" + tag + "_ref"));
+    const double rtol = d == DType::Float16 ? 1e-3 : 8e-3;
+    for (std::uint64_t seed : {1, 2}) {
+      auto got = mb.run(random_inputs(h.t, seed)), want = mt.run(random_inputs(ref.t, seed, d));
+      REQUIRE(got.size() == h.labels.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        INFO(h.labels[i]);
+        CHECK(dtype_equal(got[i].dtype(), dl_dtype(d)));
+        HostTensor rounded(dl_dtype(d), want[i].shape());
+        for (std::size_t e = 0; e < want[i].numel(); ++e) {
+          const float f = static_cast<const float*>(want[i].raw())[e];
+          static_cast<std::uint16_t*>(rounded.raw())[e] = d == DType::Float16 ? float_to_f16(f) : float_to_bf16(f);
+        }
+        CHECK(worst_ratio(got[i], rounded, rtol, 1e-5) <= 1.0);
+      }
+    }
+  }
+}
+
+TEST_CASE("blas rejects what it does not implement: integer dtypes, mixed dtypes") {
   Trace t;
   ValueId a = t.add_input("a", tt({2, 3}, DType::Int64)), b = t.add_input("b", tt({3, 2}, DType::Int64));
   ValueId y = t.emit1(op("matmul"), {Operand::tensor(a), Operand::tensor(b)}, {});
   ValueId h = t.add_input("h", tt({2, 3}, DType::Float16)), w = t.add_input("w", tt({4, 3}, DType::Float16));
   ValueId z = t.emit1(op("linear"), {Operand::tensor(h), Operand::tensor(w), Operand::none()}, {});
   t.set_outputs({y, z});
+  // the linear's bias in float32: one dtype per call
+  t.mutable_symbols().back().inputs[2] = Operand::tensor(t.add_input("bias", tt({4}, DType::Float32)));
   const Executor* blas = find_executor("blas");
   CHECK(blas->implemented());
   for (const BoundSymbol& s : t.symbols()) CHECK_FALSE(blas->can_execute(t, s));

@@ -16,6 +16,7 @@
 #include "codegen/compile.h"
 #include "common/compile_trace.h"
 #include "core/executors/executor.h"
+#include "core/ir/half.h"
 #include "core/ir/verifier.h"
 #include "thunderc/runtime.hpp"
 
@@ -36,14 +37,27 @@ struct Rng {
   }
 };
 
-inline std::shared_ptr<ConstantData> random_bytes(const TensorType& t, Rng& rng, double lo = -1, double hi = 1) {
+// Values of t.dtype; with `values_of` a half type, each rounded to it first (so that a float32 tensor holds the
+// same numbers as a float16/bfloat16 one made from the same seed).
+inline std::shared_ptr<ConstantData> random_bytes(const TensorType& t, Rng& rng, double lo = -1, double hi = 1,
+                                                  DType values_of = DType::Float64) {
   auto d = std::make_shared<ConstantData>();
   d->bytes.resize(t.nbytes());
+  auto round = [](float f, DType h) {
+    if (h == DType::Float16) return f16_to_float(float_to_f16(f));
+    if (h == DType::BFloat16) return bf16_to_float(float_to_bf16(f));
+    return f;
+  };
   for (std::int64_t i = 0; i < t.numel(); ++i) {
     double v = lo + (rng.next() + 1) / 2 * (hi - lo);
-    if (t.dtype == DType::Float64) std::memcpy(d->bytes.data() + 8 * i, &v, 8);
-    else {
-      float f = static_cast<float>(v);
+    if (t.dtype == DType::Float64) {
+      std::memcpy(d->bytes.data() + 8 * i, &v, 8);
+    } else if (t.dtype == DType::Float16 || t.dtype == DType::BFloat16) {
+      const float f = static_cast<float>(v);
+      const std::uint16_t h = t.dtype == DType::Float16 ? float_to_f16(f) : float_to_bf16(f);
+      std::memcpy(d->bytes.data() + 2 * i, &h, 2);
+    } else {
+      float f = round(static_cast<float>(v), values_of);
       std::memcpy(d->bytes.data() + 4 * i, &f, 4);
     }
   }
@@ -51,11 +65,14 @@ inline std::shared_ptr<ConstantData> random_bytes(const TensorType& t, Rng& rng,
 }
 
 inline ValueId random_constant(Trace& t, const std::string& name, const TensorType& type, Rng& rng, double lo = -1,
-                               double hi = 1) {
-  return t.add_constant(name, type, random_bytes(type, rng, lo, hi));
+                               double hi = 1, DType values_of = DType::Float64) {
+  return t.add_constant(name, type, random_bytes(type, rng, lo, hi, values_of));
 }
 
-inline DLDataType dl_dtype(DType dt) { return {kDLFloat, static_cast<std::uint8_t>(dt == DType::Float64 ? 64 : 32), 1}; }
+inline DLDataType dl_dtype(DType dt) {
+  if (dt == DType::BFloat16) return {kDLBfloat, 16, 1};
+  return {kDLFloat, static_cast<std::uint8_t>(8 * dtype_size(dt)), 1};
+}
 
 // Claims every symbol with `executors` (+ nothing else), compiles to dir/name.so, returns the path.
 inline std::string compile(Trace trace, const std::vector<std::string>& executors, const std::string& name) {
@@ -68,13 +85,13 @@ inline std::string compile(Trace trace, const std::vector<std::string>& executor
 }
 
 // Random inputs for a trace (seeded), as host tensors.
-inline std::vector<HostTensor> random_inputs(const Trace& trace, std::uint64_t seed) {
+inline std::vector<HostTensor> random_inputs(const Trace& trace, std::uint64_t seed, DType values_of = DType::Float64) {
   Rng rng(seed);
   std::vector<HostTensor> in;
   for (ValueId v : trace.inputs()) {
     const TensorType& t = trace.type(v);
     HostTensor h(dl_dtype(t.dtype), t.shape);
-    auto bytes = random_bytes(t, rng);
+    auto bytes = random_bytes(t, rng, -1, 1, values_of);
     if (h.nbytes()) std::memcpy(h.raw(), bytes->bytes.data(), h.nbytes());
     in.push_back(std::move(h));
   }
@@ -94,6 +111,10 @@ inline std::string read_dir_text(const fs::path& dir) {
 }
 
 inline double at(const HostTensor& h, std::size_t i) {
+  if (h.dtype().bits == 16) {
+    const std::uint16_t b = static_cast<const std::uint16_t*>(h.raw())[i];
+    return h.dtype().code == kDLBfloat ? bf16_to_float(b) : f16_to_float(b);
+  }
   return h.dtype().bits == 64 ? static_cast<const double*>(h.raw())[i] : static_cast<const float*>(h.raw())[i];
 }
 

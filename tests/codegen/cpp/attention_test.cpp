@@ -129,6 +129,29 @@ TEST_CASE(KERNEL "attention: float64, NaN inputs, fully masked rows give NaN as 
   }
 }
 
+// float16 and bfloat16: q, k, v (and an additive mask) in 16 bits, computed in float, the output rounded once;
+// against half_rounded_reference (the float32 formulation, rounded). Tolerance: one unit in the last place.
+TEST_CASE(KERNEL "attention in float16 and bfloat16, computed in float") {
+  for (DType d : {DType::Float16, DType::BFloat16}) {
+    CAPTURE(std::string(dtype_name(d)));
+    const Tol tol = d == DType::Float16 ? kF16Op : kBF16Op;
+    const TensorType additive{d, {1, 3, 5, 7}, Device::cpu()};
+    const std::vector<std::pair<const char*, Case>> cases = {
+        {"plain", {{2, 3, 5, 8}, {2, 3, 5, 8}, {2, 3, 5, 8}, {}, false, {}}},
+        {"causal_long", {{1, 1, 150, 8}, {1, 1, 150, 8}, {1, 1, 150, 4}, {}, true, {}}},  // blocks and tiles
+        {"bool_mask", {{2, 2, 6, 8}, {2, 2, 10, 8}, {2, 2, 10, 8}, b8({2, 1, 1, 10}), false, {}}},
+        {"additive_mask", {{2, 3, 5, 8}, {2, 3, 7, 8}, {2, 3, 7, 6}, additive, false, 0.5}},  // Ev not a key group
+        {"parallel", {{2, 4, 64, 32}, {2, 4, 80, 32}, {2, 4, 80, 32}, {}, false, {}}},
+    };
+    for (const auto& [name, c] : cases) {
+      INFO(name);
+      Trace t = attention_trace(c, d);
+      CHECK(claimed_by_cpp(t));
+      check_half_against_torch(t, std::string("attn_") + dtype_short_name(d) + "_" + name, false, tol);
+    }
+  }
+}
+
 #ifdef THUNDERC_CONFORMANCE_NVFUSER
 TEST_CASE("nvfuser attention: what the checker leaves to others, and head sizes up to 128") {
   CHECK_FALSE(claimed_by_cpp(attention_trace({{2, 4, 8}, {2, 4, 8}, {2, 4, 8}, {}, false, {}}, DType::Float64)));
@@ -155,8 +178,7 @@ TEST_CASE("cpp attention: head sizes past the stack budget keep their tiles on t
 }
 
 TEST_CASE("cpp attention: what the checker leaves to others") {
-  // float16; masks that would broadcast the weights to more batches.
-  CHECK_FALSE(claimed_by_cpp(attention_trace({{2, 4, 8}, {2, 4, 8}, {2, 4, 8}, {}, false, {}}, DType::Float16)));
+  // Masks that would broadcast the weights to more batches.
   CHECK_FALSE(claimed_by_cpp(attention_trace({{1, 4, 8}, {1, 4, 8}, {1, 4, 8}, b8({3, 4, 4}), false, {}})));
   CHECK_FALSE(claimed_by_cpp(attention_trace({{1, 4, 8}, {1, 4, 8}, {1, 4, 8}, f32({2, 1, 4, 4}), false, {}})));
   // More mask dims than the weights, even of size 1: ATen's math formulation gives the result those dims.

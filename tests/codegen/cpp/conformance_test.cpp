@@ -444,6 +444,124 @@ TEST_CASE("fused chains: gpt-style block pieces") {
   check_against_torch(t, "chain", false, Tol{1e-5, 1e-5});
 }
 
+// float16 and bfloat16: stored in 16 bits, computed in float, against half_rounded_reference (eager PyTorch's
+// float computation rounded after each operator). Tolerances: one unit in the last place where each output is
+// one operator of the inputs (kF16Op/kBF16Op); where a fused loop keeps a chain's intermediates in float and the
+// reference rounds each, a few more (stated per case).
+namespace {
+
+struct HalfCase {
+  DType d;
+  Tol op_tol;
+  std::string tag;
+  TensorType ty(Shape s) const { return {d, std::move(s), Device::cpu()}; }
+  // A chain of k operators whose intermediates the reference rounds: up to k units more.
+  Tol chain(int k) const { return {op_tol.rtol * (k + 1), op_tol.atol + op_tol.rtol * k}; }
+};
+
+const HalfCase kHalfCases[] = {{DType::Float16, kF16Op, "f16"}, {DType::BFloat16, kBF16Op, "bf16"}};
+
+}  // namespace
+
+TEST_CASE("float16 and bfloat16: elementwise ops, broadcasting, promotion and conversions") {
+  for (const HalfCase& h : kHalfCases) {
+    CAPTURE(h.tag);
+    check_native(unary_trace(h.ty({3, 1, 33}), false), {"exp", "tan", "erf", "gelu", "round", "isnan", "to_dtype"});
+    check_half_against_torch(unary_trace(h.ty({3, 1, 33}), false), "half_unary_" + h.tag, false, h.op_tol);
+    check_half_against_torch(unary_trace(h.ty({64, 1031}), false), "half_unary_par_" + h.tag, false, h.op_tol);
+    check_half_against_torch(unary_trace(h.ty({5, 7}), true), "half_unary_pos_" + h.tag, true, h.op_tol);
+    check_half_against_torch(binary_trace(h.ty({3, 1}), h.ty({1, 5})), "half_binary_" + h.tag, false, h.op_tol);
+    check_half_against_torch(binary_trace(h.ty({2, 1, 257}), h.ty({2, 129, 1})), "half_binary_big_" + h.tag, false,
+                             h.op_tol);
+    // half with float32 and float64 promotes to them; float16 with bfloat16 to float32
+    check_half_against_torch(binary_trace(h.ty({4, 6}), f32({6})), "half_binary_f32_" + h.tag, false, Tol{});
+    check_half_against_torch(binary_trace(f64({4, 1}), h.ty({4, 6})), "half_binary_f64_" + h.tag, false, kF64);
+    Trace t;
+    ValueId x = t.add_input("x", h.ty({3, 5}));
+    ValueId c = t.add_input("c", b8({3, 1})), o = t.add_input("o", f32({3, 5}));
+    const DType other = h.d == DType::Float16 ? DType::BFloat16 : DType::Float16;
+    std::vector<ValueId> outs;
+    for (DType to : {other, DType::Float32, DType::Float64, DType::Bool})
+      outs.push_back(t.emit1(op("to_dtype"), {T(x)}, {{"dtype", to}}));
+    outs.push_back(t.emit1(op("to_dtype"), {T(o)}, {{"dtype", h.d}}));  // float32 rounded to the half type
+#ifndef THUNDERC_CONFORMANCE_NVFUSER  // integer tensors: CPU loops only
+    ValueId i = t.add_input("i", {DType::Int64, {5}, Device::cpu()});
+    outs.push_back(t.emit1(op("to_dtype"), {T(i)}, {{"dtype", h.d}}));
+    outs.push_back(t.emit1(op("add"), {T(x), T(i)}, {}));  // an integer tensor converts to the half type
+#endif
+    outs.push_back(t.emit1(op("where"), {T(c), T(x), N(0.5)}, {}));
+    outs.push_back(t.emit1(op("masked_fill"), {T(x), T(c), N(-INFINITY)}, {}));
+    outs.push_back(t.emit1(op("mul"), {T(x), N(1e5)}, {}));  // float16: past 65504, inf as in PyTorch
+    outs.push_back(t.emit1(op("mul"), {T(x), N(1e-6)}, {}));  // float16: subnormal results
+    t.set_outputs(outs);
+    check_native(t, {"to_dtype", "add", "where", "masked_fill", "mul"});
+    check_half_against_torch(t, "half_convert_" + h.tag, false, h.op_tol, 1, InputOpts{0.1});
+  }
+}
+
+TEST_CASE("float16 and bfloat16: reductions, softmax, norms and pooling sum in float") {
+  for (const HalfCase& h : kHalfCases) {
+    CAPTURE(h.tag);
+    Trace t;
+    ValueId x = t.add_input("x", h.ty({4, 33, 65})), w = t.add_input("w", h.ty({65})), b = t.add_input("b", h.ty({65}));
+    ValueId img = t.add_input("img", h.ty({2, 3, 9, 11}));
+    ValueId m = t.add_input("m", h.ty({3})), v0 = t.add_input("v0", h.ty({3})), g = t.add_input("g", h.ty({3}));
+    ValueId gb = t.add_input("gb", h.ty({3}));
+    std::vector<ValueId> outs;
+    for (const char* name : {"sum", "mean", "amax"}) {
+      outs.push_back(t.emit1(op(name), {T(x)}, {{"dims", IntList{2}}}));
+      outs.push_back(t.emit1(op(name), {T(x)}, {{"dims", IntList{0, 1}}, {"keepdim", true}}));
+    }
+    outs.push_back(t.emit1(op("sum"), {T(x)}, {{"dims", IntList{1}}, {"dtype", DType::Float32}}));
+    outs.push_back(t.emit1(op("softmax"), {T(x)}, {{"dim", std::int64_t{-1}}}));
+    outs.push_back(t.emit1(op("softmax"), {T(x)}, {{"dim", std::int64_t{1}}}));
+    outs.push_back(t.emit1(op("log_softmax"), {T(x)}, {{"dim", std::int64_t{-1}}}));
+    outs.push_back(t.emit1(op("softmax"), {T(x)}, {{"dim", std::int64_t{-1}}, {"dtype", DType::Float32}}));
+    outs.push_back(t.emit1(op("layer_norm"), {T(x), T(w), T(b)}, {{"normalized_shape", IntList{65}}}));
+    ValueId v = t.emit1(op("abs"), {T(v0)}, {});
+    outs.push_back(t.emit1(op("batch_norm"), {T(img), T(g), T(gb), T(m), T(v)}, {}));
+    auto k = [](IntList l) { return AttrValue(l); };
+    outs.push_back(t.emit1(op("max_pool2d"), {T(img)}, {{"kernel_size", k({3, 3})}, {"stride", k({2, 2})}, {"padding", k({1, 1})}}));
+    outs.push_back(t.emit1(op("avg_pool2d"), {T(img)}, {{"kernel_size", k({3, 3})}, {"stride", k({2, 2})}, {"padding", k({1, 1})}}));
+    outs.push_back(t.emit1(op("adaptive_avg_pool2d"), {T(img)}, {{"output_size", k({1, 1})}}));
+    t.set_outputs(outs);
+    check_native(t, {"sum", "mean", "amax", "softmax", "log_softmax", "layer_norm", "batch_norm", "max_pool2d",
+                     "avg_pool2d", "adaptive_avg_pool2d"});
+    // batch_norm's abs(v) is a chain of two; the rest one operator each
+    check_half_against_torch(t, "half_reduce_" + h.tag, false, h.chain(1));
+  }
+}
+
+TEST_CASE("float16 and bfloat16: data movement, cats and a fused gpt-style chain") {
+  for (const HalfCase& h : kHalfCases) {
+    CAPTURE(h.tag);
+    Trace t;
+    ValueId x = t.add_input("x", h.ty({2, 3, 4})), y = t.add_input("y", h.ty({2, 3, 1}));
+    std::vector<ValueId> outs;
+    ValueId p = t.emit1(op("permute"), {T(x)}, {{"dims", IntList{2, 0, 1}}});
+    outs.push_back(t.emit1(op("reshape"), {T(p)}, {{"shape", IntList{4, 6}}}));
+    outs.push_back(t.emit1(op("flip"), {T(x)}, {{"dims", IntList{1}}}));
+    outs.push_back(t.emit1(op("cat"), {T(x), T(y)}, {{"dim", std::int64_t{2}}}));
+    outs.push_back(t.emit1(op("slice"), {T(x)}, {{"dim", std::int64_t{2}}, {"start", std::int64_t{1}}, {"end", std::int64_t{4}}, {"step", std::int64_t{2}}}));
+    outs.push_back(t.emit1(op("expand"), {T(y)}, {{"shape", IntList{2, 3, 5}}}));
+    t.set_outputs(outs);
+    check_native(t, {"permute", "reshape", "flip", "cat", "slice", "expand"});
+    check_half_against_torch(t, "half_move_" + h.tag, false, Tol{0, 0});  // copies: exact
+
+    Trace c;
+    ValueId a = c.add_input("x", h.ty({2, 16, 64})), res = c.add_input("res", h.ty({2, 16, 64}));
+    ValueId w = c.add_input("w", h.ty({64})), b = c.add_input("b", h.ty({64}));
+    ValueId s = c.emit1(op("add"), {T(a), T(res)}, {});
+    ValueId ln = c.emit1(op("layer_norm"), {T(s), T(w), T(b)}, {{"normalized_shape", IntList{64}}});
+    ValueId sc = c.emit1(op("mul"), {T(ln), N(0.25)}, {});
+    ValueId sm = c.emit1(op("softmax"), {T(sc)}, {{"dim", std::int64_t{-1}}});
+    ValueId gl = c.emit1(op("gelu"), {T(s)}, {{"approximate", std::string("tanh")}});
+    c.set_outputs({sm, c.emit1(op("add"), {T(gl), T(s)}, {})});
+    // softmax(layer_norm(x + res) * 0.25): four operators, which the reference rounds after each
+    check_half_against_torch(c, "half_chain_" + h.tag, false, h.chain(4));
+  }
+}
+
 #ifndef THUNDERC_CONFORMANCE_NVFUSER
 TEST_CASE("checkers leave unsupported uses to torch") {
   Trace t;
@@ -451,7 +569,7 @@ TEST_CASE("checkers leave unsupported uses to torch") {
   ValueId h = t.add_input("h", TensorType{DType::Float16, {3}, Device::cpu()});
   ValueId f = t.add_input("f", f32({3}));
   t.emit1(op("remainder"), {T(x), T(x)}, {});  // by a tensor: ATen raises on a zero divisor
-  t.emit1(op("relu"), {T(h)}, {});
+  t.emit1(op("to_dtype"), {T(h)}, {{"dtype", DType::Int32}});  // C++'s conversion of NaN is undefined
   t.emit1(op("div"), {T(f), N(2.0)}, {{"rounding_mode", std::string("floor")}});
   t.emit1(op("relu"), {T(f)}, {});
   t.set_outputs({t.symbols().back().outputs[0]});
@@ -693,7 +811,7 @@ TEST_CASE("integer tensors: what cpp leaves to torch") {
   Trace t;
   ValueId f = t.add_input("f", f32({3}));
   ValueId i = t.add_input("i", TensorType{DType::Int64, {3}, Device::cpu()});
-  ValueId h = t.add_input("h", TensorType{DType::Float16, {4, 2}, Device::cpu()});
+  ValueId table = t.add_input("table", TensorType{DType::Int32, {4, 2}, Device::cpu()});
   const Operand big = Operand::number(Scalar((std::int64_t{1} << 53) + 1));
   t.emit1(op("to_dtype"), {T(f)}, {{"dtype", DType::Int64}});  // NaN or out of range: undefined in C++
   t.emit1(op("div"), {T(i), T(i)}, {{"rounding_mode", std::string("floor")}});  // ATen raises on a zero divisor
@@ -705,7 +823,7 @@ TEST_CASE("integer tensors: what cpp leaves to torch") {
   t.emit1(op("add"), {T(i), big}, {});                          // no exact literal: 2^53 + 1 is not a double
   t.emit1(op("bitwise_and"), {T(i), big}, {});
   t.emit1(op("clamp"), {T(i)}, {{"min", 1.0}});
-  t.emit1(op("embedding"), {T(h), T(i)}, {});                   // a float16 table
+  t.emit1(op("embedding"), {T(table), T(i)}, {});               // an integer table
   std::vector<ValueId> outs;
   for (const BoundSymbol& s : t.symbols()) outs.push_back(s.outputs[0]);
   t.set_outputs(outs);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "codegen/compile.h"
 #include "common/compile_trace.h"
 #include "core/executors/executor.h"
+#include "core/ir/half.h"
 #include "core/ir/printer.h"
 #include "core/ir/verifier.h"
 #include "core/transforms/fusion.h"
@@ -35,6 +37,9 @@ namespace fs = std::filesystem;
 inline TensorType f32(Shape s) { return {DType::Float32, std::move(s), Device::cpu()}; }
 inline TensorType f64(Shape s) { return {DType::Float64, std::move(s), Device::cpu()}; }
 inline TensorType b8(Shape s) { return {DType::Bool, std::move(s), Device::cpu()}; }
+inline TensorType f16(Shape s) { return {DType::Float16, std::move(s), Device::cpu()}; }
+inline TensorType bf16(Shape s) { return {DType::BFloat16, std::move(s), Device::cpu()}; }
+inline bool is_half(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
 inline Operand T(ValueId v) { return Operand::tensor(v); }
 inline Operand N(double d) { return Operand::number(Scalar(d)); }
 
@@ -72,7 +77,18 @@ class SourceCtx : public EmitContext {
 inline DLDataType dl(DType d) {
   if (d == DType::Bool) return dtype_of<bool>();
   if (is_integral(d)) return {d == DType::UInt8 ? kDLUInt : kDLInt, static_cast<std::uint8_t>(8 * dtype_size(d)), 1};
-  return {kDLFloat, static_cast<std::uint8_t>(d == DType::Float64 ? 64 : 32), 1};
+  if (d == DType::BFloat16) return {kDLBfloat, 16, 1};
+  return {kDLFloat, static_cast<std::uint8_t>(8 * dtype_size(d)), 1};
+}
+
+// Element i of a float16/bfloat16 tensor: its value, and set to x rounded to nearest even.
+inline float half_element(const HostTensor& h, std::size_t i) {
+  const std::uint16_t bits = static_cast<const std::uint16_t*>(h.raw())[i];
+  return h.dtype().code == kDLBfloat ? bf16_to_float(bits) : f16_to_float(bits);
+}
+inline void set_half(HostTensor& h, std::size_t i, double x) {
+  const float f = static_cast<float>(x);
+  static_cast<std::uint16_t*>(h.raw())[i] = h.dtype().code == kDLBfloat ? float_to_bf16(f) : float_to_f16(f);
 }
 
 // Element i of an integer tensor set to v (its dtype's width).
@@ -106,6 +122,7 @@ inline std::vector<HostTensor> random_inputs(const Trace& trace, unsigned seed, 
       if (nan_p > 0 && t.dtype != DType::Bool && ((i == 0 && seed % 2 == 1) || uniform(gen) < nan_p)) x = NAN;
       if (t.dtype == DType::Float32) static_cast<float*>(h.raw())[i] = static_cast<float>(x);
       else if (t.dtype == DType::Float64) static_cast<double*>(h.raw())[i] = x;
+      else if (is_half(t.dtype)) set_half(h, i, x);
       else if (is_integral(t.dtype)) set_integer(h, i, static_cast<std::int64_t>(uniform(gen) * 10));
       else static_cast<bool*>(h.raw())[i] = x > 0;
     }
@@ -123,6 +140,7 @@ inline double element(const HostTensor& h, std::size_t i) {
       default: return static_cast<double>(static_cast<const std::int64_t*>(h.raw())[i]);
     }
   }
+  if (h.dtype().code == kDLBfloat || (h.dtype().code == kDLFloat && h.dtype().bits == 16)) return half_element(h, i);
   if (h.dtype().code == kDLFloat) return h.dtype().bits == 64 ? static_cast<const double*>(h.raw())[i]
                                                              : static_cast<const float*>(h.raw())[i];
   return static_cast<const bool*>(h.raw())[i] ? 1 : 0;
@@ -165,6 +183,80 @@ struct Tol {
 struct InputOpts {
   double nan_p = 0;  // probability of a NaN in each float element (see random_inputs)
 };
+
+// One unit in the last place of a value of the half types, relative (just above a power of two): the tolerance
+// of a single operator computed in float and rounded once, where the reference's float result may round the
+// other way (another order of a sum, glibc's transcendental functions instead of SLEEF's).
+inline const Tol kF16Op{1e-3, 1e-6};
+inline const Tol kBF16Op{8e-3, 1e-6};
+
+// The float32 program that eager PyTorch runs for a trace with float16/bfloat16 tensors: each half tensor a
+// float32 one holding the same values, and each value an operator produces in a half type rounded to it (a
+// to_dtype there and back) as eager PyTorch stores every result, ATen's CPU kernels computing half ops in float
+// and rounding once. LibTorch 1.13's CPU kernels lack most float16 ops, so this is the reference the half-type
+// samples compare with: a fused loop that keeps intermediates in float agrees with it to a few units in the last
+// place (the tolerances the samples state).
+inline Trace half_rounded_reference(const Trace& t) {
+  if (!t.constants().empty()) throw std::runtime_error("half_rounded_reference: traces with constants are not supported");
+  Trace r;
+  std::map<ValueId, ValueId> map;
+  for (ValueId v : t.inputs()) {
+    TensorType ty = t.type(v);
+    if (is_half(ty.dtype)) ty.dtype = DType::Float32;
+    map[v] = r.add_input(t.value(v).source_name, ty);
+  }
+  for (const BoundSymbol& s : t.symbols()) {
+    std::vector<Operand> ins = s.inputs;
+    for (Operand& in : ins)
+      if (in.is_tensor()) in.value = map.at(in.value);
+    Attrs attrs = s.attrs;  // a half dtype asked of an operator (sum(dtype=float16)) becomes float32, rounded below
+    for (const auto& [name, value] : s.attrs.items())
+      if (const DType* d = std::get_if<DType>(&value); d && is_half(*d)) attrs.set(name, DType::Float32);
+    std::vector<ValueId> outs = r.emit(*s.op, ins, attrs);
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      const DType want = t.type(s.outputs[i]).dtype;
+      ValueId o = outs[i];
+      if (is_half(want)) {
+        if (r.type(o).dtype != want) o = r.emit1(op("to_dtype"), {T(o)}, {{"dtype", want}});
+        o = r.emit1(op("to_dtype"), {T(o)}, {{"dtype", DType::Float32}});
+      }
+      map[s.outputs[i]] = o;
+    }
+  }
+  std::vector<ValueId> outputs;
+  for (ValueId v : t.outputs()) outputs.push_back(map.at(v));
+  r.set_outputs(outputs);
+  return r;
+}
+
+// `in` (inputs of `reference`) as inputs of `trace`: where trace takes a half type and the reference float32,
+// the value is rounded to the half type, in `in` too, so that both programs see the same numbers.
+inline std::vector<HostTensor> inputs_for(const Trace& trace, std::vector<HostTensor>& in) {
+  std::vector<HostTensor> out;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const DType d = trace.type(trace.inputs()[i]).dtype;
+    if (!is_half(d) || !dtype_equal(in[i].dtype(), dtype_of<float>())) {
+      out.push_back(in[i]);
+      continue;
+    }
+    HostTensor h(dl(d), in[i].shape());
+    float* f = static_cast<float*>(in[i].raw());
+    for (std::size_t e = 0; e < h.numel(); ++e) {
+      set_half(h, e, f[e]);
+      f[e] = half_element(h, e);
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+// A float16/bfloat16 output as the float32 tensor of its values (to compare with the float32 reference).
+inline HostTensor widened(const HostTensor& h) {
+  if (h.dtype().code != kDLBfloat && !(h.dtype().code == kDLFloat && h.dtype().bits == 16)) return h;
+  HostTensor f(dtype_of<float>(), h.shape());
+  for (std::size_t e = 0; e < h.numel(); ++e) static_cast<float*>(f.raw())[e] = half_element(h, e);
+  return f;
+}
 
 #ifdef THUNDERC_CONFORMANCE_NVFUSER
 // The CUDA executors check_against_torch compiles with: nvfuser alone unless a test widens it (to the library
@@ -216,8 +308,14 @@ inline void check_variant_against_torch(const Trace& reference, const Trace& tra
 #endif
   for (unsigned seed : {1u, 2u}) {
     auto in = random_inputs(reference, seed, positive, opts.nan_p);
+    auto fast_in = inputs_for(trace, in);
     auto want = mref.run(in);
-    auto got = mfast.run(in);
+    auto got = mfast.run(fast_in);
+    for (std::size_t o = 0; o < got.size() && o < want.size(); ++o) {
+      if (dtype_equal(want[o].dtype(), got[o].dtype())) continue;
+      CHECK(dtype_equal(got[o].dtype(), dl(trace.type(trace.outputs()[o]).dtype)));
+      got[o] = widened(got[o]);
+    }
     Mismatch m = compare(got, want, tol.rtol, tol.atol);
     INFO(name << ": output " << m.output << " element " << m.index << ": " << executor << " " << m.got << ", torch "
               << m.want);
@@ -230,6 +328,13 @@ inline void check_variant_against_torch(const Trace& reference, const Trace& tra
 inline void check_against_torch(const Trace& trace, const std::string& name, bool positive = false, Tol tol = {},
                                 std::size_t min_cpp = 1, InputOpts opts = {}) {
   check_variant_against_torch(trace, trace, name, positive, tol, min_cpp, opts);
+}
+
+// check_against_torch for a trace with float16/bfloat16 tensors: against half_rounded_reference(trace), run by
+// the torch executor in float32.
+inline void check_half_against_torch(const Trace& trace, const std::string& name, bool positive, Tol tol,
+                                     std::size_t min_cpp = 1, InputOpts opts = {}) {
+  check_variant_against_torch(half_rounded_reference(trace), trace, name, positive, tol, min_cpp, opts);
 }
 
 }  // namespace cpptest

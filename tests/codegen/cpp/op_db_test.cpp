@@ -383,6 +383,88 @@ Samples embedding_bag_samples() {
   return out;
 }
 
+// float16 and bfloat16 (computed in float, rounded where stored) for every operator of the database and those
+// of the older suite, against half_rounded_reference: one operator per output, so within one unit in the last
+// place (kF16Op / kBF16Op); sorts, gathers and scatters move values, which must match exactly. Inputs are half
+// tensors themselves (a half chain before the operator would round differently from the reference).
+Samples half_samples() {
+  Samples out;
+  for (DType d : {DType::Float16, DType::BFloat16}) {
+    const std::string tag = dtype_short_name(d);
+    const Tol tol = d == DType::Float16 ? kF16Op : kBF16Op;
+    {
+      Sample s{"reduce_scan_" + tag, {}, {}, tol, {0.05}};
+      ValueId x = s.in("x", ty(d, {5, 7}));
+      s.out(s.op1("prod", {T(x)}, {{"dim", std::int64_t{1}}}));
+      s.out(s.op1("prod", {T(x)}, {{"dim", std::int64_t{0}}, {"dtype", DType::Float32}}));
+      s.out(s.op1("cumsum", {T(x)}, {{"dim", std::int64_t{1}}}));
+      s.out(s.op1("cumsum", {T(x)}, {{"dim", std::int64_t{0}}, {"dtype", DType::Float64}}));
+      s.out(s.op1("cumsum", {T(s.in("n", ty(DType::Int32, {4, 6})))}, {{"dim", std::int64_t{1}}, {"dtype", d}}));
+      for (const char* name : {"argmax", "argmin"}) {  // NaN wins; ties (frequent in 16 bits) go to the first
+        s.out(s.op1(name, {T(x)}, {{"dim", std::int64_t{1}}}));
+        s.out(s.op1(name, {T(x)}, {{"dim", std::int64_t{0}}, {"keepdim", true}}));
+      }
+      out.push_back(std::move(s));
+    }
+    {
+      Sample s{"sort_" + tag, {}, {}, Tol{0, 0}, {0.1}};
+      ValueId x = s.in("x", ty(d, {6, 9}));
+      for (bool desc : {false, true}) {
+        s.out(s.op_all("sort", {T(x)}, {{"dim", std::int64_t{1}}, {"descending", desc}, {"stable", true}}));
+        s.out(s.op_all("sort", {T(x)}, {{"dim", std::int64_t{0}}, {"descending", desc}, {"stable", true}}));
+      }
+      // topk without ties: a permutation of 0..9 per row, exact in both half types
+      ValueId distinct = s.op1("to_dtype", {T(s.permutation("r", {4, 10}, 1))}, {{"dtype", d}});
+      s.out(s.op_all("topk", {T(distinct)}, {{"k", std::int64_t{3}}}));
+      s.out(s.op_all("topk", {T(distinct)}, {{"k", std::int64_t{4}}, {"largest", false}}));
+      out.push_back(std::move(s));
+    }
+    {
+      Sample s{"gather_scatter_" + tag, {}, {}, Tol{0, 0}};
+      ValueId x = s.in("x", ty(d, {5, 10})), src = s.in("src", ty(d, {5, 6}));  // indices are in [0, 10)
+      ValueId i4 = s.in("i4", ty(DType::Int64, {4})), i54 = s.in("i54", ty(DType::Int64, {5, 4}));
+      ValueId rows = s.slice(s.permutation("r", {5, 10}, 1), 1, 0, 4);  // [5, 4], no repeats in a row
+      s.out(s.op1("index_select", {T(x), T(i4)}, {{"dim", std::int64_t{1}}}));
+      s.out(s.op1("gather", {T(x), T(i54)}, {{"dim", std::int64_t{1}}}));
+      s.out(s.op1("embedding", {T(s.in("table", ty(d, {10, 6}))), T(s.in("ids", ty(DType::Int64, {2, 5})))}));
+      s.out(s.op1("diagonal", {T(x)}, {{"offset", std::int64_t{1}}, {"dim1", std::int64_t{0}}, {"dim2", std::int64_t{1}}}));
+      s.out(s.op1("scatter", {T(x), T(rows), T(src)}, {{"dim", std::int64_t{1}}}));
+      s.out(s.op1("scatter", {T(x), T(rows), N(2.5)}, {{"dim", std::int64_t{1}}}));
+      s.out(s.op1("index", {T(x), T(i4)}, {{"dims", IntList{1}}}));
+      ValueId unique = s.slice(s.permutation("u", {5}, 0), 0, 0, 3);
+      s.out(s.op1("index_put", {T(x), T(s.in("v", ty(d, {3, 10}))), T(unique)}, {{"dims", IntList{0}}, {"accumulate", false}}));
+      s.out(s.op1("masked_scatter", {T(x), T(s.in("m", b8({5, 10}))), T(s.in("ms", ty(d, {5, 10})))}));
+      out.push_back(std::move(s));
+    }
+    {
+      Sample s{"sampling_" + tag, {}, {}, tol};
+      ValueId img = s.in("img", ty(d, {2, 3, 5, 6})), vol = s.in("vol", ty(d, {2, 3, 5, 6, 7}));
+      s.out(s.op1("upsample_bilinear2d", {T(img)}, {{"output_size", IntList{10, 12}}, {"align_corners", false},
+                                                   {"scale_h", 2.0}, {"scale_w", 2.0}}));
+      s.out(s.op1("upsample_bilinear2d", {T(img)}, {{"output_size", IntList{7, 5}}, {"align_corners", true},
+                                                   {"scale_h", None{}}, {"scale_w", None{}}}));
+      ValueId grid = s.in("grid", ty(d, {2, 4, 7, 2}));  // normal positions: some outside [-1, 1]
+      for (std::int64_t mode : {0, 1})
+        for (std::int64_t padding : {0, 1, 2})
+          s.out(s.op1("grid_sampler_2d", {T(img), T(grid)},
+                      {{"interpolation_mode", mode}, {"padding_mode", padding}, {"align_corners", mode == 1}}));
+      s.out(s.op1("max_pool3d", {T(vol)}, {{"kernel_size", IntList{3}}, {"stride", IntList{2}}, {"padding", IntList{1}},
+                                           {"dilation", IntList{1}}, {"ceil_mode", false}}));
+      s.out(s.op1("avg_pool3d", {T(vol)}, {{"kernel_size", IntList{3}}, {"stride", IntList{2}}, {"padding", IntList{1}},
+                                           {"ceil_mode", false}, {"count_include_pad", true}, {"divisor_override", None{}}}));
+      s.out(s.op1("adaptive_avg_pool3d", {T(vol)}, {{"output_size", IntList{2, 3, 4}}}));
+      ValueId w = s.in("w", ty(d, {10, 4})), idx = s.in("idx", ty(DType::Int64, {6}));
+      ValueId off = s.op1("mul", {T(s.permutation("o", {3}, 0)), I(2)});  // 0, 2, 4 in some order
+      ValueId sorted_off = s.op_all("sort", {T(off)}, {{"stable", true}})[0];
+      for (std::int64_t mode : {0, 1, 2})
+        s.out(s.op1("embedding_bag", {T(w), T(idx), T(sorted_off), Operand::none()},
+                    {{"mode", mode}, {"include_last_offset", false}, {"padding_idx", None{}}}));
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
 const std::map<std::string, std::function<Samples()>>& op_db() {
   static const std::map<std::string, std::function<Samples()>> db = {
       {"prod", prod_samples},       {"sort", sort_samples},         {"topk", topk_samples},
@@ -390,7 +472,7 @@ const std::map<std::string, std::function<Samples()>>& op_db() {
       {"index", index_samples},     {"index_put", index_samples},   {"upsample_bilinear2d", upsample_samples},
       {"max_pool3d", pool3d_samples}, {"avg_pool3d", pool3d_samples}, {"adaptive_avg_pool3d", pool3d_samples},
       {"grid_sampler_2d", grid_sampler_samples}, {"embedding_bag", embedding_bag_samples},
-      {"masked_scatter", masked_scatter_samples},
+      {"masked_scatter", masked_scatter_samples}, {"half", half_samples},
   };
   return db;
 }
@@ -402,12 +484,17 @@ void run_samples(const std::string& op_name) {
     s.t.set_outputs(s.outs);
     std::set<std::string> ops;
     for (const BoundSymbol& sym : s.t.symbols())
-      if (op_db().count(sym.op->name)) ops.insert(sym.op->name);
+      if (op_db().count(sym.op->name) || op_name == "half") ops.insert(sym.op->name);  // half: every op
     Trace c = s.t;
     claim_executors(c, {find_executor("cpp"), find_executor("torch")});
     for (const BoundSymbol& sym : c.symbols())
       if (ops.count(sym.op->name)) CHECK_MESSAGE(sym.executor == "cpp", sym.op->name << " left to " << sym.executor);
-    check_against_torch(s.t, "opdb_" + s.name, false, s.tol, 1, s.opts);
+    bool half = false;
+    for (ValueId v : s.t.inputs()) half |= is_half(s.t.type(v).dtype);
+    for (const BoundSymbol& sym : s.t.symbols())
+      for (ValueId o : sym.outputs) half |= is_half(s.t.type(o).dtype);
+    if (half) check_half_against_torch(s.t, "opdb_" + s.name, false, s.tol, 1, s.opts);
+    else check_against_torch(s.t, "opdb_" + s.name, false, s.tol, 1, s.opts);
   }
 }
 
@@ -424,6 +511,7 @@ TEST_CASE("op database: max_pool3d, avg_pool3d, adaptive_avg_pool3d") { run_samp
 TEST_CASE("op database: grid_sampler_2d") { run_samples("grid_sampler_2d"); }
 TEST_CASE("op database: embedding_bag") { run_samples("embedding_bag"); }
 TEST_CASE("op database: masked_scatter") { run_samples("masked_scatter"); }
+TEST_CASE("op database: float16 and bfloat16") { run_samples("half"); }
 
 // The database grows with the catalog: every operator with code of its own that cpp implements (the Indexing
 // category, and what it runs alone) has samples here, or is one of those the older suite (conformance_test.cpp)

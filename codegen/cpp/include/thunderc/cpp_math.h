@@ -94,6 +94,43 @@ struct thunderc_bf16 {
   }
 };
 static inline float thunderc_round_bf16(float x) { return thunderc_bf16(x); }
+
+/* float16 storage: 16 bits in memory, float in arithmetic, as PyTorch's CPU kernels compute on Half. A float
+ * assigned to one rounds to nearest even (to a subnormal or zero below 2^-14, to inf at 65520 and above) and NaN
+ * becomes the quiet NaN 0x7e00 with its sign: the same bits as core/ir/half.h's float_to_f16. Every case is
+ * computed and one selected, so loops over it vectorize on any x86-64 level (no F16C needed). */
+struct thunderc_f16 {
+  uint16_t bits;
+  thunderc_f16() = default;
+  thunderc_f16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    /* Normal halves: move the exponent bias from 127 to 15, then round the 13 dropped mantissa bits. */
+    const uint32_t r = a - 0x38000000u;
+    const uint32_t normal = (r + 0xfffu + ((r >> 13) & 1u)) >> 13;
+    /* Below 2^-14 the halves are the multiples of 2^-24; adding 0.5f makes the FPU round |f| to one (the float
+     * ulp at 0.5 is 2^-24), and the bits above 0.5f's count those units (0x400 when it rounds up to 2^-14). */
+    float fa;
+    memcpy(&fa, &a, sizeof fa);
+    const float shifted = fa + 0.5f;
+    uint32_t s;
+    memcpy(&s, &shifted, sizeof s);
+    const uint32_t subnormal = s - 0x3f000000u;
+    const uint32_t mag = a > 0x7f800000u ? 0x7e00u : a >= 0x47800000u ? 0x7c00u : a < 0x38800000u ? subnormal : normal;
+    bits = (uint16_t)(sign | mag);
+  }
+  operator float() const {
+    const uint32_t sign = (uint32_t)(bits & 0x8000u) << 16, exp = (bits >> 10) & 0x1fu, mant = bits & 0x3ffu;
+    const uint32_t normal = sign | ((exp + 112u) << 23) | (mant << 13), special = sign | 0x7f800000u | (mant << 13);
+    const uint32_t u = exp == 0x1fu ? special : normal;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    const float sub = (float)mant * (1.0f / 16777216.0f); /* mant * 2^-24, exact */
+    return exp == 0 ? (sign ? -sub : sub) : f;
+  }
+};
+static inline float thunderc_round_f16(float x) { return thunderc_f16(x); }
 #endif
 
 #endif /* THUNDERC_CPP_MATH_H_ */
