@@ -7,7 +7,11 @@
 
 namespace thunderc {
 
-bool shares_input_buffer(const BoundSymbol& sym) { return sym.op->name == "reshape"; }
+// reshape, and the two views between a complex tensor and its pairs: the same bytes under another type.
+bool shares_input_buffer(const BoundSymbol& sym) {
+  const std::string& name = sym.op->name;
+  return name == "reshape" || name == "view_as_real" || name == "view_as_complex";
+}
 
 namespace {
 std::size_t align_up(std::size_t n) { return (n + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }

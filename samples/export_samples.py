@@ -246,6 +246,22 @@ class CoreOps(nn.Module):
                 torch.log1p(x.abs()))
 
 
+class Spectral(nn.Module):
+    """torch.fft as torch.export writes it (_fft_r2c, _fft_c2r, _fft_c2c) with complex arithmetic around it: a
+    filter in the frequency domain, magnitudes, a 2-D transform and back, the real part through view_as_real."""
+
+    def __init__(self):
+        super().__init__()
+        self.filter = nn.Parameter(torch.rand(9))
+
+    def forward(self, x):  # x: [4, 16]
+        X = torch.fft.rfft(x)
+        y = torch.fft.irfft(X * self.filter, n=16)
+        f = torch.fft.fft2(x, norm="ortho")
+        g = torch.fft.ifft2(f * 0.5 - f / (f.abs() + 1.0), norm="ortho").real
+        return y + g + X.abs().mean(-1, keepdim=True) + torch.fft.fft(x).imag
+
+
 class Sampling(nn.Module):
     """3-D pooling, grid sampling and embedding bags as torch.export writes them: max_pool3d_with_indices,
     avg_pool3d, _adaptive_avg_pool3d, grid_sampler_2d (bilinear with reflection, nearest with border),
@@ -468,6 +484,10 @@ def main():
 
     torch.manual_seed(9)
     export_one("positions", Positions(), torch.randn(4, 8))
+
+    torch.manual_seed(15)
+    export_one("spectral", Spectral(), torch.randn(4, 16))
+    export_one("spectral_decomposed", Spectral(), torch.randn(4, 16), decompose=True)
 
     torch.manual_seed(10)
     export_one("sampling", Sampling(), torch.randn(2, 3, 5, 6, 6))

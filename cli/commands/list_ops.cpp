@@ -98,6 +98,17 @@ std::string markdown_text(const OpCoverage& c) {
     os << "| `" << op.name << "` | " << op.category << " | " << executors_text(op) << " | " << join(op.aten) << " |\n";
   os << "\nImported without an operator of their own:\n\n| ATen operator | why |\n|---|---|\n";
   for (const auto& w : c.without_op) os << "| " << w.aten << " | " << w.why << " |\n";
+  os << "\n## Complex tensors\n\n"
+     << "complex64 and complex128 tensors (stored as interleaved float32 / float64 pairs, DLPack kDLComplex at the "
+        "runtime) reach only the operators that take them directly: `fft_r2c`, `fft_c2r`, `fft_c2c`, "
+        "`view_as_real` and `view_as_complex`. The frontends lower the rest of complex arithmetic to real "
+        "operators on the pairs (core/frontend/complex_ops.h): add, sub, mul, div (Smith's division, as c10), "
+        "neg, abs (`hypot`), real, imag, angle, conj, conversions between real and complex dtypes, and data "
+        "movement (reshape, permute, expand, repeat, flip, slice, select, cat, zero padding). Any other "
+        "operator of a complex tensor (sum, exp, matmul, ...) is refused at import with its name. "
+        "torch.fft's functions (fft, ifft, rfft, irfft, hfft, ihfft and their 2-D / n-D forms, with n / s and "
+        "norm) become the three primitives after zero padding or trimming, as ATen computes them; the `cpp` "
+        "executor runs them with its own FFT (radix-2, Bluestein for other lengths, in double).\n";
   os << "\nCore ATen overloads (torch " << c.core_aten_torch << ", `scripts/core_aten_ops.py`) and what the .pt2 "
      << "frontend imports each as:\n\n| overload | imported as |\n|---|---|\n";
   for (const auto& a : c.core_aten)

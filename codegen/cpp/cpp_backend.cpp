@@ -3,6 +3,7 @@
 #include "codegen/cpp/attention.h"
 #include "codegen/cpp/embedding.h"
 #include "codegen/cpp/indexing.h"
+#include "codegen/cpp/spectral.h"
 #include "codegen/loops/region_lowering.h"
 #include "codegen/resources.h"
 
@@ -269,7 +270,7 @@ class CppRegion : public RegionLowering {
 
 LinkInputs CppBackend::link_inputs() const {
   LinkInputs in;
-  in.includes = {"algorithm", "cmath", "cstdio", "cstring", "limits", "vector", "omp.h", "thunderc/cpp_math.h"};
+  in.includes = {"algorithm", "cmath", "cstdio", "cstring", "limits", "vector", "omp.h", "thunderc/cpp_math.h", "thunderc/fft.h"};
   in.include_dirs = {resource_paths().cpp_include};
   // -fno-trapping-math lets GCC if-convert comparisons (relu, clamp, the math helpers) so loops vectorize;
   // it changes no result, it only assumes no floating-point trap handler is watching.
@@ -289,6 +290,7 @@ void CppBackend::emit_variant_prologue(SourceWriter& out) const {
 void CppBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
   if (sym.op->category == OpCategory::Attention) return emit_cpp_attention(ctx, sym, out);  // never in a region
   if (is_cpp_indexing_op(sym.op->name)) return emit_cpp_indexing(ctx, sym, out);          // never in a region
+  if (sym.op->category == OpCategory::Spectral) return emit_cpp_spectral(ctx, sym, out);   // never in a region
   BoundSymbol region = as_region(sym);
   CppRegion e(ctx.trace(), region, &ctx);
   e.run();
@@ -296,7 +298,9 @@ void CppBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, Sou
 }
 
 std::size_t CppBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {
-  if (sym.op->category == OpCategory::Attention || is_cpp_indexing_op(sym.op->name)) return 0;  // no scratch
+  if (sym.op->category == OpCategory::Attention || sym.op->category == OpCategory::Spectral ||
+      is_cpp_indexing_op(sym.op->name))
+    return 0;  // no scratch
   BoundSymbol region = as_region(sym);
   CppRegion e(trace, region, nullptr);
   e.run();

@@ -596,6 +596,7 @@ class RegionLowering {
       return "static_cast<" + T + ">(" + q + " - (" + inexact_negative + " ? 1 : 0))";
     }
     if (op == "atan2") return "std::atan2(" + x + ", " + a[1] + ")";
+    if (op == "hypot") return "std::hypot(" + x + ", " + a[1] + ")";
     if (op == "fmod") return "std::fmod(" + x + ", " + a[1] + ")";
     if (op == "remainder") {  // fmod, moved into the sign of the divisor, as ATen
       const std::string m = "std::fmod(" + x + ", " + a[1] + ")";

@@ -705,6 +705,7 @@ THUNDERC_UNARY(nearbyint, ::rintf, ::rint)
   __device__ __forceinline__ double name(double a, double b) { return d(a, b); }
 THUNDERC_BINARY(pow, ::powf, ::pow)
 THUNDERC_BINARY(atan2, ::atan2f, ::atan2)
+THUNDERC_BINARY(hypot, ::hypotf, ::hypot)
 THUNDERC_BINARY(fmod, ::fmodf, ::fmod)
 #undef THUNDERC_BINARY
 __device__ __forceinline__ bool isnan(float x) { return x != x; }

@@ -128,6 +128,14 @@ bool cpu_sampling(const Trace& t, const BoundSymbol& s) {
   return is_floating(d);
 }
 
+// FFTs and the complex views on the CPU (codegen/cpp/spectral.cpp): the meta functions already hold them to
+// float32/float64 and complex64/complex128, so only the device is left to check.
+bool cpu_spectral(const Trace& t, const BoundSymbol& s) {
+  for (const Operand& in : s.inputs)
+    if (in.is_tensor() && t.type(in.value).device.kind != DeviceKind::CPU) return false;
+  return t.type(s.outputs[0]).device.kind == DeviceKind::CPU;
+}
+
 template <DeviceKind K>
 bool all_floating(const Trace& t, const BoundSymbol& s) {
   if (!on_device<K>(t, s)) return false;
@@ -287,7 +295,7 @@ template <DeviceKind K>
 void register_loop_impls(Executor& cpp) {
   for (const char* name : {"relu", "neg", "abs", "gelu", "silu", "hardswish", "hardsigmoid", "hardtanh", "leaky_relu",
                            "elu", "clamp", "add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2", "fmod",
-                           "remainder"})
+                           "remainder", "hypot"})
     cpp.register_impl(name, arithmetic<K>);
   for (const char* name : {"exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "erf", "sigmoid", "tanh", "tan",
                            "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log1p", "log2",
@@ -465,6 +473,8 @@ void register_cpp_impls(Executor& cpp) {
     cpp.run_alone(name);
   }
   cpp.register_impl("embedding_bag", cpu_sampling);
+  for (const char* name : {"fft_r2c", "fft_c2r", "fft_c2c", "view_as_real", "view_as_complex"})
+    cpp.register_impl(name, cpu_spectral);
 }
 
 void register_nvfuser_impls(Executor& nvfuser) {

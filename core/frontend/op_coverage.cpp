@@ -105,6 +105,32 @@ const std::map<std::string, std::string>& aten_aliases() {
       {"as_strided", "index_select"},  // a gather by an index map
       {"col2im", "scatter_reduce"},    // a scatter-add by an index map
       {"_native_batch_norm_legit", "var"},  // batch statistics (mean, var), then the affine map
+      // torch.fft as ATen's primitives (zero padding or trimming first where n / s ask for it); the parts of
+      // a complex tensor through its interleaved pairs.
+      {"_fft_r2c", "fft_r2c"},
+      {"_fft_c2r", "fft_c2r"},
+      {"_fft_c2c", "fft_c2c"},
+      {"fft_rfft", "fft_r2c"},
+      {"fft_rfft2", "fft_r2c"},
+      {"fft_rfftn", "fft_r2c"},
+      {"fft_ihfft", "fft_r2c"},  // then conjugated
+      {"fft_irfft", "fft_c2r"},
+      {"fft_irfft2", "fft_c2r"},
+      {"fft_irfftn", "fft_c2r"},
+      {"fft_hfft", "fft_c2r"},  // of the conjugate
+      {"fft_fft", "fft_c2c"},   // fft_r2c (two-sided) of a real tensor
+      {"fft_fft2", "fft_c2c"},
+      {"fft_fftn", "fft_c2c"},
+      {"fft_ifft", "fft_c2c"},
+      {"fft_ifft2", "fft_c2c"},
+      {"fft_ifftn", "fft_c2c"},
+      {"real", "view_as_real"},  // then select
+      {"imag", "view_as_real"},
+      {"angle", "atan2"},
+      {"conj", "view_as_complex"},  // (re, -im) paired again
+      {"conj_physical", "view_as_complex"},
+      {"_conj", "view_as_complex"},
+      {"_conj_physical", "view_as_complex"},
       // PyTorch's fused transformer kernels, written back as the ops they compute.
       {"_native_multi_head_attention", "linear"},
       {"_transformer_encoder_layer_fwd", "linear"},
@@ -116,6 +142,8 @@ const std::map<std::string, std::string>& aten_aliases() {
 const std::map<std::string, std::string>& aten_without_op() {
   static const std::map<std::string, std::string> table = {
       {"alias", "an identity"},
+      {"resolve_conj", "an identity (conjugation is never lazy here)"},
+      {"resolve_neg", "an identity (negation is never lazy here)"},
       {"clone", "an identity (values are never mutated in place)"},
       {"contiguous", "an identity (layouts are the compiler's)"},
       {"detach", "an identity (inference)"},

@@ -276,6 +276,8 @@ std::optional<DType> pt2_dtype(int t) {
     case 6: return DType::Float16;
     case 7: return DType::Float32;
     case 8: return DType::Float64;
+    case 10: return DType::Complex64;
+    case 11: return DType::Complex128;
     case 12: return DType::Bool;
     case 13: return DType::BFloat16;
     default: return std::nullopt;

@@ -13,7 +13,9 @@
 #include <unordered_map>
 
 #include "core/frontend/advanced_indexing.h"
+#include "core/frontend/complex_ops.h"
 #include "core/frontend/composite_ops.h"
+#include "core/frontend/fft_ops.h"
 #include "core/frontend/pt2.h"
 #include "core/frontend/same_name_ops.h"
 #include "core/frontend/unsupported_ops.h"
@@ -141,9 +143,15 @@ class Pt2Importer {
   }
 
   ValueId emit(const std::string& op_name, std::vector<Operand> inputs, Attrs attrs = {}) {
+    if (complex_ops::needs_lowering(*this, op(op_name), inputs, attrs))
+      return complex_ops::lower(*this, op(op_name), std::move(inputs), std::move(attrs), [&](const std::string& why) {
+        if (current_) fail(*current_, why);
+        user_error(why);
+      });
     return trace_.emit1(op(op_name), std::move(inputs), std::move(attrs), current_ ? current_->location() : "");
   }
   std::vector<ValueId> emit_all(const std::string& op_name, std::vector<Operand> inputs, Attrs attrs = {}) {
+    if (complex_ops::needs_lowering(*this, op(op_name), inputs, attrs)) return {emit(op_name, std::move(inputs), std::move(attrs))};
     return trace_.emit(op(op_name), std::move(inputs), std::move(attrs), current_ ? current_->location() : "");
   }
   const Trace& trace() const { return trace_; }
@@ -1421,6 +1429,49 @@ void composites(Table& t) {
   });
 }
 
+// ATen's FFT primitives (torch.fft's functions and stft export as these) and the complex views; complex
+// arithmetic on their results is lowered by emit (core/frontend/complex_ops.h).
+void spectral(Table& t) {
+  t.def("_fft_r2c", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("fft_r2c", {Operand::tensor(m.tensor(n, "self"))},
+                  {{"dim", m.ints_arg(n, "dim")}, {"normalization", m.int_arg(n, "normalization")}, {"onesided", m.bool_arg(n, "onesided")}});
+  });
+  t.def("_fft_c2r", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("fft_c2r", {Operand::tensor(m.tensor(n, "self"))},
+                  {{"dim", m.ints_arg(n, "dim")}, {"normalization", m.int_arg(n, "normalization")},
+                   {"last_dim_size", m.int_arg(n, "last_dim_size")}});
+  });
+  t.def("_fft_c2c", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
+    return m.emit("fft_c2c", {Operand::tensor(m.tensor(n, "self"))},
+                  {{"dim", m.ints_arg(n, "dim")}, {"normalization", m.int_arg(n, "normalization")}, {"forward", m.bool_arg(n, "forward")}});
+  });
+  for (const char* name : {"view_as_real", "view_as_complex"}) {
+    std::string op_name = name;
+    t.def(name, {"default"}, [op_name](Pt2Importer& m, const Pt2Node& n) {
+      return m.emit(op_name, {Operand::tensor(m.tensor(n, "self"))});
+    });
+  }
+  // torch.fft's functions as an export without run_decompositions() writes them (core/frontend/fft_ops.h).
+  auto failing = [](Pt2Importer& m, const Pt2Node& n) { return [&m, &n](const std::string& why) { m.fail(n, why); }; };
+  for (const fft_ops::Function& f : fft_ops::functions()) {
+    t.def(f.name, {"default"}, [f, failing](Pt2Importer& m, const Pt2Node& n) {
+      fft_ops::Args a;
+      const char* size_arg = f.many_dims ? "s" : "n";
+      if (m.has(n, size_arg)) a.sizes = f.many_dims ? m.ints_arg(n, "s") : IntList{m.int_arg(n, "n")};
+      if (m.has(n, "dim")) a.dims = f.many_dims ? m.ints_arg(n, "dim") : IntList{m.int_arg(n, "dim")};
+      a.norm = m.string_arg(n, "norm", "backward");
+      return fft_ops::transform(m, f, m.tensor(n, "self"), a, failing(m, n));
+    });
+  }
+  t.def("real", {"default"}, [failing](Pt2Importer& m, const Pt2Node& n) { return fft_ops::part(m, m.tensor(n, "self"), 0, failing(m, n)); });
+  t.def("imag", {"default"}, [failing](Pt2Importer& m, const Pt2Node& n) { return fft_ops::part(m, m.tensor(n, "self"), 1, failing(m, n)); });
+  t.def("angle", {"default"}, [failing](Pt2Importer& m, const Pt2Node& n) { return fft_ops::angle(m, m.tensor(n, "self"), failing(m, n)); });
+  for (const char* name : {"conj", "conj_physical", "_conj", "_conj_physical"})
+    t.def(name, {"default"}, [](Pt2Importer& m, const Pt2Node& n) { return fft_ops::conj(m, m.tensor(n, "self")); });
+  for (const char* name : {"resolve_conj", "resolve_neg"})
+    t.def(name, {"default"}, [](Pt2Importer& m, const Pt2Node& n) { return m.tensor(n, "self"); });
+}
+
 const std::map<std::string, Pt2Handler>& pt2_handlers() {
   static const std::map<std::string, Pt2Handler> handlers = [] {
     Table t;
@@ -1429,6 +1480,7 @@ const std::map<std::string, Pt2Handler>& pt2_handlers() {
     shapes(t);
     nn(t);
     composites(t);
+    spectral(t);
     // In-place variants of the elementwise ops (relu_, add_.Tensor, hardtanh_, ...): the same result, which then
     // replaces `self`.
     static const std::set<std::string> inplace = [] {

@@ -15,6 +15,6 @@ inline constexpr const char* kSameNameUnaryOps[] = {
 // op(self, other): tensors or numbers on either side.
 inline constexpr const char* kSameNameBinaryOps[] = {
     "mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
-    "atan2", "fmod", "remainder"};
+    "atan2", "fmod", "remainder", "hypot"};
 
 }  // namespace thunderc

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/frontend/complex_ops.h"
 #include "core/frontend/torchscript_importer.h"
 #include "core/ir/error.h"
 
@@ -42,6 +43,8 @@ DType dtype_from_torch(c10::ScalarType t, const std::string& context) {
     case c10::ScalarType::BFloat16: return DType::BFloat16;
     case c10::ScalarType::Float: return DType::Float32;
     case c10::ScalarType::Double: return DType::Float64;
+    case c10::ScalarType::ComplexFloat: return DType::Complex64;
+    case c10::ScalarType::ComplexDouble: return DType::Complex128;
     default: user_error(context, ": dtype ", c10::toString(t), " is not supported by thunderc");
   }
 }
@@ -58,6 +61,8 @@ c10::ScalarType dtype_to_torch(DType t) {
     case DType::BFloat16: return c10::ScalarType::BFloat16;
     case DType::Float32: return c10::ScalarType::Float;
     case DType::Float64: return c10::ScalarType::Double;
+    case DType::Complex64: return c10::ScalarType::ComplexFloat;
+    case DType::Complex128: return c10::ScalarType::ComplexDouble;
   }
   internal_error("unknown dtype");
 }
@@ -263,10 +268,16 @@ std::vector<std::optional<ValueId>> Importer::optional_tensors_arg(const Node* n
 }
 
 std::vector<ValueId> Importer::emit_all(const std::string& op_name, std::vector<Operand> inputs, Attrs attrs) {
+  if (complex_ops::needs_lowering(*this, op(op_name), inputs, attrs)) return {emit(op_name, std::move(inputs), std::move(attrs))};
   return trace_.emit(op(op_name), std::move(inputs), std::move(attrs), current_ ? location(current_) : "");
 }
 
 ValueId Importer::emit(const std::string& op_name, std::vector<Operand> inputs, Attrs attrs) {
+  if (complex_ops::needs_lowering(*this, op(op_name), inputs, attrs))
+    return complex_ops::lower(*this, op(op_name), std::move(inputs), std::move(attrs), [&](const std::string& why) {
+      if (current_) fail(current_, why);
+      user_error(why);
+    });
   ValueId out = trace_.emit1(op(op_name), std::move(inputs), std::move(attrs), current_ ? location(current_) : "");
   record_view(trace_.symbols().back());
   return out;

@@ -9,6 +9,7 @@
 
 #include "core/frontend/advanced_indexing.h"
 #include "core/frontend/composite_ops.h"
+#include "core/frontend/fft_ops.h"
 #include "core/frontend/same_name_ops.h"
 #include "core/frontend/torchscript_importer.h"
 #include "core/ir/error.h"
@@ -1010,6 +1011,45 @@ void composite_ops(Table& t) {
   }, false);
 }
 
+// torch.fft's functions as ATen's three primitives, and the parts of complex tensors (core/frontend/fft_ops.h).
+// Complex arithmetic around them is lowered by the importer (core/frontend/complex_ops.h).
+void spectral_ops(Table& t) {
+  auto failing = [](Importer& m, const Node* n) { return [&m, n](const std::string& why) { m.fail(n, why); }; };
+  for (const fft_ops::Function& f : fft_ops::functions()) {
+    t.def(f.name, [f, failing](Importer& m, const Node* n) {
+      fft_ops::Args a;
+      const char* size_arg = f.many_dims ? "s" : "n";
+      if (has_arg(m, n, size_arg))
+        a.sizes = f.many_dims ? m.ints_arg(n, need_arg(n, "s")) : IntList{m.int_arg(n, need_arg(n, "n"))};
+      if (has_arg(m, n, "dim"))
+        a.dims = f.many_dims ? m.ints_arg(n, need_arg(n, "dim")) : IntList{m.int_arg(n, need_arg(n, "dim"))};
+      if (has_arg(m, n, "norm")) a.norm = m.string_arg(n, need_arg(n, "norm"));
+      return fft_ops::transform(m, f, m.tensor(n, 0), a, failing(m, n));
+    }, false);
+  }
+  for (const char* name : {"_fft_r2c", "_fft_c2r", "_fft_c2c"}) {
+    std::string op_name = std::string("fft_") + (name + 5);
+    t.def(name, [op_name](Importer& m, const Node* n) {
+      Attrs a = {{"dim", m.ints_arg(n, 1)}, {"normalization", m.int_arg(n, 2)}};
+      if (op_name == "fft_r2c") a.set("onesided", m.bool_arg(n, 3));
+      if (op_name == "fft_c2r") a.set("last_dim_size", m.int_arg(n, 3));
+      if (op_name == "fft_c2c") a.set("forward", m.bool_arg(n, 3));
+      return m.emit(op_name, {Operand::tensor(m.tensor(n, 0))}, a);
+    }, false);
+  }
+  for (const char* name : {"view_as_real", "view_as_complex"}) {
+    std::string op_name = name;
+    t.def(name, [op_name](Importer& m, const Node* n) { return m.emit(op_name, {Operand::tensor(m.tensor(n, 0))}); }, false);
+  }
+  t.def("real", [failing](Importer& m, const Node* n) { return fft_ops::part(m, m.tensor(n, 0), 0, failing(m, n)); }, false);
+  t.def("imag", [failing](Importer& m, const Node* n) { return fft_ops::part(m, m.tensor(n, 0), 1, failing(m, n)); }, false);
+  t.def("angle", [failing](Importer& m, const Node* n) { return fft_ops::angle(m, m.tensor(n, 0), failing(m, n)); }, false);
+  for (const char* name : {"conj", "conj_physical", "_conj", "_conj_physical"})
+    t.def(name, [](Importer& m, const Node* n) { return fft_ops::conj(m, m.tensor(n, 0)); }, false);
+  for (const char* name : {"resolve_conj", "resolve_neg"})
+    t.def(name, [](Importer& m, const Node* n) { return m.tensor(n, 0); }, false);
+}
+
 }  // namespace
 
 const std::map<std::string, Handler>& op_handlers() {
@@ -1024,6 +1064,7 @@ const std::map<std::string, Handler>& op_handlers() {
     fused_transformer_ops(t);
     composite_ops(t);
     overwrite_ops(t);
+    spectral_ops(t);
     return t.handlers;
   }();
   return handlers;

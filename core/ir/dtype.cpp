@@ -18,7 +18,7 @@ struct DTypeInfo {
 constexpr DTypeInfo kInfo[kNumDTypes] = {
     {"bool", "b8", 1},     {"uint8", "u8", 1},      {"int8", "i8", 1},      {"int16", "i16", 2},
     {"int32", "i32", 4},   {"int64", "i64", 8},     {"float16", "f16", 2},  {"bfloat16", "bf16", 2},
-    {"float32", "f32", 4}, {"float64", "f64", 8},
+    {"float32", "f32", 4}, {"float64", "f64", 8},     {"complex64", "c64", 8}, {"complex128", "c128", 16},
 };
 const DTypeInfo& info(DType dt) {
   auto i = static_cast<int>(dt);
@@ -39,6 +39,18 @@ bool is_integral(DType dt) {
          dt == DType::Int64;
 }
 bool is_bool(DType dt) { return dt == DType::Bool; }
+bool is_complex(DType dt) { return dt == DType::Complex64 || dt == DType::Complex128; }
+
+DType complex_to_real(DType dt) {
+  if (dt == DType::Complex64) return DType::Float32;
+  if (dt == DType::Complex128) return DType::Float64;
+  internal_error("complex_to_real of ", dtype_name(dt));
+}
+DType real_to_complex(DType dt) {
+  if (dt == DType::Float32) return DType::Complex64;
+  if (dt == DType::Float64) return DType::Complex128;
+  internal_error("real_to_complex of ", dtype_name(dt));
+}
 
 double machine_epsilon(DType dt) {
   switch (dt) {
@@ -60,6 +72,8 @@ std::optional<DType> parse_dtype(std::string_view name) {
   if (name == "long") return DType::Int64;
   if (name == "int") return DType::Int32;
   if (name == "short") return DType::Int16;
+  if (name == "cfloat") return DType::Complex64;
+  if (name == "cdouble") return DType::Complex128;
   return std::nullopt;
 }
 
@@ -68,19 +82,21 @@ DType promote_types(DType a, DType b) {
   // Mirrors c10::promoteTypes for the types thunderc knows.
   constexpr DType b1 = DType::Bool, u1 = DType::UInt8, i1 = DType::Int8, i2 = DType::Int16,
                   i4 = DType::Int32, i8 = DType::Int64, f2 = DType::Float16, bf = DType::BFloat16,
-                  f4 = DType::Float32, f8 = DType::Float64;
+                  f4 = DType::Float32, f8 = DType::Float64, c4 = DType::Complex64, c8 = DType::Complex128;
   static constexpr DType table[kNumDTypes][kNumDTypes] = {
-      /*        b1  u1  i1  i2  i4  i8  f2  bf  f4  f8 */
-      /* b1 */ {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8},
-      /* u1 */ {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8},
-      /* i1 */ {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8},
-      /* i2 */ {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8},
-      /* i4 */ {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8},
-      /* i8 */ {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8},
-      /* f2 */ {f2, f2, f2, f2, f2, f2, f2, f4, f4, f8},
-      /* bf */ {bf, bf, bf, bf, bf, bf, f4, bf, f4, f8},
-      /* f4 */ {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8},
-      /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8},
+      /*        b1  u1  i1  i2  i4  i8  f2  bf  f4  f8  c64 c128 */
+      /* b1 */ {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* u1 */ {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* i1 */ {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* i2 */ {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* i4 */ {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* i8 */ {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8, c4, c8},
+      /* f2 */ {f2, f2, f2, f2, f2, f2, f2, f4, f4, f8, c4, c8},
+      /* bf */ {bf, bf, bf, bf, bf, bf, f4, bf, f4, f8, c4, c8},
+      /* f4 */ {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8, c4, c8},
+      /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, c8, c8},
+      /* c4 */ {c4, c4, c4, c4, c4, c4, c4, c4, c4, c8, c4, c8},
+      /* c8 */ {c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8},
   };
   return table[static_cast<int>(a)][static_cast<int>(b)];
 }
@@ -107,6 +123,8 @@ bool scalar_to_bytes(double v, DType d, unsigned char* dst) {
     case DType::BFloat16: put(float_to_bf16(static_cast<float>(v))); return true;
     case DType::Float32: put(static_cast<float>(v)); return true;
     case DType::Float64: put(v); return true;
+    case DType::Complex64: { const float c[2] = {static_cast<float>(v), 0.0f}; std::memcpy(dst, c, sizeof c); return true; }
+    case DType::Complex128: { const double c[2] = {v, 0.0}; std::memcpy(dst, c, sizeof c); return true; }
   }
   return false;
 }

@@ -24,6 +24,7 @@ enum class OpCategory {
   Pooling,      // max/avg/adaptive pooling
   Indexing,     // embedding, index_select, gather, argmax/argmin, cumsum: code of their own, never in a region
   Attention,    // scaled_dot_product_attention
+  Spectral,     // fft_r2c/c2r/c2c, view_as_real/view_as_complex: complex tensors, code of their own, never in a region
   Fusion,       // a region of other symbols that one executor runs as a unit (see BoundSymbol::subsymbols)
 };
 const char* op_category_name(OpCategory c);
@@ -72,6 +73,9 @@ struct OpDef {
   std::vector<AttrSpec> attrs;
   MetaFn meta;
   std::string doc;  // one line
+  // Takes or makes complex tensors. Every other operator refuses them (Trace::emit), so executors and passes
+  // never meet a complex tensor outside these.
+  bool complex_ok = false;
 };
 
 class OpRegistry {

@@ -112,7 +112,18 @@ std::vector<TensorType> Trace::infer(const Trace& t, const OpDef& op, const std:
     THUNDERC_CHECK(known, op.name, " has no attribute '", name, "'");
   }
   attrs = std::move(full);
-  return op.meta(MetaArgs{op, infos, attrs});
+  if (!op.complex_ok)
+    for (const OperandInfo& in : infos)
+      if (in.kind == OperandKind::Tensor && is_complex(in.tensor->dtype))
+        user_error(op.name, " of a ", dtype_name(in.tensor->dtype), " tensor is not supported: complex tensors reach "
+                   "only the FFTs, view_as_real/view_as_complex and what the frontends lower to real operators (see "
+                   "docs/ops.md, complex tensors)");
+  std::vector<TensorType> out = op.meta(MetaArgs{op, infos, attrs});
+  if (!op.complex_ok)
+    for (const TensorType& o : out)
+      if (is_complex(o.dtype))
+        user_error(op.name, " making a ", dtype_name(o.dtype), " tensor is not supported (see docs/ops.md, complex tensors)");
+  return out;
 }
 
 std::vector<ValueId> Trace::emit(const OpDef& op, std::vector<Operand> inputs, Attrs attrs, std::string source) {

@@ -44,6 +44,7 @@ enum class BinaryDType {
   Compare,      // bool
   Logical,      // bool
   IntToFloat,   // result_type, integers and bool -> float32 (atan2)
+  FloatOnly,    // result_type, which must be floating (hypot: ATen refuses integers)
   Integer,      // result_type, which must be an integer or bool (bitwise_and)
 };
 
@@ -73,6 +74,10 @@ void add_binary(OpRegistry& r, const std::string& name, BinaryDType rule, std::v
              case BinaryDType::Logical: dt = DType::Bool; break;
              case BinaryDType::IntToFloat:
                if (!is_floating(dt)) dt = DType::Float32;
+               break;
+             case BinaryDType::FloatOnly:
+               if (!is_floating(dt))
+                 user_error(m.op.name, ": the operands must be floating point, got ", dtype_name(dt));
                break;
              case BinaryDType::Integer:
                if (is_floating(dt))
@@ -167,6 +172,7 @@ void register_elementwise_ops(OpRegistry& r) {
   add_binary(r, "bitwise_or", B::Integer, {}, "a | b");
   add_binary(r, "bitwise_xor", B::Integer, {}, "a ^ b");
   add_binary(r, "atan2", B::IntToFloat, {}, "atan(a / b) in the quadrant of (b, a)");
+  add_binary(r, "hypot", B::FloatOnly, {}, "sqrt(a^2 + b^2) without overflow or underflow on the way (C's hypot)");
   add_binary(r, "fmod", B::Promote, {}, "a - b * trunc(a / b), the sign of a (C's fmod)");
   add_binary(r, "remainder", B::Promote, {}, "a - b * floor(a / b), the sign of b (Python's %)");
 

@@ -36,8 +36,17 @@ Maybe promote_skip_undefined(Maybe a, Maybe b) {
   return promote_types(*a, *b);
 }
 // c10's combine_categories: a higher-priority operand class wins unless a lower one is of a higher
-// category (bool < integer < floating).
+// category (bool < integer < floating < complex); a floating one meeting a lower complex one keeps its
+// precision (float64 tensor * complex64 number-like 0-dim tensor: complex128).
 Maybe combine_categories(Maybe higher, Maybe lower) {
+  if (higher && is_complex(*higher)) return higher;
+  if (lower && is_complex(*lower)) {
+    if (!higher || !is_floating(*higher)) return lower;
+    if (*higher == DType::Float16 || *higher == DType::BFloat16)
+      user_error("a ", dtype_name(*higher), " tensor with a 0-dim ", dtype_name(*lower),
+                 " tensor makes a 16-bit complex tensor, which thunderc does not support");
+    return real_to_complex(*higher);
+  }
   if (higher && is_floating(*higher)) return higher;
   if ((higher && is_bool(*higher)) || (lower && is_floating(*lower))) return promote_skip_undefined(higher, lower);
   if (higher) return higher;

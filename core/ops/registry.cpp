@@ -14,6 +14,7 @@ const char* op_category_name(OpCategory c) {
     case OpCategory::Pooling: return "pooling";
     case OpCategory::Indexing: return "indexing";
     case OpCategory::Attention: return "attention";
+    case OpCategory::Spectral: return "spectral";
     case OpCategory::Fusion: return "fusion";
   }
   return "?";
@@ -52,6 +53,7 @@ const OpRegistry& op_registry() {
     register_nn_ops(r);
     register_indexing_ops(r);
     register_sampling_ops(r);
+    register_spectral_ops(r);
     register_fusion_op(r);
     return r;
   }();

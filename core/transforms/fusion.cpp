@@ -101,7 +101,7 @@ Trace fuse_regions(const Trace& trace, const std::string& executor) {
   const Executor* ex = find_executor(executor);
   auto is_candidate = [&](const BoundSymbol& s) {
     return s.executor == executor && !s.is_region() && s.op->category != OpCategory::Attention &&
-           s.op->category != OpCategory::Indexing && !(ex && ex->runs_alone(s.op->name));
+           s.op->category != OpCategory::Indexing && s.op->category != OpCategory::Spectral && !(ex && ex->runs_alone(s.op->name));
   };
   if (std::none_of(trace.symbols().begin(), trace.symbols().end(), is_candidate)) {
     Trace same = trace;

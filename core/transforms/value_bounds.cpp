@@ -490,7 +490,7 @@ class Analysis {
 
   R scan_constant(ValueId v) const {
     const Value& val = t_.value(v);
-    if (!val.data) return kUnknown;
+    if (!val.data || is_complex(val.type.dtype)) return kUnknown;  // a complex constant has no real range
     const std::size_t n = static_cast<std::size_t>(val.type.numel());
     if (n == 0) return {0, 0};
     R out{kInf, -kInf};

@@ -83,7 +83,7 @@ class Validator {
     if (!thunderc_dtype_from_name(name->c_str(), &dt))
       error(join(path, "dtype"), "unknown dtype '" + *name +
                                      "' (known: bool, uint8, int8, int16, int32, int64, float16, "
-                                     "bfloat16, float32, float64)");
+                                     "bfloat16, float32, float64, complex64, complex128)");
     return dt;
   }
 

@@ -22,6 +22,7 @@ constexpr DescrEntry kDescrs[] = {
     {'b', 1, {THUNDERC_DL_BOOL, 8, 1}}, {'u', 1, {kDLUInt, 8, 1}},   {'i', 1, {kDLInt, 8, 1}},
     {'i', 2, {kDLInt, 16, 1}},          {'i', 4, {kDLInt, 32, 1}},   {'i', 8, {kDLInt, 64, 1}},
     {'f', 2, {kDLFloat, 16, 1}},        {'f', 4, {kDLFloat, 32, 1}}, {'f', 8, {kDLFloat, 64, 1}},
+    {'c', 8, {kDLComplex, 64, 1}},      {'c', 16, {kDLComplex, 128, 1}},
 };
 
 [[noreturn]] void fail(const std::string& name, const std::string& what) {
@@ -138,7 +139,7 @@ DLDataType dtype_from_descr(const std::string& descr, const std::string& name) {
   }
   for (const auto& e : kDescrs)
     if (e.kind == kind && e.size == size) return e.dtype;
-  fail(name, "unsupported dtype '" + descr + "' (supported: b1, u1, i1, i2, i4, i8, f2, f4, f8)");
+  fail(name, "unsupported dtype '" + descr + "' (supported: b1, u1, i1, i2, i4, i8, f2, f4, f8, c8, c16)");
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ constexpr DtypeName kDtypes[] = {
     {"int16", {kDLInt, 16, 1}},         {"int32", {kDLInt, 32, 1}},     {"int64", {kDLInt, 64, 1}},
     {"float16", {kDLFloat, 16, 1}},     {"bfloat16", {kDLBfloat, 16, 1}},
     {"float32", {kDLFloat, 32, 1}},     {"float64", {kDLFloat, 64, 1}},
+    {"complex64", {kDLComplex, 64, 1}}, {"complex128", {kDLComplex, 128, 1}},
 };
 
 }  // namespace

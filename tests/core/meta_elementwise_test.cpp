@@ -8,7 +8,7 @@ using namespace coretest;
 namespace {
 constexpr DType b1 = DType::Bool, u1 = DType::UInt8, i1 = DType::Int8, i2 = DType::Int16, i4 = DType::Int32,
                 i8 = DType::Int64, f2 = DType::Float16, bf = DType::BFloat16, f4 = DType::Float32,
-                f8 = DType::Float64;
+                f8 = DType::Float64, c4 = DType::Complex64, c8 = DType::Complex128;
 }  // namespace
 
 TEST_CASE("dtypes: names, sizes, parsing and torch.promote_types") {
@@ -31,15 +31,16 @@ TEST_CASE("dtypes: names, sizes, parsing and torch.promote_types") {
     auto d = static_cast<DType>(i);
     CHECK(parse_dtype(dtype_name(d)) == d);
     CHECK(parse_dtype(dtype_short_name(d)) == d);
-    CHECK(is_floating(d) + is_integral(d) + is_bool(d) == 1);
+    CHECK(is_floating(d) + is_integral(d) + is_bool(d) + is_complex(d) == 1);
   }
-  // torch.promote_types(row, column), printed by PyTorch 1.13.
+  // torch.promote_types(row, column), printed by PyTorch 1.13 (c4/c8: complex64/complex128).
   const DType expected[kNumDTypes][kNumDTypes] = {
-      {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8}, {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8},
-      {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8}, {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8},
-      {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8}, {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8},
-      {f2, f2, f2, f2, f2, f2, f2, f4, f4, f8}, {bf, bf, bf, bf, bf, bf, f4, bf, f4, f8},
-      {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8}, {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8},
+      {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8, c4, c8}, {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8, c4, c8}, {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8, c4, c8}, {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8, c4, c8},
+      {f2, f2, f2, f2, f2, f2, f2, f4, f4, f8, c4, c8}, {bf, bf, bf, bf, bf, bf, f4, bf, f4, f8, c4, c8},
+      {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8, c4, c8}, {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, c8, c8},
+      {c4, c4, c4, c4, c4, c4, c4, c4, c4, c8, c4, c8}, {c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8},
   };
   for (int a = 0; a < kNumDTypes; ++a)
     for (int b = 0; b < kNumDTypes; ++b) {

@@ -942,3 +942,62 @@ TEST_CASE("as_strided of a transposed or sliced tensor is refused with the reaso
     CHECK(r.out.find("not contiguous or starts at an offset (a view)") != std::string::npos);
   }
 }
+
+// torch.fft and complex arithmetic imported from TorchScript: the FFTs become fft_r2c/fft_c2r/fft_c2c, complex
+// arithmetic and data movement are lowered to real operators on view_as_real pairs, and complex tensors cross
+// the runtime as inputs and outputs. With the default executors (the FFTs on torch) and with cpp alone
+// --standalone (thunderc's own FFT), against LibTorch: float32 rtol 1e-4, atol 1e-4 (cpp computes the FFT in
+// double, pocketfft in float; bins reach |X| ~ 60 here), float64 1e-10.
+TEST_CASE("torch.fft and complex arithmetic compile --standalone on cpp and match LibTorch") {
+  fs::path dir = tmp_dir("fft_ops");
+  const std::string pt = save_module(dir, "FftOps", R"(
+def forward(self, x, w, z):
+    X = torch.fft_rfft(x)
+    Y = torch.fft_irfft(X * w, n=64)
+    F = torch.fft_fft2(x)
+    G = torch.fft_ifft2(F * 0.5 - F / (F.abs() + 1.0))
+    R = torch.fft_rfftn(x, s=[6, 48], norm="ortho")
+    L = torch.fft_irfftn(R, s=[6, 48], norm="ortho")
+    zz = z * z.conj() + torch.view_as_complex(torch.view_as_real(z).flip(-1)) - z[1:].repeat(2, 1)[:3]
+    c = torch.fft_ifft(zz, n=12, norm="forward")
+    return X.abs(), Y, torch.view_as_real(F), G.real, G.imag, torch.angle(X), R, L, c, torch.fft_irfft(z, dim=0)
+)");
+  const std::string shapes = "--shapes x=4x64,w=33,z=3x9:complex64 ";
+  at::manual_seed(11);
+  at::Tensor x = at::randn({4, 64}), w = at::rand({33}), z = at::randn({3, 9}, at::kComplexFloat);
+  const std::vector<at::Tensor> want = forward_file(pt, {x, w, z});
+  for (const char* flags : {"", "--executors cpp --standalone"}) {
+    CAPTURE(flags);
+    const fs::path so = dir / (std::string(flags).empty() ? "default.so" : "cpp.so");
+    compile_file(pt, so, shapes + flags);
+    thunderc::Model compiled(so.string());
+    check_close(thunderc::aten::run(compiled, {x, w, z}), want, 1e-4, 1e-4);
+  }
+  // float64 / complex128 on cpp alone
+  const std::string pt64 = save_module(dir, "FftOps64", R"(
+def forward(self, x, z):
+    return torch.fft_rfft2(x, norm="forward"), torch.fft_hfft(z, n=10), torch.fft_fftn(z * 2.0 - 1.0, dim=[0])
+)");
+  const fs::path so64 = dir / "cpp64.so";
+  compile_file(pt64, so64, "--shapes x=5x7:float64,z=4x6:complex128 --executors cpp --standalone");
+  at::Tensor x64 = at::randn({5, 7}, at::kDouble), z64 = at::randn({4, 6}, at::kComplexDouble);
+  thunderc::Model compiled64(so64.string());
+  check_close(thunderc::aten::run(compiled64, {x64, z64}), forward_file(pt64, {x64, z64}), 1e-10, 1e-10);
+}
+
+TEST_CASE("complex tensors: operators thunderc does not lower are refused with the reason") {
+  fs::path dir = tmp_dir("fft_refused");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"return torch.fft_rfft(x).sum()", "sum of a complex64 tensor is not supported"},
+      {"return torch.exp(torch.fft_rfft(x))", "exp of a complex64 tensor is not supported"},
+      {"return torch.fft_rfft(x.half())", "needs a float32, float64 or complex input, got float16"},
+  };
+  for (const auto& [body, message] : cases) {
+    CAPTURE(body);
+    const std::string pt = save_module(dir, "Refused", "\ndef forward(self, x):\n    " + body + "\n");
+    Result r = run_thunderc(pt + " -o " + (dir / "r.so").string() + " --shapes x=4x8");
+    INFO(r.out);
+    CHECK(r.code == 1);
+    CHECK(r.out.find(message) != std::string::npos);
+  }
+}

@@ -109,7 +109,7 @@ const std::vector<std::string> kFixtures = {"mlp",          "cnn",     "cnn_deco
                                             "llama_block",  "inplace", "inplace_view_decomposed", "dynamic_batch",
                                             "dynamic_unbounded", "masked_softmax", "core_ops", "core_ops_decomposed",
                                             "positions", "sampling", "composites", "composites_decomposed",
-                                            "dynamic_numel"};
+                                            "dynamic_numel", "spectral", "spectral_decomposed"};
 
 }  // namespace
 
@@ -319,7 +319,11 @@ TEST_CASE("import: every fixture at its example shapes") {
            // cdist and pdist as differences and norms, as_strided a gather, col2im a scatter-add (index_put after
            // run_decompositions), batch norm with batch statistics as mean and var, atan2 with out=.
            {"composites", {181}, {"sub", "sqrt", "amax", "pow", "ceil", "isnan", "index_select", "scatter_reduce", "var", "rsqrt", "atan2"}},
-           {"composites_decomposed", {181}, {"sub", "sqrt", "amax", "pow", "ceil", "isnan", "index_select", "index_put", "var", "rsqrt", "atan2"}}}) {
+           {"composites_decomposed", {181}, {"sub", "sqrt", "amax", "pow", "ceil", "isnan", "index_select", "index_put", "var", "rsqrt", "atan2"}},
+           // torch.fft's functions (fft_rfft.default, ...) and after run_decompositions() ATen's primitives
+           // (_fft_r2c.default, ...); complex mul/div/abs lowered to real operators on view_as_real pairs.
+           {"spectral", {4, 16}, {"fft_r2c", "fft_c2r", "fft_c2c", "view_as_real", "view_as_complex", "hypot", "select"}},
+           {"spectral_decomposed", {4, 16}, {"fft_r2c", "fft_c2r", "fft_c2c", "view_as_real", "view_as_complex", "hypot", "select"}}}) {
     CAPTURE(e.name);
     auto m = Pt2Model::load(sample(e.name + ".pt2"));
     std::vector<SharpEdge> edges;
@@ -339,7 +343,7 @@ TEST_CASE("import: every fixture at its example shapes") {
       dotted += t.value(c).source_name.find('.') != std::string::npos;
       CHECK(t.value(c).name.find('.') == std::string::npos);
     }
-    if (e.name != "positions") CHECK(dotted > 0);  // positions has no module weights
+    if (e.name != "positions" && e.name.rfind("spectral", 0) != 0) CHECK(dotted > 0);  // these have no submodules
   }
   SUBCASE("the dynamic batch at another size") {
     auto m = Pt2Model::load(sample("dynamic_batch.pt2"));
@@ -545,8 +549,8 @@ TEST_CASE("thunderc binary: every .pt2 fixture compiles without --shapes and mat
     std::string manifest = read_bytes(dir / (name + ".json"));
     CHECK(manifest.find("\"frontend\": \"pt2\"") != std::string::npos);
   }
-  SUBCASE("the orderings, scatters, indexing and sampling fixtures compile --standalone (cpp alone)") {
-    for (const std::string name : {"positions", "sampling", "composites", "composites_decomposed"}) {
+  SUBCASE("the orderings, scatters, indexing, sampling and FFT fixtures compile --standalone (cpp alone)") {
+    for (const std::string name : {"positions", "sampling", "composites", "composites_decomposed", "spectral", "spectral_decomposed"}) {
       CAPTURE(name);
       const std::string so = (dir / (name + "_standalone.so")).string();
       auto r = run_thunderc({sample(name + ".pt2"), "-o", so, "--standalone"});

@@ -97,7 +97,10 @@ TEST_CASE("dtype names") {
   CHECK(std::string(thunderc_dtype_name(DLDataType{kDLUInt, 8, 1})) == "uint8");
   CHECK(std::string(thunderc_dtype_name(DLDataType{kDLBfloat, 16, 1})) == "bfloat16");
   CHECK(thunderc_dtype_name(DLDataType{kDLFloat, 32, 4}) == nullptr);
-  CHECK_FALSE(thunderc_dtype_from_name("complex64", &dt));
+  CHECK(thunderc_dtype_from_name("complex64", &dt));
+  CHECK((dt.code == kDLComplex && dt.bits == 64 && dt.lanes == 1));
+  CHECK(std::string(thunderc_dtype_name(DLDataType{kDLComplex, 128, 1})) == "complex128");
+  CHECK_FALSE(thunderc_dtype_from_name("complex32", &dt));
 }
 
 TEST_CASE("open, introspect and run both variants") {
@@ -625,8 +628,8 @@ TEST_CASE("corrupt or invalid manifests") {
       {"abi_version mismatch", replace(good, "\"abi_version\": 4", "\"abi_version\": 5"),
        "abi_version 5 differs from the ABI version the .so reports (4)", THUNDERC_STATUS_ABI_MISMATCH},
       {"inputs missing", replace(good, "\"inputs\"", "\"inputz\""), "inputs: missing"},
-      {"input dtype", replace(good, "{\"dtype\": \"float32\", \"name\": \"x\"}", "{\"dtype\": \"complex64\", \"name\": \"x\"}"),
-       "inputs[0].dtype: unknown dtype 'complex64'"},
+      {"input dtype", replace(good, "{\"dtype\": \"float32\", \"name\": \"x\"}", "{\"dtype\": \"complex32\", \"name\": \"x\"}"),
+       "inputs[0].dtype: unknown dtype 'complex32'"},
       {"output name type", replace(good, "\"name\": \"y\"", "\"name\": 5"), "outputs[0].name: expected a string, got integer"},
       {"variants empty", good.substr(0, good.find("\"variants\"")) + "\"variants\": []}", "variants: the manifest lists no variants"},
       {"variant id", replace(good, "\"id\": 1", "\"id\": 5"), "variants[1].id: expected 1"},

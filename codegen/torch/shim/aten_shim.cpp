@@ -24,7 +24,7 @@ namespace {
 c10::ScalarType to_torch(std::int32_t code) {
   static const c10::ScalarType table[kNumDTypes] = {
       c10::kBool, c10::kByte, c10::kChar, c10::kShort, c10::kInt, c10::kLong, c10::kHalf, c10::kBFloat16,
-      c10::kFloat, c10::kDouble};
+      c10::kFloat, c10::kDouble, c10::kComplexFloat, c10::kComplexDouble};
   if (code < 0 || code >= kNumDTypes) internal_error("dtype code ", code, " out of range");
   return table[code];
 }
@@ -165,6 +165,19 @@ const std::unordered_map<std::string, OpFn>& ops() {
     t["bitwise_or"] = [](A x, T) { return at::bitwise_or(x[0], x[1]); };
     t["bitwise_xor"] = [](A x, T) { return at::bitwise_xor(x[0], x[1]); };
     t["atan2"] = [](A x, T) { return at::atan2(x[0], x[1]); };
+    t["hypot"] = [](A x, T) { return at::hypot(x[0], x[1]); };
+    t["fft_r2c"] = [](A x, T a) {
+      return at::_fft_r2c(x[0], a.get_ints("dim"), a.get_int("normalization"), a.get_bool("onesided"));
+    };
+    // ATen's c2r may overwrite its input (pocketfft works in place): it gets a copy, not our buffer.
+    t["fft_c2r"] = [](A x, T a) {
+      return at::_fft_c2r(x[0].clone(), a.get_ints("dim"), a.get_int("normalization"), a.get_int("last_dim_size"));
+    };
+    t["fft_c2c"] = [](A x, T a) {
+      return at::_fft_c2c(x[0], a.get_ints("dim"), a.get_int("normalization"), a.get_bool("forward"));
+    };
+    t["view_as_real"] = [](A x, T) { return at::view_as_real(x[0]); };
+    t["view_as_complex"] = [](A x, T) { return at::view_as_complex(x[0]); };
     t["fmod"] = [](A x, T) { return at::fmod(x[0], x[1]); };
     t["remainder"] = [](A x, T) { return at::remainder(x[0], x[1]); };
     t["where"] = [](A x, T) { return at::where(x[0], x[1], x[2]); };

@@ -31,6 +31,8 @@ inline DLDataType to_dl_dtype(at::ScalarType t) {
     case at::kBFloat16: return DLDataType{kDLBfloat, 16, 1};
     case at::kFloat: return DLDataType{kDLFloat, 32, 1};
     case at::kDouble: return DLDataType{kDLFloat, 64, 1};
+    case at::kComplexFloat: return DLDataType{kDLComplex, 64, 1};
+    case at::kComplexDouble: return DLDataType{kDLComplex, 128, 1};
     default:
       throw Error(THUNDERC_STATUS_INVALID_ARGUMENT, std::string("thunderc has no dtype for ") + at::toString(t));
   }
@@ -48,6 +50,8 @@ inline at::ScalarType to_scalar_type(DLDataType d) {
   if (n == "bfloat16") return at::kBFloat16;
   if (n == "float32") return at::kFloat;
   if (n == "float64") return at::kDouble;
+  if (n == "complex64") return at::kComplexFloat;
+  if (n == "complex128") return at::kComplexDouble;
   throw Error(THUNDERC_STATUS_INVALID_ARGUMENT, "LibTorch has no dtype for " + n);
 }
 

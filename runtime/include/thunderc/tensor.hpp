@@ -42,6 +42,7 @@ inline const char* dtype_name(DLDataType t) {
       }
       return nullptr;
     case kDLBfloat: return t.bits == 16 ? "bfloat16" : nullptr;
+    case kDLComplex: return t.bits == 64 ? "complex64" : t.bits == 128 ? "complex128" : nullptr;
   }
   return nullptr;
 }
@@ -176,15 +177,21 @@ class HostTensor {
   std::vector<uint8_t, AlignedAllocator<uint8_t>> bytes_;
 };
 
-// Element i of a host tensor as a double (floating and integer dtypes; float16/bfloat16 decoded): for
-// comparing outputs whatever their dtype.
+// The real numbers a tensor holds: its elements, or for a complex tensor each element's real and imaginary
+// parts (interleaved, as stored). compare_values and element_as_double count in these.
+inline size_t component_count(const HostTensor& t) { return t.numel() * (t.dtype().code == kDLComplex ? 2 : 1); }
+
+// Component i of a host tensor as a double (floating and integer dtypes; float16/bfloat16 decoded; complex
+// ones part by part): for comparing outputs whatever their dtype.
 inline double element_as_double(const HostTensor& t, size_t i) {
-  const unsigned char* p = static_cast<const unsigned char*>(t.raw()) + i * t.itemsize();
   const DLDataType d = t.dtype();
+  const size_t step = d.code == kDLComplex ? t.itemsize() / 2 : t.itemsize();
+  const unsigned char* p = static_cast<const unsigned char*>(t.raw()) + i * step;
   auto load = [&](auto v) {
     std::memcpy(&v, p, sizeof v);
     return static_cast<double>(v);
   };
+  if (d.code == kDLComplex) return d.bits == 64 ? load(float{}) : load(double{});
   if (d.code == kDLFloat && d.bits == 32) return load(float{});
   if (d.code == kDLFloat && d.bits == 64) return load(double{});
   if (d.code == kDLInt && d.bits == 64) return load(int64_t{});
@@ -237,7 +244,7 @@ inline bool difference_greater(double a, double b) {
 }
 
 struct ValueComparison {
-  std::size_t numel = 0;
+  std::size_t numel = 0;       // components compared (component_count: 2 per complex element)
   std::size_t mismatched = 0;  // elements that are not close
   double max_abs_diff = 0;     // the largest value_difference over all elements (NaN ranks highest)
   std::size_t worst = 0;       // the mismatched element with the largest difference (when mismatched > 0)
@@ -247,7 +254,7 @@ struct ValueComparison {
 inline ValueComparison compare_values(const HostTensor& got, const HostTensor& want, double rtol, double atol,
                                       bool equal_nan) {
   ValueComparison c;
-  c.numel = got.numel() < want.numel() ? got.numel() : want.numel();
+  c.numel = component_count(got) < component_count(want) ? component_count(got) : component_count(want);
   bool have_worst = false;
   double worst_diff = 0;
   for (std::size_t i = 0; i < c.numel; ++i) {

@@ -917,3 +917,63 @@ TEST_CASE("embedding: an index out of range fails the call with a message, as AT
   for (std::int64_t j = 0; j < 4; ++j) CHECK(element(out[0], 4 + j) == element(in[0], 9 * 4 + j));
 }
 #endif
+
+#ifndef THUNDERC_CONFORMANCE_NVFUSER  // nvfuser has no FFT: these ops stay on the CPU executors
+namespace {
+
+TensorType c64(Shape s) { return {DType::Complex64, std::move(s), Device::cpu()}; }
+TensorType c128(Shape s) { return {DType::Complex128, std::move(s), Device::cpu()}; }
+
+Attrs fft_attrs(IntList dims, std::int64_t norm, const char* flag, bool value) {
+  return {{"dim", std::move(dims)}, {"normalization", norm}, {flag, value}};
+}
+Attrs c2r_attrs(IntList dims, std::int64_t norm, std::int64_t n) {
+  return {{"dim", std::move(dims)}, {"normalization", norm}, {"last_dim_size", n}};
+}
+
+// Every FFT flavour on real input x [.., .., n] and complex input z: onesided and full r2c over one and
+// several dims, forward and inverse c2c, c2r of even and odd lengths, the views, and a chain through them
+// into real elementwise ops (what the frontends' complex lowering produces). Non-finite inputs: see
+// tests/codegen/cpp/fft_test.cpp (which bins stay finite is the FFT algorithm's, not ATen's).
+Trace spectral_trace(const TensorType& real, const TensorType& cplx) {
+  Trace t;
+  ValueId x = t.add_input("x", real), z = t.add_input("z", cplx);
+  const std::int64_t r = static_cast<std::int64_t>(real.rank());
+  std::vector<ValueId> outs;
+  outs.push_back(t.emit1(op("fft_r2c"), {T(x)}, fft_attrs({r - 1}, 0, "onesided", true)));
+  outs.push_back(t.emit1(op("fft_r2c"), {T(x)}, fft_attrs({0, r - 1}, 1, "onesided", false)));
+  outs.push_back(t.emit1(op("fft_r2c"), {T(x)}, fft_attrs({r - 1, 0}, 2, "onesided", true)));
+  outs.push_back(t.emit1(op("fft_c2c"), {T(z)}, fft_attrs({r - 1}, 0, "forward", true)));
+  outs.push_back(t.emit1(op("fft_c2c"), {T(z)}, fft_attrs({0, r - 1}, 2, "forward", false)));
+  const std::int64_t half = cplx.shape.back();  // z's last dim as a onesided spectrum of 2(half-1) or 2half-1
+  outs.push_back(t.emit1(op("fft_c2r"), {T(z)}, c2r_attrs({r - 1}, 2, 2 * (half - 1))));
+  outs.push_back(t.emit1(op("fft_c2r"), {T(z)}, c2r_attrs({0, r - 1}, 1, 2 * half - 1)));
+  // rfft -> view_as_real -> scale -> view_as_complex -> irfft: a filter in the frequency domain
+  ValueId spec = t.emit1(op("fft_r2c"), {T(x)}, fft_attrs({r - 1}, 0, "onesided", true));
+  ValueId pairs = t.emit1(op("view_as_real"), {T(spec)}, {});
+  ValueId scaled = t.emit1(op("mul"), {T(pairs), N(0.5)}, {});
+  ValueId back = t.emit1(op("view_as_complex"), {T(scaled)}, {});
+  outs.push_back(t.emit1(op("fft_c2r"), {T(back)}, c2r_attrs({r - 1}, 2, real.shape.back())));
+  outs.push_back(t.emit1(op("view_as_real"), {T(z)}, {}));
+  t.set_outputs(outs);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("FFTs and complex views: r2c, c2c, c2r against ATen's pocketfft, float32 and float64") {
+  const std::set<std::string> ops = {"fft_r2c", "fft_c2c", "fft_c2r", "view_as_real", "view_as_complex"};
+  // float32: cpp computes in double, ATen in float, so the absolute error scales with the largest bin (|X| up
+  // to ~100 on 6x1000): atol 1e-4.
+  const Tol f32_tol{1e-5, 1e-4}, f64_tol{1e-10, 1e-10};
+  for (const Shape& s : std::vector<Shape>{{3, 8}, {4, 5, 12}, {2, 7}, {1, 2}, {6, 1000}}) {
+    CAPTURE(shape_str(s));
+    Shape zs = s;
+    zs.back() = zs.back() / 2 + 1;
+    check_native(spectral_trace(f32(s), c64(zs)), ops);
+    check_against_torch(spectral_trace(f32(s), c64(zs)), "fft_f32", false, f32_tol, 9);
+    check_against_torch(spectral_trace(f64(s), c128(zs)), "fft_f64", false, f64_tol, 9);
+  }
+}
+
+#endif

@@ -78,6 +78,7 @@ inline DLDataType dl(DType d) {
   if (d == DType::Bool) return dtype_of<bool>();
   if (is_integral(d)) return {d == DType::UInt8 ? kDLUInt : kDLInt, static_cast<std::uint8_t>(8 * dtype_size(d)), 1};
   if (d == DType::BFloat16) return {kDLBfloat, 16, 1};
+  if (is_complex(d)) return {kDLComplex, static_cast<std::uint8_t>(8 * dtype_size(d)), 1};
   return {kDLFloat, static_cast<std::uint8_t>(8 * dtype_size(d)), 1};
 }
 
@@ -116,6 +117,15 @@ inline std::vector<HostTensor> random_inputs(const Trace& trace, unsigned seed, 
   for (ValueId v : trace.inputs()) {
     const TensorType& t = trace.type(v);
     HostTensor h(dl(t.dtype), t.shape);
+    if (is_complex(t.dtype)) {  // both parts normal
+      for (std::int64_t i = 0; i < 2 * t.numel(); ++i) {
+        const double x = nan_p > 0 && uniform(gen) < nan_p ? NAN : normal(gen);
+        if (t.dtype == DType::Complex64) static_cast<float*>(h.raw())[i] = static_cast<float>(x);
+        else static_cast<double*>(h.raw())[i] = x;
+      }
+      in.push_back(std::move(h));
+      continue;
+    }
     for (std::int64_t i = 0; i < t.numel(); ++i) {
       double x = normal(gen);
       if (positive) x = std::abs(x) + 0.1;
@@ -131,7 +141,9 @@ inline std::vector<HostTensor> random_inputs(const Trace& trace, unsigned seed, 
   return in;
 }
 
+// Element i (component i of a complex tensor: real and imaginary parts interleaved).
 inline double element(const HostTensor& h, std::size_t i) {
+  if (h.dtype().code == kDLComplex) return element_as_double(h, i);
   if (h.dtype().code == kDLInt || h.dtype().code == kDLUInt) {
     switch (h.dtype().bits) {
       case 8: return h.dtype().code == kDLUInt ? static_cast<const std::uint8_t*>(h.raw())[i] : static_cast<const std::int8_t*>(h.raw())[i];
@@ -160,7 +172,7 @@ inline Mismatch compare(const std::vector<HostTensor>& got, const std::vector<Ho
       m = {o, 0, 0, 0, true};
       break;
     }
-    for (std::size_t i = 0; i < want[o].numel(); ++i) {
+    for (std::size_t i = 0; i < component_count(want[o]); ++i) {
       double g = element(got[o], i), w = element(want[o], i);
       bool ok = (std::isnan(g) && std::isnan(w)) || g == w || std::abs(g - w) <= atol + rtol * std::abs(w);
       if (!ok) {
