@@ -6,10 +6,12 @@
  * Forward = exp(-2*pi*i*j*k/n); the inverse is unscaled. normalization 0/1/2 scales by 1, 1/sqrt(N), 1/N,
  * N = product of the signal sizes (the real side's sizes for r2c and c2r).
  *  - r2c: real-to-complex along the last dim (n/2+1 bins; the imaginary parts of the DC and, for even n,
- *    Nyquist bins are exactly 0), then forward c2c over the other dims. onesided=false completes the full
+ *    Nyquist bins are exactly 0; even n through one complex FFT of length n/2 of the sample pairs), then
+ *    forward c2c over the other dims. onesided=false completes the full
  *    spectrum by Hermitian symmetry, X[k] = conj(X[-k mod n]) over all transformed dims, as ATen does.
  *  - c2r: inverse c2c over the other dims, then a Hermitian complex-to-real along the last dim that ignores
- *    the imaginary parts of the DC and (even n) Nyquist bins, like pocketfft. The input is not modified.
+ *    the imaginary parts of the DC and (even n) Nyquist bins, like pocketfft (even n: the inverse of r2c's
+ *    half-length split). The input is not modified.
  * Algorithm: each line along a dim is gathered into a scratch buffer, transformed in double and scattered
  * back into a double work tensor (so float gets double accuracy between dims); powers of two by iterative
  * radix-2, other lengths by Bluestein's chirp-z through a power-of-two FFT of length >= 2n-1. Twiddles and
@@ -182,6 +184,13 @@ inline double scale(const int64_t* signal_sizes, int ndims, const int64_t* dims,
   return normalization == 1 ? 1.0 / std::sqrt(n) : normalization == 2 ? 1.0 / n : 1.0;
 }
 
+// exp(-2*pi*i*k/n) for k = 0..n/2: the twiddles of the real transforms' half-length split.
+inline std::vector<cd> half_twiddles(int64_t n) {
+  std::vector<cd> w(static_cast<size_t>(n / 2 + 1));
+  for (int64_t k = 0; k <= n / 2; ++k) w[k] = unit_root(k, n);
+  return w;
+}
+
 }  // namespace detail
 
 template <class T>
@@ -209,18 +218,39 @@ void r2c(const T* in, T* out, int rank, const int64_t* in_sizes, int ndims, cons
   std::vector<int64_t> half_sizes(in_sizes, in_sizes + rank);
   half_sizes[last] = half;
   std::vector<cd> work(static_cast<size_t>(detail::numel(half_sizes.data(), rank)));
-  {  // real-to-complex along the last dim: a complex FFT of the real line, keeping bins 0..n/2
+  {  // real-to-complex along the last dim, keeping bins 0..n/2
     const detail::DimLines d(in_sizes, rank, last), h(half_sizes.data(), rank, last);
-    const detail::LineFFT fft(n);
-    detail::for_each_line(d, fft, num_threads, [&](int64_t l, cd* line, cd* scratch) {
-      const T* p = in + d.base(l);
-      for (int64_t j = 0; j < n; ++j) line[j] = cd(p[j * d.inner], 0);
-      fft.run(line, scratch, true);
-      line[0].imag(0);  // exactly real for real input (pocketfft writes 0 there too)
-      if (n % 2 == 0) line[n / 2].imag(0);
-      cd* q = work.data() + h.base(l);
-      for (int64_t k = 0; k < half; ++k) q[k * h.inner] = line[k];
-    });
+    if (n % 2 == 0) {
+      // Even n: one complex FFT of length n/2 of z_j = x_2j + i x_2j+1 gives the even (E) and odd (O) samples'
+      // spectra, E_k = (Z_k + conj Z_m-k) / 2 and O_k = (Z_k - conj Z_m-k) / 2i (m = n/2), and
+      // X_k = E_k + w^k O_k: half the work of a length-n complex FFT.
+      const int64_t m = n / 2;
+      const detail::LineFFT fft(m);
+      const std::vector<cd> w = detail::half_twiddles(n);
+      detail::for_each_line(d, fft, num_threads, [&](int64_t l, cd* line, cd* scratch) {
+        const T* p = in + d.base(l);
+        for (int64_t j = 0; j < m; ++j) line[j] = cd(p[2 * j * d.inner], p[(2 * j + 1) * d.inner]);
+        fft.run(line, scratch, true);
+        cd* q = work.data() + h.base(l);
+        for (int64_t k = 0; k <= m; ++k) {
+          const cd zk = line[k % m], zc = std::conj(line[(m - k) % m]), diff = zk - zc;
+          const cd e = 0.5 * (zk + zc), o(0.5 * diff.imag(), -0.5 * diff.real());  // o = diff / 2i
+          q[k * h.inner] = e + detail::mul(w[k], o);
+        }
+        q[0].imag(0);  // exactly real for real input (pocketfft writes 0 there too)
+        q[m * h.inner].imag(0);
+      });
+    } else {  // odd n: a complex FFT of the real line
+      const detail::LineFFT fft(n);
+      detail::for_each_line(d, fft, num_threads, [&](int64_t l, cd* line, cd* scratch) {
+        const T* p = in + d.base(l);
+        for (int64_t j = 0; j < n; ++j) line[j] = cd(p[j * d.inner], 0);
+        fft.run(line, scratch, true);
+        line[0].imag(0);
+        cd* q = work.data() + h.base(l);
+        for (int64_t k = 0; k < half; ++k) q[k * h.inner] = line[k];
+      });
+    }
   }
   for (int i = 0; i < ndims - 1; ++i) detail::c2c_dim(work.data(), half_sizes.data(), rank, dims[i], true, num_threads);
   const double s = detail::scale(in_sizes, ndims, dims, normalization);
@@ -261,6 +291,30 @@ void c2r(const T* in, T* out, int rank, const int64_t* out_sizes, int ndims, con
   for (int i = 0; i < ndims - 1; ++i) detail::c2c_dim(work.data(), half_sizes.data(), rank, dims[i], false, num_threads);
   const double s = detail::scale(out_sizes, ndims, dims, normalization);
   const detail::DimLines d(out_sizes, rank, last), h(half_sizes.data(), rank, last);
+  if (n % 2 == 0) {
+    // Even n: the inverse of r2c's split. From the Hermitian bins, 2E_k = X_k + conj X_m-k and
+    // 2O_k = (X_k - conj X_m-k) conj(w^k) (m = n/2); the unscaled inverse FFT of length m of 2E + i 2O is
+    // x_2j + i x_2j+1. DC and Nyquist are taken as real.
+    const int64_t m = n / 2;
+    const detail::LineFFT fft(m);
+    const std::vector<cd> w = detail::half_twiddles(n);
+    detail::for_each_line(d, fft, num_threads, [&](int64_t l, cd* line, cd* scratch) {
+      const cd* q = work.data() + h.base(l);
+      auto bin = [&](int64_t k) { return k == 0 || k == m ? cd(q[k * h.inner].real(), 0) : q[k * h.inner]; };
+      for (int64_t k = 0; k < m; ++k) {
+        const cd xk = bin(k), xc = std::conj(bin(m - k));
+        const cd e2 = xk + xc, o2 = detail::mul(xk - xc, std::conj(w[k]));
+        line[k] = cd(e2.real() - o2.imag(), e2.imag() + o2.real());  // e2 + i o2
+      }
+      fft.run(line, scratch, false);
+      T* p = out + d.base(l);
+      for (int64_t j = 0; j < m; ++j) {
+        p[2 * j * d.inner] = static_cast<T>(line[j].real() * s);
+        p[(2 * j + 1) * d.inner] = static_cast<T>(line[j].imag() * s);
+      }
+    });
+    return;
+  }
   const detail::LineFFT fft(n);
   detail::for_each_line(d, fft, num_threads, [&](int64_t l, cd* line, cd* scratch) {
     // Rebuild the full Hermitian line from bins 0..n/2; DC and Nyquist are taken as real.
