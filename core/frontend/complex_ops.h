@@ -114,6 +114,22 @@ inline Shape shape_of(const TensorType* t) { return t ? t->shape : Shape{}; }
 
 }  // namespace detail
 
+// Part `index` (0 real, 1 imaginary) of a complex tensor z.
+template <class M>
+ValueId part(M& m, ValueId z, std::int64_t index) {
+  const ValueId pairs = m.emit("view_as_real", {Operand::tensor(z)});
+  return m.emit("select", {Operand::tensor(pairs)},
+                {{"dim", static_cast<std::int64_t>(m.type(z).rank())}, {"index", index}});
+}
+
+// conj(z) of a complex tensor as a new tensor (re, -im): PyTorch's lazy conjugate bit has no counterpart here.
+template <class M>
+ValueId conjugated(M& m, ValueId z) {
+  using namespace detail;
+  const Parts p = parts(m, T(z));
+  return pack(m, {p.re, T(m.emit("neg", {p.im}))}, m.type(z).shape, m.type(z).dtype);
+}
+
 // The lowering of `op` on complex operands, or fail(why) when there is none.
 template <class M, class Fail>
 ValueId lower(M& m, const OpDef& op, std::vector<Operand> inputs, Attrs attrs, Fail fail) {
@@ -139,16 +155,7 @@ ValueId lower(M& m, const OpDef& op, std::vector<Operand> inputs, Attrs attrs, F
     std::vector<Shape> shapes;
     for (const Operand& in : inputs)
       if (in.is_tensor()) shapes.push_back(m.type(in.value).shape);
-    Shape out;
-    for (const Shape& s : shapes) {
-      if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
-      for (std::size_t i = 0; i < s.size(); ++i) {
-        std::int64_t& o = out[out.size() - s.size() + i];
-        if (o == 1) o = s[i];
-        else if (s[i] != 1 && s[i] != o) fail("cannot broadcast " + shape_str(shapes[0]) + " with " + shape_str(s));
-      }
-    }
-    return out;
+    return broadcast_shapes(shapes, name);
   };
 
   if (name == "to_dtype") {

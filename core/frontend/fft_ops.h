@@ -3,14 +3,14 @@
 // primitives fft_r2c / fft_c2r / fft_c2c the way ATen computes them (the signal sizes n / s zero-pad or trim
 // the input first; the norm string picks the scaling), and real / imag / conj through view_as_real pairs.
 // Complex arithmetic around them is lowered by the importers' emit (core/frontend/complex_ops.h).
-// M is the frontend's importer: emit(op, inputs, attrs), type(v). `fail(message)` does not return.
+// M is the frontend's importer: emit(op, inputs, attrs), type(v), device(), constant(...) (as complex_ops.h). `fail(message)` does not return.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "core/frontend/composite_ops.h"
+#include "core/frontend/complex_ops.h"
 #include "core/ir/attrs.h"
 #include "core/ir/error.h"
 #include "core/ir/trace.h"
@@ -47,24 +47,6 @@ struct Args {
   std::optional<IntList> dims;   // dim (one entry) or dim
   std::string norm = "backward"; // None reads as "backward"
 };
-
-// Part `index` (0 real, 1 imaginary) of a complex tensor.
-template <class M>
-ValueId complex_part(M& m, ValueId z, std::int64_t index) {
-  const ValueId pairs = m.emit("view_as_real", {Operand::tensor(z)});
-  return m.emit("select", {Operand::tensor(pairs)}, {{"dim", static_cast<std::int64_t>(m.type(z).rank())}, {"index", index}});
-}
-
-// conj(z) as a new tensor (re, -im): PyTorch's lazy conjugate bit has no counterpart here.
-template <class M>
-ValueId conjugated(M& m, ValueId z) {
-  Shape column = m.type(z).shape;
-  column.push_back(1);
-  const ValueId re = composite::reshaped(m, complex_part(m, z, 0), column);
-  const ValueId im = composite::reshaped(m, m.emit("neg", {Operand::tensor(complex_part(m, z, 1))}), column);
-  const auto last = static_cast<std::int64_t>(column.size() - 1);
-  return m.emit("view_as_complex", {Operand::tensor(m.emit("cat", {Operand::tensor(re), Operand::tensor(im)}, {{"dim", last}}))});
-}
 
 // ATen's fft_norm_mode: 0 none, 1 1/sqrt(n), 2 1/n, for `norm` in a forward or inverse transform.
 template <class Fail>
@@ -140,10 +122,10 @@ ValueId transform(M& m, const Function& f, ValueId x, const Args& a, Fail fail) 
   if (kind == Kind::R2C) {
     const bool onesided = f.kind == Kind::R2C;  // rfft and ihfft; fft of a real tensor is two-sided
     const ValueId X = m.emit("fft_r2c", {Operand::tensor(x)}, {{"dim", dims}, {"normalization", norm}, {"onesided", onesided}});
-    return f.hermitian ? conjugated(m, X) : X;
+    return f.hermitian ? complex_ops::conjugated(m, X) : X;
   }
   if (kind == Kind::C2R) {
-    if (f.hermitian) x = conjugated(m, x);
+    if (f.hermitian) x = complex_ops::conjugated(m, x);
     return m.emit("fft_c2r", {Operand::tensor(x)}, {{"dim", dims}, {"normalization", norm}, {"last_dim_size", out_last}});
   }
   return m.emit("fft_c2c", {Operand::tensor(x)}, {{"dim", dims}, {"normalization", norm}, {"forward", f.forward}});
@@ -153,18 +135,18 @@ ValueId transform(M& m, const Function& f, ValueId x, const Args& a, Fail fail) 
 // imag refuses, angle is 0 or pi (not supported here).
 template <class M, class Fail>
 ValueId part(M& m, ValueId x, std::int64_t index, Fail fail) {
-  if (is_complex(m.type(x).dtype)) return complex_part(m, x, index);
+  if (is_complex(m.type(x).dtype)) return complex_ops::part(m, x, index);
   if (index == 1) fail("imag of a real tensor: PyTorch refuses it too");
   return x;
 }
 template <class M, class Fail>
 ValueId angle(M& m, ValueId x, Fail fail) {
   if (!is_complex(m.type(x).dtype)) fail("angle of a real tensor is not supported (only of complex ones)");
-  return m.emit("atan2", {Operand::tensor(complex_part(m, x, 1)), Operand::tensor(complex_part(m, x, 0))});
+  return m.emit("atan2", {Operand::tensor(complex_ops::part(m, x, 1)), Operand::tensor(complex_ops::part(m, x, 0))});
 }
 template <class M>
 ValueId conj(M& m, ValueId x) {
-  return is_complex(m.type(x).dtype) ? conjugated(m, x) : x;
+  return is_complex(m.type(x).dtype) ? complex_ops::conjugated(m, x) : x;
 }
 
 }  // namespace thunderc::fft_ops

@@ -59,7 +59,7 @@ Trace binary_trace(const TensorType& a_type, const TensorType& b_type) {
   ValueId a = t.add_input("a", a_type), b = t.add_input("b", b_type);
   std::vector<ValueId> outs;
   for (const char* name : {"add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "atan2",
-                           "fmod", "remainder"})
+                           "fmod", "remainder", "hypot"})
     outs.push_back(t.emit1(op(name), {T(a), T(b)}, {}));
   outs.push_back(t.emit1(op("remainder"), {T(a), N(0.75)}, {}));
   outs.push_back(t.emit1(op("remainder"), {T(a), N(-0.75)}, {}));
@@ -129,7 +129,7 @@ TEST_CASE("binary elementwise ops with broadcasting and numbers") {
   for (C c : {C{{3, 5}, {3, 5}}, C{{3, 1}, {1, 5}}, C{{5}, {2, 3, 5}}, C{{}, {4, 3}}, C{{1, 1}, {17, 1}},
               C{{0, 3}, {1, 3}}, C{{2, 1, 257}, {2, 129, 1}}}) {
     CAPTURE(i);
-    check_native(binary_trace(f32(c.a), f32(c.b)), {"atan2", "fmod", "remainder", "pow"});
+    check_native(binary_trace(f32(c.a), f32(c.b)), {"atan2", "fmod", "remainder", "pow", "hypot"});
     check_against_torch(binary_trace(f32(c.a), f32(c.b)), "binary_" + std::to_string(i++));
   }
   SUBCASE("float64") { check_against_torch(binary_trace(f64({4, 1}), f64({4, 6})), "binary_f64", false, kF64); }

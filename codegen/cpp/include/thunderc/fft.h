@@ -184,6 +184,17 @@ inline double scale(const int64_t* signal_sizes, int ndims, const int64_t* dims,
   return normalization == 1 ? 1.0 / std::sqrt(n) : normalization == 2 ? 1.0 / n : 1.0;
 }
 
+// The real transforms' shapes: the last transformed dim, its real length n, and the sizes with that dim
+// holding the n/2+1 bins of the onesided spectrum.
+struct HalfSpectrum {
+  int64_t last, n;
+  std::vector<int64_t> sizes;
+  HalfSpectrum(const int64_t* real_sizes, int rank, int ndims, const int64_t* dims)
+      : last(dims[ndims - 1]), n(real_sizes[last]), sizes(real_sizes, real_sizes + rank) {
+    sizes[last] = n / 2 + 1;
+  }
+};
+
 // exp(-2*pi*i*k/n) for k = 0..n/2: the twiddles of the real transforms' half-length split.
 inline std::vector<cd> half_twiddles(int64_t n) {
   std::vector<cd> w(static_cast<size_t>(n / 2 + 1));
@@ -214,9 +225,9 @@ void r2c(const T* in, T* out, int rank, const int64_t* in_sizes, int ndims, cons
          bool onesided, int num_threads) {
   using detail::cd;
   if (ndims == 0 || detail::numel(in_sizes, rank) == 0) return;
-  const int64_t last = dims[ndims - 1], n = in_sizes[last], half = n / 2 + 1;
-  std::vector<int64_t> half_sizes(in_sizes, in_sizes + rank);
-  half_sizes[last] = half;
+  const detail::HalfSpectrum hs(in_sizes, rank, ndims, dims);
+  const int64_t last = hs.last, n = hs.n, half = n / 2 + 1;
+  const std::vector<int64_t>& half_sizes = hs.sizes;
   std::vector<cd> work(static_cast<size_t>(detail::numel(half_sizes.data(), rank)));
   {  // real-to-complex along the last dim, keeping bins 0..n/2
     const detail::DimLines d(in_sizes, rank, last), h(half_sizes.data(), rank, last);
@@ -282,9 +293,9 @@ void c2r(const T* in, T* out, int rank, const int64_t* out_sizes, int ndims, con
          int num_threads) {
   using detail::cd;
   if (ndims == 0 || detail::numel(out_sizes, rank) == 0) return;
-  const int64_t last = dims[ndims - 1], n = out_sizes[last], half = n / 2 + 1;
-  std::vector<int64_t> half_sizes(out_sizes, out_sizes + rank);
-  half_sizes[last] = half;
+  const detail::HalfSpectrum hs(out_sizes, rank, ndims, dims);
+  const int64_t last = hs.last, n = hs.n;
+  const std::vector<int64_t>& half_sizes = hs.sizes;
   const int64_t in_total = detail::numel(half_sizes.data(), rank);
   std::vector<cd> work(static_cast<size_t>(in_total));  // a copy: the input stays untouched
   for (int64_t i = 0; i < in_total; ++i) work[i] = cd(in[2 * i], in[2 * i + 1]);
@@ -317,14 +328,13 @@ void c2r(const T* in, T* out, int rank, const int64_t* out_sizes, int ndims, con
   }
   const detail::LineFFT fft(n);
   detail::for_each_line(d, fft, num_threads, [&](int64_t l, cd* line, cd* scratch) {
-    // Rebuild the full Hermitian line from bins 0..n/2; DC and Nyquist are taken as real.
+    // Odd n: rebuild the full Hermitian line from bins 0..(n-1)/2; DC is taken as real.
     const cd* q = work.data() + h.base(l);
     line[0] = cd(q[0].real(), 0);
     for (int64_t k = 1; 2 * k < n; ++k) {
       line[k] = q[k * h.inner];
       line[n - k] = std::conj(line[k]);
     }
-    if (n % 2 == 0) line[n / 2] = cd(q[(n / 2) * h.inner].real(), 0);
     fft.run(line, scratch, false);
     T* p = out + d.base(l);
     for (int64_t j = 0; j < n; ++j) p[j * d.inner] = static_cast<T>(line[j].real() * s);
