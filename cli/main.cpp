@@ -31,6 +31,7 @@
 #include "cli/commands/inspect.h"
 #include "cli/commands/list_ops.h"
 #include "cli/commands/pack.h"
+#include "cli/commands/grad.h"
 #include "cli/commands/run.h"
 #include "cli/messages.h"
 #include "cli/pipeline.h"
@@ -73,6 +74,8 @@ struct ModelFlags {
   bool time_passes = false;
   bool verbose = false;
   std::string sharp_edges = "allow";
+  bool autograd = false;
+  std::vector<std::string> requires_grad;
   std::string precision = "fp32";
   bool skip_inplace_alias_updates = false;
   std::string bounded_variants = "auto";
@@ -149,6 +152,16 @@ struct ModelFlags {
     app.add_flag("--skip-inplace-alias-updates", skip_inplace_alias_updates,
                  "after an in-place update through a view, do not update the base and its other views (fewer "
                  "operations; wrong results if the model reads them afterwards, as PyTorch would show the update)");
+    app.add_flag("--autograd", autograd,
+                 "compile a training variant: forward and backward in the .so, parameters as runtime state readable "
+                 "and writable through the C ABI, gradients of every parameter (and of --requires-grad inputs); run it "
+                 "with `thunderc grad` or thunderc_model_forward_train/backward (docs/training.md). CPU executors, "
+                 "fixed shapes");
+    app.add_option("--requires-grad", requires_grad,
+                   "with --autograd: inputs that get gradients too, comma-separated (names as the model's inputs)")
+        ->type_name("NAME,...")
+        ->delimiter(',')
+        ->allow_extra_args(false);
   }
 
   PipelineOptions pipeline_options() const {
@@ -171,6 +184,9 @@ struct ModelFlags {
     if (!mode) user_error("--sharp-edges must be allow, warn or error, got '", sharp_edges, "'");
     o.sharp_edges = *mode;
     o.inplace_alias_updates = !skip_inplace_alias_updates;
+    o.autograd = autograd;
+    for (const std::string& n : requires_grad)
+      if (!n.empty()) o.requires_grad.push_back(n);
     if (precision != "fp32" && precision != "tf32" && precision != "bf16" && precision != "fp16")
       user_error("--precision must be fp32, tf32, bf16 or fp16, got '", precision, "'");
     if (precision == "fp16" && o.device.kind != DeviceKind::CUDA)
@@ -551,8 +567,11 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
     user_error("--conv-algorithm must be auto or direct, got ", quote_text(out.conv_algorithm));
   if (options.device.kind != DeviceKind::CUDA && out.cuda_graphs)
     user_error("--cuda-graphs applies to CUDA variants only; add --device cuda (or --executors nvfuser)");
+  if (options.autograd && out.disable_torch_autograd)
+    user_error("--autograd and --disable-torch-autograd contradict each other: --autograd compiles a training "
+               "variant (forward and backward), --disable-torch-autograd forward-only code; give one");
   options.symbolic = cache == "symbolic values";
-  options.symbolic_if_declared = out.cache.empty() && options.device.kind != DeviceKind::CUDA;
+  options.symbolic_if_declared = out.cache.empty() && options.device.kind != DeviceKind::CUDA && !options.autograd;
   report_torch_cuda_support();  // before the cache key, which covers the executors' availability
   auto started = std::chrono::steady_clock::now();
   Toolchain toolchain = Toolchain::from_build();
@@ -611,6 +630,28 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   for (const SpecializedTrace& s : r.specializations) {
     request.variants.push_back({&s.trace, specialization_label(s), s.symbolic.get(), s.input_bound});
     ops += s.trace.symbols().size();
+  }
+  if (options.autograd) {
+    // Backward programs follow every variant (their entries are named under their forward's in the manifest).
+    const std::size_t n = r.specializations.size();
+    TrainingModule training;
+    for (std::size_t i = 0; i < n; ++i) {
+      const TrainingTraces& tt = *r.specializations[i].training;
+      ModuleVariant b{&tt.backward, specialization_label(r.specializations[i]) + " (backward)"};
+      b.is_backward = true;
+      request.variants[i].backward = n + i;
+      request.variants[i].model_outputs = tt.num_outputs;
+      request.variants.push_back(b);
+      ops += tt.backward.symbols().size();
+      if (i == 0) {
+        for (const TrainingTraces::Parameter& p : tt.parameters) training.parameters.push_back({p.name, p.type, p.initial});
+        for (const TrainingTraces::Gradient& g : tt.gradients) training.gradients.push_back({g.name, g.parameter});
+      } else if (tt.parameters.size() != training.parameters.size() || tt.gradients.size() != training.gradients.size()) {
+        user_error("--autograd: specialization ", i + 1, " uses other parameters than specialization 1; compile them "
+                   "into separate .so files");
+      }
+    }
+    request.training = std::move(training);
   }
   auto codegen_started = std::chrono::steady_clock::now();
   CompileSummary summary;
@@ -779,8 +820,8 @@ int run(int argc, char** argv) {
                "launches on its second call on a stream (the first sets up the library plans) and replays them from "
                "then on, copying inputs and outputs through static device buffers; recorded in the manifest");
   app.add_flag("--disable-torch-autograd", out.disable_torch_autograd,
-               "accepted and recorded in the manifest: thunderc emits forward-only (inference) code today; "
-               "backward variants are planned");
+               "forward-only (inference) code, the default; recorded in the manifest (thunder.jit's option; "
+               "--autograd compiles a training variant instead)");
   bool list_transforms = false;
   app.add_flag("--list-transforms", list_transforms, "list the trace transforms in pipeline order, and the default list");
   bool list_ops = false, ops_json = false, ops_markdown = false;
@@ -804,6 +845,7 @@ int run(int argc, char** argv) {
       ->type_name("FILE");
 
   add_run_command(app);
+  add_grad_command(app);
   add_inspect_command(app);
   add_bench_command(app);
   add_cache_command(app);
@@ -832,7 +874,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   // run, inspect and bench do their work in their callbacks, during parse().
-  if (app.got_subcommand("run") || app.got_subcommand("inspect") || app.got_subcommand("bench") ||
+  if (app.got_subcommand("run") || app.got_subcommand("grad") || app.got_subcommand("inspect") || app.got_subcommand("bench") ||
       app.got_subcommand("cache") || app.got_subcommand("pack"))
     return 0;
   if (examine_cmd->parsed()) {

@@ -18,6 +18,7 @@
 #include "core/ir/printer.h"
 #include "core/ir/verifier.h"
 #include "core/transforms/autocast.h"
+#include "core/transforms/autodiff.h"
 #include "core/transforms/decompose.h"
 #include "core/transforms/value_bounds.h"
 #include "core/util/diagnostics.h"
@@ -235,6 +236,15 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     if (!dims.empty())
       user_error("--dim with --shapes needs --cache \"symbolic values\" and a --shapes naming ", dims[0].name);
   }
+  if (options.autograd) {
+    if (symbolic_variant)
+      user_error("--autograd compiles fixed shapes only for now; drop --cache \"symbolic values\" and --dim, and give "
+                 "one --shapes per specialization");
+    if (options.device.kind == DeviceKind::CUDA)
+      user_error("--autograd runs on the CPU executors only for now (no CUDA training variants yet); drop --device cuda");
+  } else if (!options.requires_grad.empty()) {
+    user_error("--requires-grad needs --autograd (gradients exist only in a training build)");
+  }
   result.executors = resolve_executors(executors, options.device.kind, standalone);
   if (result.executors.executors.empty()) {
     std::string why;
@@ -266,9 +276,10 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
   auto start = std::chrono::steady_clock::now();
   result.model = load_model(options.model_path);
   add_timing(result.timings, "load", ms_since(start), PassTiming::kNoSymbols);
+  if (options.autograd) result.model->set_trace_parameters(true);
   const ModelFrontend& model = *result.model;
 
-  if (specs.empty() && (symbolic_variant || options.symbolic_if_declared)) {
+  if (specs.empty() && !options.autograd && (symbolic_variant || options.symbolic_if_declared)) {
     std::string why_not;
     if (auto declared = model.declared_dims(&why_not, dims)) {
       specs.push_back(declared->spec);
@@ -371,9 +382,46 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     check_tensor_sizes(s.trace, prefix);
     return s;
   };
+  // --autograd: the training forward and backward of one imported specialization, each through the passes.
+  auto training_one = [&](SpecializedTrace s, const std::string& prefix, const std::string& where,
+                          const std::string& dump_dir) {
+    start = std::chrono::steady_clock::now();
+    auto tt = std::make_shared<TrainingTraces>();
+    try {
+      *tt = build_training_traces(s.trace, model.parameter_names(), model.input_names(), options.requires_grad);
+    } catch (const UserError& e) {
+      throw UserError(prefix + e.what());
+    }
+    if (tt->gradients.empty())
+      user_error(prefix, "--autograd: ", options.model_path, " has no trainable parameter that its forward uses, and "
+                 "no --requires-grad input: there is nothing to differentiate");
+    verify_trace(tt->forward, "autodiff");
+    verify_trace(tt->backward, "autodiff");
+    add_timing(result.timings, "autodiff", ms_since(start), tt->forward.symbols().size() + tt->backward.symbols().size());
+    for (const BoundSymbol& sym : tt->forward.symbols())
+      if (sym.op->name == "batch_norm") {
+        progress.clear();
+        std::cerr << "thunderc: note: --autograd: batch_norm normalizes with its running statistics (the module is "
+                     "traced in eval mode); batch statistics are not supported yet (docs/training.md)\n";
+        break;
+      }
+    auto sub = [&](const char* part) {
+      return dump_dir.empty() ? std::string() : (std::filesystem::path(dump_dir) / part).string();
+    };
+    SpecializedTrace fwd = s;
+    fwd.trace = std::move(tt->forward);
+    fwd = passes_one(std::move(fwd), prefix, where + "[forward] ", sub("forward"), false);
+    SpecializedTrace bwd = std::move(s);
+    bwd.trace = std::move(tt->backward);
+    bwd = passes_one(std::move(bwd), prefix + "backward: ", where + "[backward] ", sub("backward"), false);
+    tt->forward = Trace{};
+    tt->backward = std::move(bwd.trace);
+    fwd.training = std::move(tt);
+    return fwd;
+  };
   // Bounded variants only where a library could hide a NaN: oneDNN's activation post-ops, on the CPU.
   const bool try_bounded =
-      options.bounded_variants && options.device.kind == DeviceKind::CPU &&
+      !options.autograd && options.bounded_variants && options.device.kind == DeviceKind::CPU &&
       std::any_of(result.executors.executors.begin(), result.executors.executors.end(),
                   [](const Executor* e) { return e->name() == "onednn"; });
 
@@ -522,6 +570,10 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
       dump_dir = dir.string();
     }
     SpecializedTrace imported = import_one(specs[i], prefix, where, specs.size() > 1);
+    if (options.autograd) {
+      result.specializations.push_back(training_one(std::move(imported), prefix, where, dump_dir));
+      continue;
+    }
     if (try_bounded) {
       SpecializedTrace b = passes_one(imported, prefix, where, dump_dir, true);
       b.input_bound = bounded_input_limit(b.trace);

@@ -13,6 +13,7 @@
 #include "core/frontend/frontend.h"
 #include "core/ir/symbolic.h"
 #include "core/ir/trace.h"
+#include "core/transforms/autodiff.h"
 #include "core/transforms/pipeline.h"
 
 namespace thunderc {
@@ -41,6 +42,10 @@ struct PipelineOptions {
   // --bounded-variants auto: where oneDNN could fuse an activation that turns NaN into a number, also build a
   // bounded variant that does (core/transforms/value_bounds.h), ahead of the exact one. false: off.
   bool bounded_variants = true;
+  // --autograd: each specialization becomes a training forward and its backward (core/transforms/autodiff.h);
+  // --requires-grad names the inputs that get gradients besides the parameters.
+  bool autograd = false;
+  std::vector<std::string> requires_grad;
 };
 
 // One specialization of the model: its input shapes and the trace after every pass.
@@ -55,6 +60,9 @@ struct SpecializedTrace {
   // A bounded variant: the runtime runs it only for finite floating-point inputs with |x| <= input_bound
   // (0: an exact variant, any inputs). It comes right before the exact variant of the same shapes.
   double input_bound = 0;
+  // --autograd: `trace` is the training forward; this holds the backward (after the passes, in `backward`) and
+  // what the manifest says of parameters, saved tensors and gradients.
+  std::shared_ptr<TrainingTraces> training;
 };
 
 // Time spent in one step, summed over the specializations (--time-passes).

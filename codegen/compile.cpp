@@ -1,5 +1,7 @@
 #include "codegen/compile.h"
 
+#include <algorithm>
+
 #include "codegen/nvfuser/nvrtc.h"
 #include "core/ir/error.h"
 
@@ -11,8 +13,33 @@ CompileSummary compile_model(const CompileRequest& request, const Toolchain& bui
   toolchain.extra_flags.insert(toolchain.extra_flags.begin(), "-march=" + request.options.cpu_target);
   BackendSet backends = make_backends(toolchain, request.options.precision, request.options.conv_algorithm);
   ModulePlan plan = plan_module(request.variants, backends);
+  // --autograd: the parameters' initial values follow the weights, each 64-byte aligned; the runtime copies
+  // them into its parameter state at open (thunderc_parameters, ABI 5).
+  std::optional<TrainingModule> training = request.training;
+  std::size_t parameters_base = 0, parameters_bytes = 0;
+  if (training) {
+    auto align = [](std::size_t n) { return (n + 63) / 64 * 64; };
+    parameters_base = align(plan.weights.bytes.size());
+    std::size_t end = 0;
+    for (TrainingModule::Parameter& p : training->parameters) {
+      THUNDERC_CHECK(p.initial && p.initial->bytes.size() == p.type.nbytes(), "parameter ", p.name, " has ",
+                     p.initial ? p.initial->bytes.size() : 0, " bytes for ", p.type.str());
+      p.offset = align(end);
+      end = p.offset + p.type.nbytes();
+    }
+    parameters_bytes = end;
+    plan.weights.bytes.resize(parameters_base + end, 0);
+    for (const TrainingModule::Parameter& p : training->parameters)
+      std::copy(p.initial->bytes.begin(), p.initial->bytes.end(), plan.weights.bytes.begin() + static_cast<std::ptrdiff_t>(parameters_base + p.offset));
+  }
   GeneratedModule module = generate_module(request.variants, plan, backends, "source model: " + request.source.path,
                                            request.cuda_archs, request.split_lines);
+  if (training) {
+    module.cpp += "\n// --autograd: the parameters' initial values (the manifest's training.parameters give offsets).\n";
+    module.cpp += "extern \"C\" THUNDERC_EXPORT const unsigned char* thunderc_parameters(size_t* len) {\n";
+    module.cpp += "  *len = " + std::to_string(parameters_bytes) + ";\n";
+    module.cpp += "  return thunderc_weights + " + std::to_string(parameters_base) + ";\n}\n";
+  }
   // The CUDA module is compiled first: the manifest records each kernel's registers and shared memory.
   CudaCompileResult cuda;
   if (!module.cuda_source.empty()) {
@@ -28,7 +55,8 @@ CompileSummary compile_model(const CompileRequest& request, const Toolchain& bui
     }
   }
   module.manifest = write_manifest(request.source, request.options, request.input_names, request.variants, plan,
-                                   ManifestCuda{request.cuda_archs, &module, &cuda.resources});
+                                   ManifestCuda{request.cuda_archs, &module, &cuda.resources},
+                                   training ? &*training : nullptr);
   CompileSummary summary;
   if (request.emit_build)
     summary.build_steps = write_build_dir(module, toolchain, *request.emit_build);

@@ -23,6 +23,8 @@ struct CompileRequest {
   std::optional<std::string> emit_build;
   std::size_t split_lines = kDefaultSplitLines;  // --split-lines
   std::vector<std::string> cuda_archs = {"sm_80", "sm_90"};  // for CUDA variants (--cuda-arch), oldest first
+  // --autograd: parameters and gradients (variants then hold training forwards and their backward programs).
+  std::optional<TrainingModule> training;
 };
 
 struct CompileSummary {

@@ -11,8 +11,17 @@ namespace thunderc {
 
 std::string write_manifest(const ManifestSource& source, const ManifestOptions& options,
                            const std::vector<std::string>& input_names, const std::vector<ModuleVariant>& variants,
-                           const ModulePlan& plan, const ManifestCuda& cuda) {
+                           const ModulePlan& plan, const ManifestCuda& cuda, const TrainingModule* training) {
   THUNDERC_CHECK(!variants.empty(), "a manifest needs at least one variant");
+  // The model's outputs of a variant (a training forward's saved tensors follow them).
+  auto model_outputs = [](const ModuleVariant& v) { return v.backward ? v.model_outputs : v.trace->outputs().size(); };
+  // Backward programs are entries, not variants: they follow every variant, so ids stay positions.
+  std::size_t num_variants = 0;
+  for (const ModuleVariant& v : variants) {
+    THUNDERC_CHECK(v.is_backward || num_variants == static_cast<std::size_t>(&v - variants.data()),
+                   "a backward program before a variant");
+    num_variants += v.is_backward ? 0 : 1;
+  }
   using nlohmann::json;
   json m;
   m["format"] = "thunderc-manifest";
@@ -27,6 +36,7 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
                   {"precision", options.precision}, {"cpu_target", options.cpu_target},
                   {"conv_algorithm", options.conv_algorithm}};
   if (options.cuda_graphs) m["options"]["cuda_graphs"] = true;  // absent: off (older runtimes ignore it)
+  if (training) m["options"]["autograd"] = true;
 
   const Trace& first = *variants[0].trace;
   json inputs = json::array();
@@ -34,20 +44,21 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
     inputs.push_back({{"name", input_names[i]}, {"dtype", dtype_name(first.type(first.inputs().at(i)).dtype)}});
   m["inputs"] = inputs;
   json outputs = json::array();
-  for (std::size_t j = 0; j < first.outputs().size(); ++j)
+  for (std::size_t j = 0; j < model_outputs(variants[0]); ++j)
     outputs.push_back({{"name", "output" + std::to_string(j)}, {"dtype", dtype_name(first.type(first.outputs()[j]).dtype)}});
   m["outputs"] = outputs;
 
   m["weights"] = {{"count", plan.weights.count}, {"bytes", plan.weights.bytes.size()}, {"storage", "embedded"}};
 
   json vs = json::array();
-  for (std::size_t i = 0; i < variants.size(); ++i) {
+  for (std::size_t i = 0; i < num_variants; ++i) {
     const Trace& t = *variants[i].trace;
-    if (t.outputs().size() != first.outputs().size())
-      user_error("specialization ", variants[i].label, " returns ", t.outputs().size(), " outputs, but ",
-                 variants[0].label, " returns ", first.outputs().size());
+    const std::size_t num_outputs = model_outputs(variants[i]);
+    if (num_outputs != model_outputs(variants[0]))
+      user_error("specialization ", variants[i].label, " returns ", num_outputs, " outputs, but ",
+                 variants[0].label, " returns ", model_outputs(variants[0]));
     json guards = json::array();
-    for (std::size_t k = 0; k < t.inputs().size(); ++k) {
+    for (std::size_t k = 0; k < input_names.size(); ++k) {
       const TensorType& type = t.type(t.inputs()[k]);
       json shape = type.shape;
       if (const SymbolicTrace* st = variants[i].symbolic)
@@ -59,7 +70,7 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
       guards.push_back(std::move(guard));
     }
     json shapes = json::array();
-    for (std::size_t j = 0; j < t.outputs().size(); ++j) {
+    for (std::size_t j = 0; j < num_outputs; ++j) {
       const TensorType& type = t.type(t.outputs()[j]);
       if (type.dtype != first.type(first.outputs()[j]).dtype)
         user_error("output ", j, " is ", dtype_name(type.dtype), " in specialization ", variants[i].label, " but ",
@@ -117,9 +128,36 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
       for (const SymbolRange& r : st->symbols) dims[r.name] = {{"min", r.lo}, {"max", r.hi}};
       variant["dims"] = dims;
     }
+    if (variants[i].backward) {
+      const std::size_t b = *variants[i].backward;
+      const Trace& bt = *variants.at(b).trace;
+      json saved = json::array();
+      for (std::size_t j = num_outputs; j < t.outputs().size(); ++j)
+        saved.push_back({{"dtype", dtype_name(t.type(t.outputs()[j]).dtype)}, {"shape", t.type(t.outputs()[j]).shape}});
+      json grad_shapes = json::array();
+      for (ValueId g : bt.outputs()) grad_shapes.push_back(bt.type(g).shape);
+      json bcounts = json::object();
+      for (const auto& [executor, count] : executor_counts(bt))
+        if (!executor.empty()) bcounts[executor] = count;
+      variant["training"] = {{"saved", saved},
+                             {"backward", {{"entry", variant_entry(b)},
+                                           {"workspace_bytes", plan.memory[b].workspace_bytes},
+                                           {"executors", bcounts},
+                                           {"gradient_shapes", grad_shapes}}}};
+    }
     vs.push_back(variant);
   }
   m["variants"] = vs;
+  if (training) {
+    json params = json::array();
+    for (const TrainingModule::Parameter& p : training->parameters)
+      params.push_back({{"name", p.name}, {"dtype", dtype_name(p.type.dtype)}, {"shape", p.type.shape},
+                        {"offset", p.offset}, {"bytes", p.type.nbytes()}});
+    json grads = json::array();
+    for (const TrainingModule::Gradient& g : training->gradients)
+      grads.push_back({{"name", g.name}, {"kind", g.parameter ? "parameter" : "input"}});
+    m["training"] = {{"parameters", params}, {"gradients", grads}};
+  }
   if (cuda.module && !cuda.module->cuda_source.empty()) {
     json images = json::array();
     for (const CudaImageFile& im : cuda.module->cuda_images)

@@ -26,7 +26,7 @@ struct ManifestOptions {
   std::string precision = "fp32";             // --precision (tf32: library calls may use tensor cores)
   std::string cpu_target = "x86-64-v3";       // --cpu-target: -march of the host code; checked at open
   std::string conv_algorithm = "auto";        // --conv-algorithm: auto (oneDNN's Winograd where it pays) or direct
-  bool skip_inplace_alias_updates = false;    // --skip-inplace-alias-updates  // --disable-torch-autograd (forward-only is all thunderc emits today)
+  bool skip_inplace_alias_updates = false;    // --skip-inplace-alias-updates
 };
 
 struct KernelResources;
@@ -42,6 +42,7 @@ struct ManifestCuda {
 // UserError when the variants disagree on their outputs' count or dtypes (one manifest lists them once).
 std::string write_manifest(const ManifestSource& source, const ManifestOptions& options,
                            const std::vector<std::string>& input_names, const std::vector<ModuleVariant>& variants,
-                           const ModulePlan& plan, const ManifestCuda& cuda = {});
+                           const ModulePlan& plan, const ManifestCuda& cuda = {},
+                           const TrainingModule* training = nullptr);
 
 }  // namespace thunderc

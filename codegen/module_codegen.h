@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,29 @@ struct ModuleVariant {
   // A bounded variant (core/transforms/value_bounds.h): the runtime sends it only calls whose floating-point
   // inputs are all finite with |x| <= input_bound (the guards' finite_max_abs). 0: no such guard.
   double input_bound = 0;
+  // --autograd (docs/training.md): a training forward's first `model_outputs` outputs are the model's and the
+  // saved tensors follow; `backward` is the index of the variant holding its backward program, which gets an
+  // entry of the .so but is no variant of the manifest (`is_backward`).
+  std::optional<std::size_t> backward;
+  bool is_backward = false;
+  std::size_t model_outputs = 0;
+};
+
+// --autograd: the parameters' initial values (embedded after the weights, exported as thunderc_parameters)
+// and the gradients the backward programs write, for the manifest's "training" object.
+struct TrainingModule {
+  struct Parameter {
+    std::string name;
+    TensorType type;
+    std::shared_ptr<const ConstantData> initial;
+    std::size_t offset = 0;  // in the parameters blob (set by compile_model)
+  };
+  std::vector<Parameter> parameters;
+  struct Gradient {
+    std::string name;
+    bool parameter = false;
+  };
+  std::vector<Gradient> gradients;
 };
 
 // Constants of all variants packed into one blob; equal constants (same type and bytes) stored once.

@@ -131,6 +131,75 @@ std::optional<DLDevice> cuda_device_for(const Model& model, const std::vector<Ho
   return std::nullopt;
 }
 
+namespace {
+std::string takes_text(const Model& model, const std::string& so_path) {
+  return so_path + " takes " + std::to_string(model.num_inputs()) + " input" + (model.num_inputs() == 1 ? "" : "s") +
+         ": " + commands::inputs_text(model);
+}
+
+HostTensor load_input(const std::string& name, const std::string& file) {
+  try {
+    return npy::load(file);
+  } catch (const npy::Error& e) {
+    user_error("input '", name, "': ", e.what());
+  }
+}
+
+}  // namespace
+
+std::vector<HostTensor> read_inputs(const Model& model, const std::string& so_path,
+                                    const std::vector<std::string>& named, const std::vector<std::string>& positional) {
+  const std::vector<std::string> names = model.input_names();
+  const size_t n = names.size();
+
+  // Which file feeds which input: named ones first, then the positional files fill the rest in order.
+  std::vector<std::optional<std::string>> files(n);
+  for (const std::string& arg : named) {
+    const size_t eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+      user_error("--input expects NAME=FILE.npy, got '", arg, "'; ", takes_text(model, so_path));
+    const std::string name = arg.substr(0, eq);
+    size_t index = n;
+    for (size_t i = 0; i < n; ++i)
+      if (names[i] == name) index = i;
+    if (index == n) user_error("unknown input '", name, "' in --input ", arg, "; ", takes_text(model, so_path));
+    if (files[index])
+      user_error("input '", name, "' given twice (", *files[index], " and ", arg.substr(eq + 1), ")");
+    files[index] = arg.substr(eq + 1);
+  }
+  size_t next = 0;
+  for (const std::string& file : positional) {
+    while (next < n && files[next]) ++next;
+    if (next == n) {
+      user_error("too many input files: ", file, " has no input left to feed; ", takes_text(model, so_path),
+                 " (", named.size(), " given with --input, ", positional.size(), " positionally)");
+    }
+    files[next++] = file;
+  }
+  std::string missing;
+  for (size_t i = 0; i < n; ++i)
+    if (!files[i]) missing += (missing.empty() ? "'" : ", '") + names[i] + "'";
+  if (!missing.empty()) {
+    user_error("missing input", (missing.find(',') == std::string::npos ? " " : "s "), missing, "; ",
+               takes_text(model, so_path),
+               " (give each as --input NAME=FILE.npy, or as FILE.npy arguments in this order)");
+  }
+
+  std::vector<HostTensor> inputs;
+  inputs.reserve(n);
+  for (size_t i = 0; i < n; ++i) inputs.push_back(load_input(names[i], *files[i]));
+
+  return inputs;
+}
+
+void write_npy(const std::string& path, const HostTensor& t, const std::string& label) {
+  try {
+    npy::save(path, t);
+  } catch (const npy::Error& e) {
+    user_error("cannot write ", label, ": ", e.what());
+  }
+}
+
 }  // namespace commands
 
 namespace {
@@ -183,62 +252,11 @@ void check_expected(const RunFlags& f, const std::vector<HostTensor>& outputs) {
   }
 }
 
-std::string takes_text(const Model& model, const std::string& so_path) {
-  return so_path + " takes " + std::to_string(model.num_inputs()) + " input" + (model.num_inputs() == 1 ? "" : "s") +
-         ": " + commands::inputs_text(model);
-}
-
-HostTensor load_input(const std::string& name, const std::string& file) {
-  try {
-    return npy::load(file);
-  } catch (const npy::Error& e) {
-    user_error("input '", name, "': ", e.what());
-  }
-}
-
 void run_command(const RunFlags& f) {
   commands::check_tolerance("--rtol", f.rtol);
   commands::check_tolerance("--atol", f.atol);
   Model model = commands::open_model(f.model, f.threads);
-  const std::vector<std::string> names = model.input_names();
-  const size_t n = names.size();
-
-  // Which file feeds which input: named ones first, then the positional files fill the rest in order.
-  std::vector<std::optional<std::string>> files(n);
-  for (const std::string& arg : f.named) {
-    const size_t eq = arg.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
-      user_error("--input expects NAME=FILE.npy, got '", arg, "'; ", takes_text(model, f.model));
-    const std::string name = arg.substr(0, eq);
-    size_t index = n;
-    for (size_t i = 0; i < n; ++i)
-      if (names[i] == name) index = i;
-    if (index == n) user_error("unknown input '", name, "' in --input ", arg, "; ", takes_text(model, f.model));
-    if (files[index])
-      user_error("input '", name, "' given twice (", *files[index], " and ", arg.substr(eq + 1), ")");
-    files[index] = arg.substr(eq + 1);
-  }
-  size_t next = 0;
-  for (const std::string& file : f.positional) {
-    while (next < n && files[next]) ++next;
-    if (next == n) {
-      user_error("too many input files: ", file, " has no input left to feed; ", takes_text(model, f.model),
-                 " (", f.named.size(), " given with --input, ", f.positional.size(), " positionally)");
-    }
-    files[next++] = file;
-  }
-  std::string missing;
-  for (size_t i = 0; i < n; ++i)
-    if (!files[i]) missing += (missing.empty() ? "'" : ", '") + names[i] + "'";
-  if (!missing.empty()) {
-    user_error("missing input", (missing.find(',') == std::string::npos ? " " : "s "), missing, "; ",
-               takes_text(model, f.model),
-               " (give each as --input NAME=FILE.npy, or as FILE.npy arguments in this order)");
-  }
-
-  std::vector<HostTensor> inputs;
-  inputs.reserve(n);
-  for (size_t i = 0; i < n; ++i) inputs.push_back(load_input(names[i], *files[i]));
+  const std::vector<HostTensor> inputs = commands::read_inputs(model, f.model, f.named, f.positional);
 
   std::vector<HostTensor> outputs;
   try {
@@ -269,11 +287,7 @@ void run_command(const RunFlags& f) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string label = "output" + std::to_string(i);
     const std::string path = (dir / (label + ".npy")).string();
-    try {
-      npy::save(path, outputs[i]);
-    } catch (const npy::Error& e) {
-      user_error("cannot write ", label, ": ", e.what());
-    }
+    commands::write_npy(path, outputs[i], label);
     std::cout << label << ": " << commands::tensor_text(outputs[i].dtype(), outputs[i].shape()) << " -> " << path
               << "\n";
   }

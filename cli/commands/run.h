@@ -60,5 +60,13 @@ std::string unavailable_reason(DLDevice device);
 // when neither can (DEVICE_UNAVAILABLE when a CUDA variant matches but there is no usable GPU).
 std::optional<DLDevice> cuda_device_for(const Model& model, const std::vector<HostTensor>& inputs);
 
+// The model's inputs read from .npy files: `named` ("NAME=FILE.npy", --input) first, then `positional` fill the
+// rest in input order. UserError for a malformed, unknown, repeated or missing input, or an unreadable file.
+std::vector<HostTensor> read_inputs(const Model& model, const std::string& so_path,
+                                    const std::vector<std::string>& named, const std::vector<std::string>& positional);
+
+// Writes `t` to `path` (.npy), UserError naming `label` when it cannot.
+void write_npy(const std::string& path, const HostTensor& t, const std::string& label);
+
 }  // namespace commands
 }  // namespace thunderc

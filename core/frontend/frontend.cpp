@@ -32,6 +32,8 @@ class TorchScriptFrontend : public ModelFrontend {
     return model_.import(input_types, sharp_edges, alias_updates);
   }
   std::string graph_str() const override { return model_.graph_str(); }
+  std::vector<std::string> parameter_names() const override { return model_.parameter_names(); }
+  void set_trace_parameters(bool on) override { model_.set_trace_parameters(on); }
 
  private:
   TorchScriptModel model_;

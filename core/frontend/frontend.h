@@ -47,6 +47,12 @@ class ModelFrontend {
   // appended to `sharp_edges` when given. `alias_updates`: see TorchScriptModel::import.
   virtual Trace import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges = nullptr,
                        bool alias_updates = true) const = 0;
+  // The model's trainable parameters (state_dict names, in the model's order), for --autograd: the frontend
+  // imports them as constants named so, and never folds computation on them at import (trace_parameters).
+  virtual std::vector<std::string> parameter_names() const { return {}; }
+  // Whether import() keeps parameters as traced constants instead of evaluating ops on them at import
+  // (TorchScript folds everything computable at compile time; --autograd must see the ops on parameters).
+  virtual void set_trace_parameters(bool on) { (void)on; }
   // A readable dump of the model's graph, for --verbose.
   virtual std::string graph_str() const = 0;
 };

@@ -548,6 +548,7 @@ std::unique_ptr<Pt2Model> Pt2Model::load(const std::string& path) {
       m->input_names_.push_back(s.name);
       recorded.push_back(std::move(shape));
     } else if (s.kind == "parameter" || s.kind == "buffer") {
+      if (s.kind == "parameter") m->parameters_.push_back(s.target);
       // A non-persistent buffer (register_buffer(..., persistent=False), e.g. rotary tables) is stored with the
       // constants.
       bool non_persistent = s.kind == "buffer" && p.constants.count(s.target);

@@ -146,6 +146,8 @@ class Pt2Model : public ModelFrontend {
   Trace import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges = nullptr,
                bool alias_updates = true) const override;
   std::string graph_str() const override;
+  // The graph signature's parameters (the export keeps ops on them in the graph, so nothing is folded).
+  std::vector<std::string> parameter_names() const override { return parameters_; }
 
   const Pt2Program& program() const { return program_; }
 
@@ -153,6 +155,7 @@ class Pt2Model : public ModelFrontend {
   std::string path_;
   Pt2Program program_;
   std::vector<std::string> input_names_;
+  std::vector<std::string> parameters_;
   std::optional<Specialization> recorded_;
 };
 

@@ -599,6 +599,12 @@ void Importer::import_node(Node* n) {
       sharp_edge(n, "frozen-attribute", "module attribute " + name + " = " + text.str().substr(0, 60) +
                                             " is frozen into the compiled model; changing it later has no effect");
     }
+    // --autograd: a parameter is a trace value, so the ops on it are traced (and differentiated) rather
+    // than evaluated here. Frozen parameters are constants named "self.<state_dict name>".
+    if (v.isTensor() && name.rfind("self.", 0) == 0 && traced_parameters_.count(name.substr(5))) {
+      bind(n->output(0), JVal::of_tensor(materialize(n->output(0), v.toTensor())));
+      return;
+    }
     bind(n->output(0), JVal::of_known(std::move(v)));
     return;
   }
@@ -731,6 +737,8 @@ struct TorchScriptModel::Impl {
   std::shared_ptr<torch::jit::Graph> graph;
   std::vector<std::string> input_names;
   std::optional<Specialization> recorded;
+  std::vector<std::string> parameters;  // named_parameters() requiring grad, before freezing
+  bool trace_parameters = false;
 };
 
 TorchScriptModel::TorchScriptModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -781,6 +789,8 @@ TorchScriptModel TorchScriptModel::load(const std::string& path) {
   try {
     torch::jit::Module m = torch::jit::load(path, c10::Device(c10::kCPU), extra);
     m.eval();
+    for (const auto& p : m.named_parameters(/*recurse=*/true))
+      if (p.value.requires_grad()) impl->parameters.push_back(p.name);
     impl->module = torch::jit::freeze_module(m);
   } catch (const c10::Error& e) {
     ts::refuse_load(path, e.what_without_backtrace());
@@ -818,6 +828,9 @@ std::vector<TensorType> TorchScriptModel::resolve_shapes(const Specialization& s
   return types;
 }
 
+std::vector<std::string> TorchScriptModel::parameter_names() const { return impl_->parameters; }
+void TorchScriptModel::set_trace_parameters(bool on) { impl_->trace_parameters = on; }
+
 Trace TorchScriptModel::import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges,
                                bool alias_updates) const {
   THUNDERC_CHECK(input_types.size() == impl_->input_names.size(), "import with ", input_types.size(),
@@ -826,6 +839,7 @@ Trace TorchScriptModel::import(const std::vector<TensorType>& input_types, std::
   trace.constructed_by = "torchscript-import";
   Device device = input_types.empty() ? Device::cpu() : input_types[0].device;
   ts::Importer importer(trace, device, impl_->path, alias_updates);
+  if (impl_->trace_parameters) importer.trace_parameters(impl_->parameters);
   try {
     importer.import_graph(*impl_->graph, input_types);
   } catch (const c10::Error& e) {

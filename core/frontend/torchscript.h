@@ -41,6 +41,10 @@ class TorchScriptModel {
   Trace import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges = nullptr,
                bool alias_updates = true) const;
 
+  // named_parameters() of the module (before freezing) that require grad.
+  std::vector<std::string> parameter_names() const;
+  void set_trace_parameters(bool on);
+
   // The text of the frozen, inlined TorchScript graph, for --verbose and bug reports.
   std::string graph_str() const;
 

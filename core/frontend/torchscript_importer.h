@@ -42,6 +42,8 @@ class Importer {
       : trace_(trace), device_(device), model_path_(std::move(model_path)), alias_updates_(alias_updates) {}
 
   void import_graph(torch::jit::Graph& graph, const std::vector<TensorType>& input_types);
+  // Parameters (state_dict names) to import as trace constants that computation is traced on, not folded.
+  void trace_parameters(const std::vector<std::string>& names) { traced_parameters_.insert(names.begin(), names.end()); }
 
   // --- for handlers ---
   const JVal& in(const torch::jit::Node* n, std::size_t i) const;
@@ -115,6 +117,7 @@ class Importer {
   std::unordered_map<ValueId, std::size_t> view_of_;    // child -> index in views_
   std::unordered_set<ValueId> non_contiguous_;          // values PyTorch would hold with non-dense strides
   bool alias_updates_ = true;
+  std::unordered_set<std::string> traced_parameters_;  // trace_parameters()
   void record_view(const BoundSymbol& sym);
   // Values updated in place (directly or through a view) are kept as trace values, not compile-time ones.
   std::unordered_set<const torch::jit::Value*> mutated_;

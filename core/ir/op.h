@@ -54,6 +54,9 @@ struct OperandInfo {
 };
 
 struct OpDef;
+class VjpBuilder;  // core/ops/vjp.h
+// A reverse-mode rule (core/ops/vjp.h): emits the backward of one symbol into the joint trace.
+using VjpFn = std::function<void(VjpBuilder&)>;
 struct MetaArgs {
   const OpDef& op;
   const std::vector<OperandInfo>& inputs;
@@ -76,6 +79,8 @@ struct OpDef {
   // Takes or makes complex tensors. Every other operator refuses them (Trace::emit), so executors and passes
   // never meet a complex tensor outside these.
   bool complex_ok = false;
+  // How autodiff differentiates it (set_vjp in the file declaring it); empty: not differentiable yet.
+  VjpFn vjp;
 };
 
 class OpRegistry {
@@ -83,6 +88,7 @@ class OpRegistry {
   void add(OpDef def);
   const OpDef* find(const std::string& name) const;
   const OpDef& get(const std::string& name) const;  // InternalError if unknown
+  OpDef& mutable_get(const std::string& name);        // for set_vjp while registering
   std::vector<const OpDef*> all() const;             // sorted by name
 
  private:

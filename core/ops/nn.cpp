@@ -2,6 +2,7 @@
 #include "core/ir/error.h"
 #include "core/ops/meta_util.h"
 #include "core/ops/ops.h"
+#include "core/ops/vjp.h"
 
 namespace thunderc {
 
@@ -97,6 +98,78 @@ MetaFn channels_last_meta(std::string nchw_op) {
   };
 }
 
+}  // namespace
+
+namespace {
+Operand T(ValueId v) { return Operand::tensor(v); }
+
+// Gradients of torch.matmul(a, b) = out, for any ranks: 1-D operands become matrices ([k] -> [1, k] on the
+// left, [k, 1] on the right), then ga = g @ b^T and gb = a^T @ g, summed over broadcast batch dims by give().
+void matmul_vjp(VjpBuilder& b, ValueId a, ValueId w, std::size_t ia, std::size_t iw) {
+  const Shape as = b.shape(a), ws = b.shape(w);
+  ValueId a2 = as.size() == 1 ? b.reshape(a, {1, as[0]}) : a;
+  ValueId w2 = ws.size() == 1 ? b.reshape(w, {ws[0], 1}) : w;
+  // The product of the matrix forms, before 1-D dims are dropped.
+  Shape full = b.shape(b.out());
+  if (as.size() == 1) full.insert(full.end() - (ws.size() == 1 ? 0 : 1), 1);
+  if (ws.size() == 1) full.push_back(1);
+  ValueId g = b.reshape(b.g(), full);
+  if (b.wants(ia)) {
+    ValueId ga = b.emit("matmul", {T(g), T(b.transpose_last2(w2))});
+    b.give(ia, b.reshape(b.sum_to(ga, b.shape(a2)), as));
+  }
+  if (b.wants(iw)) {
+    ValueId gw = b.emit("matmul", {T(b.transpose_last2(a2)), T(g)});
+    b.give(iw, b.reshape(b.sum_to(gw, b.shape(w2)), ws));
+  }
+}
+
+void register_nn_vjps(OpRegistry& r) {
+  using V = VjpBuilder;
+  // out = a @ W^T + bias: ga = g @ W, gW = g^T @ a over the flattened leading dims, gbias = sum(g).
+  set_vjp(r, "linear", [](V& b) {
+    const ValueId a = b.in(0), w = b.in(1), g = b.g();
+    if (b.shape(w).size() != 2) {
+      matmul_vjp(b, a, w, 0, 1);  // a 1-D weight: a @ w
+    } else {
+      if (b.wants(0)) b.give(0, b.emit("matmul", {T(g), T(w)}));
+      if (b.wants(1)) {
+        const std::int64_t n = b.shape(w)[0], k = b.shape(w)[1];
+        std::int64_t rows = 1;
+        for (std::size_t d = 0; d + 1 < b.shape(a).size(); ++d) rows *= b.shape(a)[d];
+        ValueId gm = b.reshape(g, {rows, n}), am = b.reshape(a, {rows, k});
+        b.give(1, b.emit("matmul", {T(b.transpose_last2(gm)), T(am)}));
+      }
+    }
+    if (b.wants(2)) b.give(2, g);
+  });
+  set_vjp(r, "matmul", [](V& b) { matmul_vjp(b, b.in(0), b.in(1), 0, 1); });
+  set_vjp(r, "bmm", [](V& b) {
+    if (b.wants(0)) b.give(0, b.emit("bmm", {T(b.g()), T(b.transpose_last2(b.in(1)))}));
+    if (b.wants(1)) b.give(1, b.emit("bmm", {T(b.transpose_last2(b.in(0))), T(b.g())}));
+  });
+  // beta * bias + alpha * (a @ m)
+  set_vjp(r, "addmm", [](V& b) {
+    const double alpha = b.attrs().get_float("alpha"), beta = b.attrs().get_float("beta");
+    ValueId g = b.g();
+    if (b.wants(0)) b.give(0, beta == 1 ? g : b.mul(T(g), Operand::number(beta)));
+    ValueId ga = alpha == 1 ? g : b.mul(T(g), Operand::number(alpha));
+    if (b.wants(1)) b.give(1, b.emit("matmul", {T(ga), T(b.transpose_last2(b.in(2)))}));
+    if (b.wants(2)) b.give(2, b.emit("matmul", {T(b.transpose_last2(b.in(1))), T(ga)}));
+  });
+  // Rows of the weight's gradient accumulate the gradients of every position that selected them.
+  set_vjp(r, "embedding", [](V& b) {
+    if (!b.wants(0)) return;
+    const ValueId w = b.in(0), idx = b.in(1);
+    const std::int64_t d = b.shape(w)[1];
+    std::int64_t n = 1;
+    for (std::int64_t s : b.shape(idx)) n *= s;
+    ValueId index = b.expand(b.reshape(b.cast(idx, DType::Int64), {n, 1}), {n, d});
+    ValueId src = b.reshape(b.g(), {n, d});
+    b.give(0, b.emit("scatter_reduce", {T(b.zeros(b.type(w))), T(index), T(src)},
+                     {{"dim", std::int64_t{0}}, {"reduce", std::string("sum")}, {"include_self", true}}));
+  });
+}
 }  // namespace
 
 void register_nn_ops(OpRegistry& r) {
@@ -318,6 +391,7 @@ void register_nn_ops(OpRegistry& r) {
            return {TensorType{q.dtype, out, common_device(m)}};
          },
          "softmax(q @ k^T * scale + mask) @ v (inference: no dropout)"});
+  register_nn_vjps(r);
 }
 
 }  // namespace thunderc

@@ -4,6 +4,7 @@
 #include "core/ir/error.h"
 #include "core/ops/meta_util.h"
 #include "core/ops/ops.h"
+#include "core/ops/vjp.h"
 
 namespace thunderc {
 
@@ -39,6 +40,98 @@ void check_param(const MetaArgs& m, std::size_t i, const Shape& expected, const 
     user_error(m.op.name, ": ", what, " has shape ", shape_str(p.shape), ", expected ", shape_str(expected));
 }
 
+}  // namespace
+
+namespace {
+Operand T(ValueId v) { return Operand::tensor(v); }
+Operand N(double x) { return Operand::number(x); }
+
+// The reduced dims of a sum/mean/amax symbol over an input of `rank` (every dim when the list is empty).
+std::vector<std::int64_t> reduced_dims(const Attrs& a, std::size_t rank, const std::string& op) {
+  std::vector<std::int64_t> dims;
+  for (std::int64_t d : a.get_ints("dims")) dims.push_back(wrap_dim(d, rank, op));
+  if (dims.empty())
+    for (std::size_t d = 0; d < rank; ++d) dims.push_back(static_cast<std::int64_t>(d));
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
+
+// `g` (the gradient of a reduction's result) with the reduced dims back as size 1, then expanded to `shape`.
+ValueId unreduce(VjpBuilder& b, ValueId g, const Shape& shape, const std::vector<std::int64_t>& dims) {
+  Shape kept = shape;
+  for (std::int64_t d : dims) kept[static_cast<std::size_t>(d)] = 1;
+  return b.expand(b.reshape(g, kept), shape);
+}
+
+std::int64_t count_of(const Shape& shape, const std::vector<std::int64_t>& dims) {
+  std::int64_t n = 1;
+  for (std::int64_t d : dims) n *= shape[static_cast<std::size_t>(d)];
+  return n;
+}
+
+// The trailing dims layer_norm normalizes.
+std::vector<std::int64_t> trailing_dims(std::size_t rank, std::size_t count) {
+  std::vector<std::int64_t> dims;
+  for (std::size_t d = rank - count; d < rank; ++d) dims.push_back(static_cast<std::int64_t>(d));
+  return dims;
+}
+
+void register_reduction_norm_vjps(OpRegistry& r) {
+  using V = VjpBuilder;
+  set_vjp(r, "sum", [](V& b) {
+    const Shape& x = b.shape(b.in(0));
+    b.give(0, unreduce(b, b.g(), x, reduced_dims(b.attrs(), x.size(), "sum")));
+  });
+  set_vjp(r, "mean", [](V& b) {
+    const Shape& x = b.shape(b.in(0));
+    const auto dims = reduced_dims(b.attrs(), x.size(), "mean");
+    b.give(0, b.div(T(unreduce(b, b.g(), x, dims)), N(static_cast<double>(count_of(x, dims)))));
+  });
+  // ATen's evenly-distributed rule: every element equal to the extremum shares the gradient.
+  for (const char* name : {"amax", "amin"}) {
+    set_vjp(r, name, [](V& b) {
+      const ValueId x = b.in(0);
+      const auto dims = reduced_dims(b.attrs(), b.shape(x).size(), b.sym().op->name);
+      ValueId hit = b.cmp("eq", T(x), T(unreduce(b, b.out(), b.shape(x), dims)));
+      ValueId count = b.sum(b.cast(hit, b.type(b.out()).dtype), dims, true);
+      ValueId share = b.div(T(unreduce(b, b.g(), b.shape(x), dims)), T(b.expand(count, b.shape(x))));
+      b.give(0, b.where(hit, T(share), N(0)));
+    });
+  }
+  // softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g), along dim.
+  set_vjp(r, "softmax", [](V& b) {
+    const ValueId y = b.out(), g = b.g();
+    const std::int64_t dim = wrap_dim(b.attrs().get_int("dim"), b.shape(y).size(), "softmax");
+    ValueId dot = b.sum(b.mul(T(g), T(y)), {dim}, true);
+    b.give(0, b.mul(T(y), T(b.sub(T(g), T(dot)))));
+  });
+  set_vjp(r, "log_softmax", [](V& b) {
+    const ValueId y = b.out(), g = b.g();
+    const std::int64_t dim = wrap_dim(b.attrs().get_int("dim"), b.shape(y).size(), "log_softmax");
+    ValueId total = b.sum(g, {dim}, true);
+    b.give(0, b.sub(T(g), T(b.mul(T(b.emit("exp", {T(y)})), T(total)))));
+  });
+  // With xhat = (x - mean) * rstd over the normalized dims and gh = g * weight:
+  //   dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat)), dweight = sum(g * xhat), dbias = sum(g)
+  // (mean and rstd are recomputed from x: cheaper to redo than to save).
+  set_vjp(r, "layer_norm", [](V& b) {
+    const ValueId x = b.in(0), g = b.g();
+    const auto dims = trailing_dims(b.shape(x).size(), b.attrs().get_ints("normalized_shape").size());
+    ValueId centered = b.sub(T(x), T(b.emit("mean", {T(x)}, {{"dims", IntList(dims)}, {"keepdim", true}})));
+    ValueId var = b.emit("mean", {T(b.mul(T(centered), T(centered)))}, {{"dims", IntList(dims)}, {"keepdim", true}});
+    ValueId rstd = b.emit("rsqrt", {T(b.add(T(var), N(b.attrs().get_float("eps"))))});
+    ValueId xhat = b.mul(T(centered), T(rstd));
+    if (b.wants(0)) {
+      ValueId gh = b.is_tensor(1) ? b.mul(T(g), T(b.in(1))) : g;
+      ValueId m1 = b.emit("mean", {T(gh)}, {{"dims", IntList(dims)}, {"keepdim", true}});
+      ValueId m2 = b.emit("mean", {T(b.mul(T(gh), T(xhat)))}, {{"dims", IntList(dims)}, {"keepdim", true}});
+      b.give(0, b.mul(T(rstd), T(b.sub(T(b.sub(T(gh), T(m1))), T(b.mul(T(xhat), T(m2)))))));
+    }
+    if (b.wants(1)) b.give(1, b.mul(T(g), T(xhat)));
+    if (b.wants(2)) b.give(2, g);
+  });
+}
 }  // namespace
 
 void register_reduction_norm_ops(OpRegistry& r) {
@@ -140,6 +233,7 @@ void register_reduction_norm_ops(OpRegistry& r) {
            return {a};
          },
          "inference batch norm over dim 1 with running statistics"});
+  register_reduction_norm_vjps(r);
 }
 
 }  // namespace thunderc

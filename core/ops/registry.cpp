@@ -38,6 +38,12 @@ const OpDef& OpRegistry::get(const std::string& name) const {
   return *def;
 }
 
+OpDef& OpRegistry::mutable_get(const std::string& name) {
+  auto it = ops_.find(name);
+  if (it == ops_.end()) internal_error("unknown operator '", name, "'");
+  return it->second;
+}
+
 std::vector<const OpDef*> OpRegistry::all() const {
   std::vector<const OpDef*> out;
   for (const auto& [name, def] : ops_) out.push_back(&def);

@@ -5,8 +5,51 @@
 #include "core/ir/error.h"
 #include "core/ops/meta_util.h"
 #include "core/ops/ops.h"
+#include "core/ops/vjp.h"
 
 namespace thunderc {
+
+namespace {
+Operand T(ValueId v) { return Operand::tensor(v); }
+
+// Reverse-mode rules: data movement moves the gradient back.
+void register_shape_vjps(OpRegistry& r) {
+  using V = VjpBuilder;
+  set_vjp(r, "reshape", [](V& b) { b.give(0, b.reshape(b.g(), b.shape(b.in(0)))); });
+  set_vjp(r, "permute", [](V& b) {
+    const IntList& dims = b.attrs().get_ints("dims");
+    std::vector<std::int64_t> inverse(dims.size());
+    for (std::size_t k = 0; k < dims.size(); ++k) inverse[static_cast<std::size_t>(dims[k])] = static_cast<std::int64_t>(k);
+    b.give(0, b.permute(b.g(), inverse));
+  });
+  set_vjp(r, "expand", [](V& b) { b.give(0, b.g()); });  // give() sums over the expanded dims
+  set_vjp(r, "flip", [](V& b) { b.give(0, b.emit("flip", {T(b.g())}, {{"dims", b.attrs().get_ints("dims")}})); });
+  set_vjp(r, "slice", [](V& b) {
+    const Attrs& a = b.attrs();
+    b.give(0, b.emit("slice_scatter", {T(b.zeros(b.type(b.in(0)))), T(b.g())},
+                     {{"dim", a.get_int("dim")}, {"start", a.get_int("start")}, {"end", a.get_int("end")},
+                      {"step", a.get_int("step")}}));
+  });
+  set_vjp(r, "select", [](V& b) {
+    b.give(0, b.emit("select_scatter", {T(b.zeros(b.type(b.in(0)))), T(b.g())},
+                     {{"dim", b.attrs().get_int("dim")}, {"index", b.attrs().get_int("index")}}));
+  });
+  set_vjp(r, "cat", [](V& b) {
+    const std::size_t rank = b.shape(b.out()).size();
+    const auto dim = static_cast<std::size_t>(wrap_dim(b.attrs().get_int("dim"), rank, "cat"));
+    std::int64_t offset = 0;
+    for (std::size_t i = 0; i < b.sym().inputs.size(); ++i) {
+      const Shape& piece = b.shape(b.in(i));
+      if (piece.size() != rank) continue;  // a 1-D empty tensor, which cat skips
+      const std::int64_t size = piece[dim];
+      if (b.wants(i))
+        b.give(i, b.emit("slice", {T(b.g())},
+                         {{"dim", static_cast<std::int64_t>(dim)}, {"start", offset}, {"end", offset + size}, {"step", std::int64_t{1}}}));
+      offset += size;
+    }
+  });
+}
+}  // namespace
 
 void register_shape_ops(OpRegistry& r) {
   r.add({"reshape", OpCategory::Shape, {{"a"}}, {{"shape", AttrType::IntList}},
@@ -227,6 +270,7 @@ void register_shape_ops(OpRegistry& r) {
            return {out};
          },
          "pads the last dims by reflecting (without repeating the edge) or replicating the edge values"});
+  register_shape_vjps(r);
 }
 
 }  // namespace thunderc

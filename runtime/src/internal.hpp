@@ -101,6 +101,48 @@ struct AffineDim {
   std::vector<std::pair<int, int64_t>> terms;
 };
 
+// ---- training models (thunderc --autograd, ABI 5; docs/manifest.md "Training models") -----------------
+// One parameter: its initial value lies at [offset, offset + bytes) of the blob thunderc_parameters returns.
+struct ParameterDesc {
+  std::string name;
+  std::string dtype_name;
+  DLDataType dtype{};
+  std::vector<int64_t> shape;
+  size_t offset = 0;  // a multiple of 64
+  size_t bytes = 0;   // dtype size * element count
+};
+
+// One gradient the backward entry writes: of a model input or of a parameter.
+struct GradientDesc {
+  std::string name;
+  bool is_parameter = false;
+  size_t index = 0;  // into Manifest::inputs, or Training::parameters when is_parameter
+};
+
+// The top-level "training" object.
+struct Training {
+  std::vector<ParameterDesc> parameters;
+  std::vector<GradientDesc> gradients;  // the order in which the backward entry writes them
+};
+
+// A tensor a training forward saves for the backward (the runtime allocates it).
+struct SavedSpec {
+  std::string dtype_name;
+  DLDataType dtype{};
+  std::vector<int64_t> shape;
+  size_t bytes = 0;
+};
+
+// A variant's "training" object.
+struct VariantTraining {
+  std::vector<SavedSpec> saved;
+  std::string backward_entry;
+  size_t backward_workspace_bytes = 0;
+  std::vector<std::vector<int64_t>> gradient_shapes;  // one per Training::gradients entry
+  // Filled in by the loader.
+  thunderc_entry_fn backward_fn = nullptr;
+};
+
 struct Variant {
   size_t id = 0;
   std::string entry;
@@ -114,6 +156,7 @@ struct Variant {
   DLDevice device{kDLCPU, 0};
   std::string device_name = "cpu";
   std::string signature;
+  VariantTraining training;  // training models only (Manifest::is_training())
   // Filled in by the loader.
   thunderc_entry_fn fn = nullptr;
   bool available = true;
@@ -146,6 +189,11 @@ struct Manifest {
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;
   std::vector<Variant> variants;
+  // A training model (thunderc --autograd): the manifest has a top-level "training" object, and every variant
+  // is a training forward with a backward entry.
+  bool training_model = false;
+  Training training;
+  bool is_training() const { return training_model; }
 };
 
 // Parses and validates; throws RtError(MANIFEST) naming `origin` and the offending field.

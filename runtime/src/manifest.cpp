@@ -100,6 +100,16 @@ class Validator {
     return out;
   }
 
+  // A concrete shape (training manifests have no symbols): at most 64 dimensions, a size that fits.
+  std::vector<int64_t> fixed_shape_field(const json& obj, const std::string& path, DLDataType dtype,
+                                         size_t* bytes) const {
+    const std::string spath = join(path, "shape");
+    std::vector<int64_t> shape = shape_value(field(obj, "shape", path), spath);
+    if (shape.size() > 64) error(spath, "more than 64 dimensions");
+    if (!dense_nbytes(shape.data(), static_cast<int>(shape.size()), dtype, bytes)) error(spath, "tensor size overflows");
+    return shape;
+  }
+
   static std::string join(const std::string& path, const char* key) {
     return path.empty() ? std::string(key) : path + "." + key;
   }
@@ -110,6 +120,127 @@ class Validator {
  private:
   std::string origin_;
 };
+
+// The top-level "training" object of a training model (docs/manifest.md).
+void parse_training(const Validator& v, const json& jt, Manifest& m) {
+  const std::string tpath = "training";
+  if (!jt.is_object()) v.error(tpath, "expected an object, got " + Validator::type_of(jt));
+  m.training_model = true;
+  Training& t = m.training;
+  const json& params = v.array_field(jt, "parameters", tpath);
+  const std::string ppath0 = Validator::join(tpath, "parameters");
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string ppath = Validator::index(ppath0, i);
+    ParameterDesc p;
+    p.name = v.string_field(params[i], "name", ppath);
+    if (p.name.empty()) v.error(Validator::join(ppath, "name"), "empty name");
+    for (size_t j = 0; j < t.parameters.size(); ++j)
+      if (t.parameters[j].name == p.name)
+        v.error(Validator::join(ppath, "name"), "'" + p.name + "' is also " + Validator::index(ppath0, j) + "'s name");
+    p.dtype = v.dtype_field(params[i], ppath, &p.dtype_name);
+    size_t bytes = 0;
+    p.shape = v.fixed_shape_field(params[i], ppath, p.dtype, &bytes);
+    const uint64_t limit = std::numeric_limits<size_t>::max() / 2;
+    p.offset = static_cast<size_t>(v.uint_field(params[i], "offset", ppath, limit));
+    if (p.offset % 64 != 0)
+      v.error(Validator::join(ppath, "offset"), std::to_string(p.offset) + " is not a multiple of 64");
+    p.bytes = static_cast<size_t>(v.uint_field(params[i], "bytes", ppath, limit));
+    if (p.bytes != bytes)
+      v.error(Validator::join(ppath, "bytes"), "is " + std::to_string(p.bytes) + ", but a " + p.dtype_name +
+                                                   shape_to_string(p.shape) + " tensor has " + std::to_string(bytes) +
+                                                   " bytes");
+    t.parameters.push_back(std::move(p));
+  }
+
+  const json& grads = v.array_field(jt, "gradients", tpath);
+  const std::string gpath0 = Validator::join(tpath, "gradients");
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const std::string gpath = Validator::index(gpath0, i);
+    GradientDesc g;
+    g.name = v.string_field(grads[i], "name", gpath);
+    const std::string kind = v.string_field(grads[i], "kind", gpath);
+    auto find = [&](const auto& list) {
+      for (size_t k = 0; k < list.size(); ++k)
+        if (list[k].name == g.name) return k;
+      return list.size();
+    };
+    auto names = [](const auto& list) {
+      std::string s;
+      for (const auto& e : list) s += (s.empty() ? "" : ", ") + e.name;
+      return s.empty() ? std::string("none") : s;
+    };
+    if (kind == "input") {
+      g.index = find(m.inputs);
+      if (g.index == m.inputs.size())
+        v.error(Validator::join(gpath, "name"), "'" + g.name + "' is not an input of the model (inputs: " +
+                                                    names(m.inputs) + ")");
+    } else if (kind == "parameter") {
+      g.is_parameter = true;
+      g.index = find(t.parameters);
+      if (g.index == t.parameters.size())
+        v.error(Validator::join(gpath, "name"), "'" + g.name + "' is not a parameter (training.parameters: " +
+                                                    names(t.parameters) + ")");
+    } else {
+      v.error(Validator::join(gpath, "kind"), "expected \"input\" or \"parameter\", got \"" + kind + "\"");
+    }
+    for (size_t j = 0; j < t.gradients.size(); ++j)
+      if (t.gradients[j].is_parameter == g.is_parameter && t.gradients[j].index == g.index)
+        v.error(gpath, "the gradient of " + kind + " '" + g.name + "' is also " + Validator::index(gpath0, j));
+    t.gradients.push_back(std::move(g));
+  }
+  for (size_t k = 0; k < t.parameters.size(); ++k) {
+    bool found = false;
+    for (const GradientDesc& g : t.gradients) found = found || (g.is_parameter && g.index == k);
+    if (!found)
+      v.error(gpath0, "parameter '" + t.parameters[k].name + "' has no gradient (every parameter must have one)");
+  }
+}
+
+// A variant's "training" object (training models only): saved tensors and the backward entry.
+void parse_variant_training(const Validator& v, const json& jt, const std::string& vpath, const Manifest& m,
+                            Variant& var) {
+  const std::string tpath = Validator::join(vpath, "training");
+  if (!jt.is_object()) v.error(tpath, "expected an object, got " + Validator::type_of(jt));
+  if (var.symbolic())
+    v.error(Validator::join(vpath, "dims"), "a training model cannot have symbolic variants (every shape is fixed)");
+  if (var.device.device_type != kDLCPU)
+    v.error(tpath, "training variants run on the cpu only, this one is on " + var.device_name);
+  VariantTraining& vt = var.training;
+  const json& saved = v.array_field(jt, "saved", tpath);
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const std::string spath = Validator::index(Validator::join(tpath, "saved"), i);
+    SavedSpec sp;
+    sp.dtype = v.dtype_field(saved[i], spath, &sp.dtype_name);
+    sp.shape = v.fixed_shape_field(saved[i], spath, sp.dtype, &sp.bytes);
+    vt.saved.push_back(std::move(sp));
+  }
+  const std::string bpath = Validator::join(tpath, "backward");
+  const json& jb = v.field(jt, "backward", tpath);
+  if (!jb.is_object()) v.error(bpath, "expected an object, got " + Validator::type_of(jb));
+  vt.backward_entry = v.string_field(jb, "entry", bpath);
+  if (vt.backward_entry.empty()) v.error(Validator::join(bpath, "entry"), "empty symbol name");
+  vt.backward_workspace_bytes =
+      static_cast<size_t>(v.uint_field(jb, "workspace_bytes", bpath, std::numeric_limits<size_t>::max() / 2));
+  if (auto je = jb.find("executors"); je != jb.end() && !je->is_object())
+    v.error(Validator::join(bpath, "executors"), "expected an object, got " + Validator::type_of(*je));
+  const std::string gpath = Validator::join(bpath, "gradient_shapes");
+  const json& shapes = v.array_field(jb, "gradient_shapes", bpath);
+  const std::vector<GradientDesc>& grads = m.training.gradients;
+  if (shapes.size() != grads.size())
+    v.error(gpath, "has " + std::to_string(shapes.size()) + " entries but training.gradients has " +
+                       std::to_string(grads.size()));
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const std::string path = Validator::index(gpath, i);
+    std::vector<int64_t> shape = v.shape_value(shapes[i], path);
+    const GradientDesc& g = grads[i];
+    const std::vector<int64_t>& want =
+        g.is_parameter ? m.training.parameters[g.index].shape : var.guards[g.index].shape;
+    if (shape != want)
+      v.error(path, "is " + shape_to_string(shape) + ", but " + (g.is_parameter ? "parameter '" : "input '") + g.name +
+                        "' has shape " + shape_to_string(want) + " (a gradient has the shape of its tensor)");
+    vt.gradient_shapes.push_back(std::move(shape));
+  }
+}
 
 }  // namespace
 
@@ -135,6 +266,7 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
   m.abi_version = static_cast<uint32_t>(v.uint_field(root, "abi_version", "", 0xffffffffu));
   m.inputs = v.tensor_list(root, "inputs");
   m.outputs = v.tensor_list(root, "outputs");
+  if (auto jt = root.find("training"); jt != root.end()) parse_training(v, *jt, m);
 
   // Device of a variant without inputs: options.device when present, else cpu.
   DLDevice default_device{kDLCPU, 0};
@@ -355,6 +487,13 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
                 "no input guard has this symbol, so it cannot be bound");
     var.workspace_bytes = static_cast<size_t>(
         v.uint_field(jv, "workspace_bytes", vpath, std::numeric_limits<size_t>::max() / 2));
+    if (auto jt = jv.find("training"); m.is_training()) {
+      if (jt == jv.end())
+        v.error(Validator::join(vpath, "training"), "missing (every variant of a training model has one)");
+      parse_variant_training(v, *jt, vpath, m, var);
+    } else if (jt != jv.end()) {
+      v.error(Validator::join(vpath, "training"), "present, but the manifest has no top-level training object");
+    }
 
     // Signature used in dispatch messages: "x: float32[1, 64] cpu, y: int64[1] cpu".
     if (var.guards.empty()) var.signature = "(no inputs) " + var.device_name;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <fstream>
+#include <functional>
 #include <atomic>
 #include <mutex>
 #include <new>
@@ -99,16 +100,23 @@ struct thunderc_model {
   // without checks once set). -1: none yet.
   mutable std::atomic<long> memo{-1};
 
-  // Workspace pool of the CPU variants: free buffers per variant, reused across calls (thread-safe).
+  // Workspace pool of the CPU variants: free buffers per entry, reused across calls (thread-safe). Slot v is
+  // variant v's (forward) entry; in a training model, slot num_variants + v is its backward entry.
   std::mutex pool_mutex;
   std::vector<std::vector<void*>> free_workspaces;
   // The CUDA side (module, per-device state, workspace pools per stream); NULL without CUDA variants.
   std::unique_ptr<CudaModel> cuda;
+  // Training models: the live parameters, one 64-byte aligned host buffer per training.parameters entry
+  // (initialised from thunderc_parameters' blob at open), and DLTensor views of them (shape: the manifest's).
+  std::vector<void*> parameters;
+  std::vector<DLTensor> parameter_tensors;
 
   ~thunderc_model() {
-    for (size_t v = 0; v < free_workspaces.size(); ++v) {
-      for (void* p : free_workspaces[v]) release_buffer(manifest.variants[v].device, p);
+    for (size_t slot = 0; slot < free_workspaces.size(); ++slot) {
+      const DLDevice device = manifest.variants[slot % manifest.variants.size()].device;
+      for (void* p : free_workspaces[slot]) release_buffer(device, p);
     }
+    for (void* p : parameters) std::free(p);
     cuda.reset();  // before dlclose: its images live in the .so
     if (handle) dlclose(handle);
   }
@@ -146,30 +154,30 @@ void pin_thread_runtimes() {
   if (void* h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(h);  // drops only this reference
 }
 
-// A workspace buffer borrowed from the model's pool for one call.
+// A workspace buffer of `bytes` bytes on `device` borrowed from the model's pool slot `slot` for one call
+// (every buffer of a slot has the same size).
 class WorkspaceLease {
  public:
-  WorkspaceLease(thunderc_model* m, size_t variant) : m_(m), variant_(variant) {
-    const Variant& v = m->manifest.variants[variant];
-    if (v.workspace_bytes == 0 || v.device.device_type == kDLCUDA) return;  // CUDA: CudaModel's pools
+  WorkspaceLease(thunderc_model* m, size_t slot, size_t bytes, DLDevice device) : m_(m), slot_(slot), device_(device) {
+    if (bytes == 0 || device.device_type == kDLCUDA) return;  // CUDA: CudaModel's pools
     {
       std::lock_guard<std::mutex> lock(m->pool_mutex);
-      auto& list = m->free_workspaces[variant];
+      auto& list = m->free_workspaces[slot];
       if (!list.empty()) {
         ptr_ = list.back();
         list.pop_back();
         return;
       }
     }
-    ptr_ = thunderc_model::acquire_buffer(v.device, v.workspace_bytes, "workspace");
+    ptr_ = thunderc_model::acquire_buffer(device, bytes, "workspace");
   }
   ~WorkspaceLease() {
     if (!ptr_) return;
     try {
       std::lock_guard<std::mutex> lock(m_->pool_mutex);
-      m_->free_workspaces[variant_].push_back(ptr_);
+      m_->free_workspaces[slot_].push_back(ptr_);
     } catch (...) {
-      thunderc_model::release_buffer(m_->manifest.variants[variant_].device, ptr_);
+      thunderc_model::release_buffer(device_, ptr_);
     }
   }
   WorkspaceLease(const WorkspaceLease&) = delete;
@@ -178,9 +186,43 @@ class WorkspaceLease {
 
  private:
   thunderc_model* m_;
-  size_t variant_;
+  size_t slot_;
+  DLDevice device_;
   void* ptr_ = nullptr;
 };
+
+// Host buffers (64-byte aligned) freed together when the object goes: the saved tensors of a training forward.
+class HostBuffers {
+ public:
+  HostBuffers() = default;
+  ~HostBuffers() {
+    for (void* p : ptrs_) std::free(p);
+  }
+  HostBuffers(const HostBuffers&) = delete;
+  HostBuffers& operator=(const HostBuffers&) = delete;
+  void* alloc(size_t bytes, const char* what) {
+    ptrs_.reserve(ptrs_.size() + 1);  // so that push_back cannot throw and leak the buffer
+    void* p = thunderc_model::acquire_buffer(DLDevice{kDLCPU, 0}, bytes, what);
+    ptrs_.push_back(p);
+    return p;
+  }
+
+ private:
+  std::vector<void*> ptrs_;
+};
+
+// A dense host tensor view of `data` (shape owned by the caller, e.g. the manifest).
+DLTensor host_view(void* data, DLDataType dtype, const std::vector<int64_t>& shape) {
+  DLTensor t{};
+  t.data = data;
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = static_cast<int32_t>(shape.size());
+  t.dtype = dtype;
+  t.shape = const_cast<int64_t*>(shape.data());
+  t.strides = nullptr;
+  t.byte_offset = 0;
+  return t;
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -215,6 +257,40 @@ int32_t resolve_num_threads(int32_t requested) {
   }
   const unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int32_t>(hw);
+}
+
+// A training model's parameters: thunderc_parameters' blob must hold every one; each gets a buffer of its own.
+void load_parameters(thunderc_model* m) {
+  dlerror();
+  auto params_fn = reinterpret_cast<thunderc_parameters_fn>(dlsym(m->handle, "thunderc_parameters"));
+  if (!params_fn) {
+    const char* e = dlerror();
+    fail(THUNDERC_STATUS_MANIFEST, "'" + m->path + "' has a training manifest (thunderc --autograd) but does not "
+                                   "export thunderc_parameters, which holds the parameters' initial values (" +
+                                       (e ? e : "symbol not found") + ")");
+  }
+  size_t len = 0;
+  const unsigned char* blob = params_fn(&len);
+  if (!blob && len > 0)
+    fail(THUNDERC_STATUS_MANIFEST, "'" + m->path + "': thunderc_parameters returned NULL with length " +
+                                       std::to_string(len));
+  const std::vector<ParameterDesc>& params = m->manifest.training.parameters;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ParameterDesc& p = params[i];
+    if (p.offset > len || p.bytes > len - p.offset)
+      fail(THUNDERC_STATUS_MANIFEST, "manifest of '" + m->path + "': training.parameters[" + std::to_string(i) +
+                                         "] ('" + p.name + "'): bytes [" + std::to_string(p.offset) + ", " +
+                                         std::to_string(p.offset + p.bytes) + ") lie outside the parameter blob, "
+                                         "which thunderc_parameters says is " + std::to_string(len) + " bytes long");
+  }
+  m->parameters.reserve(params.size());
+  m->parameter_tensors.reserve(params.size());
+  for (const ParameterDesc& p : params) {
+    void* data = thunderc_model::acquire_buffer(DLDevice{kDLCPU, 0}, p.bytes, "parameter");
+    m->parameters.push_back(data);  // reserved: cannot throw
+    if (p.bytes) std::memcpy(data, blob + p.offset, p.bytes);
+    m->parameter_tensors.push_back(host_view(data, p.dtype, p.shape));
+  }
 }
 
 void open_impl(const char* so_path, const thunderc_open_options* options, thunderc_model** out_model) {
@@ -321,6 +397,17 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
       fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' does not export '" + v.entry + "', the entry of variant #" +
                                          std::to_string(v.id) + " (" + (e ? e : "symbol not found") + ")");
     }
+    if (model->manifest.is_training()) {
+      const std::string& entry = v.training.backward_entry;
+      dlerror();
+      v.training.backward_fn = reinterpret_cast<thunderc_entry_fn>(dlsym(model->handle, entry.c_str()));
+      if (!v.training.backward_fn) {
+        const char* e = dlerror();
+        fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' does not export '" + entry +
+                                           "', the backward entry of variant #" + std::to_string(v.id) + " (" +
+                                           (e ? e : "symbol not found") + ")");
+      }
+    }
     if (!isa_missing.empty()) {
       v.available = false;
       v.unavailable_reason = isa_missing;
@@ -353,7 +440,10 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
   // A model whose variants all need a device this machine lacks still opens (to be inspected); running it
   // fails with DEVICE_UNAVAILABLE.
 
-  model->free_workspaces.resize(model->manifest.variants.size());
+  // 6. Training models: the live parameters, copied from the blob of initial values.
+  if (model->manifest.is_training()) load_parameters(model.get());
+
+  model->free_workspaces.resize(model->manifest.variants.size() * (model->manifest.is_training() ? 2 : 1));
   *out_model = model.release();
 }
 
@@ -409,11 +499,16 @@ bool overlap(const DLTensor& a, const DLTensor& b) {
   return a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1;
 }
 
+// "output 'y' (#0)"
+std::function<std::string(size_t)> output_name(const thunderc_model* m) {
+  return [m](size_t i) { return "output '" + m->manifest.outputs[i].name + "' (#" + std::to_string(i) + ")"; };
+}
+
 // Caller-provided outputs are written while the inputs are read: an output may share no byte with an input or
 // another output.
 void check_no_overlap(const thunderc_model* m, const DLTensor* inputs, size_t n, const DLTensor* outputs, size_t k) {
   const Manifest& mf = m->manifest;
-  auto out_name = [&](size_t i) { return "output '" + mf.outputs[i].name + "' (#" + std::to_string(i) + ")"; };
+  const auto out_name = output_name(m);
   for (size_t i = 0; i < k; ++i) {
     for (size_t j = 0; j < n; ++j)
       if (overlap(outputs[i], inputs[j]))
@@ -601,9 +696,27 @@ DLDevice call_device(const Variant& v, const DLTensor* inputs, size_t n) {
   return v.device;
 }
 
-void call_entry(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n, DLTensor* outs, size_t k,
+// Which entry of a variant a call runs: the variant's own (the forward of a training model) or, in a training
+// model, its backward entry.
+enum class Entry { Forward, Backward };
+
+// "variant #0 (thunderc_variant_0) of m.so", "the backward entry (thunderc_variant_1) of variant #0 of m.so"
+std::string entry_label(const thunderc_model* m, const Variant& v, Entry which) {
+  if (which == Entry::Backward)
+    return "the backward entry (" + v.training.backward_entry + ") of variant #" + std::to_string(v.id) + " of " + m->name;
+  return "variant #" + std::to_string(v.id) + " (" + v.entry + ") of " + m->name;
+}
+
+// Calls one entry of variant vi: the tensors as the ABI orders them (for a training model's forward: inputs
+// then parameters, outputs then saved tensors; see run_forward), already checked.
+void call_entry(thunderc_model* m, size_t vi, Entry which, const DLTensor* inputs, size_t n, DLTensor* outs, size_t k,
                 DLDevice device, void* stream) {
   const Variant& v = m->manifest.variants[vi];
+  const bool backward = which == Entry::Backward;
+  const thunderc_entry_fn fn = backward ? v.training.backward_fn : v.fn;
+  const size_t workspace_bytes = backward ? v.training.backward_workspace_bytes : v.workspace_bytes;
+  const size_t slot = backward ? m->manifest.variants.size() + vi : vi;
+  if (!fn) fail(THUNDERC_STATUS_INTERNAL, "internal error: " + entry_label(m, v, which) + " was not resolved");
   SmallVec<DLTensor> in_copy(n);
   SmallVec<const DLTensor*> in_ptrs(n);
   for (size_t i = 0; i < n; ++i) {
@@ -627,32 +740,65 @@ void call_entry(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n, 
   int32_t rc = 0;
   if (v.device.device_type == kDLCUDA) {
     if (!m->cuda) fail(THUNDERC_STATUS_INTERNAL, "internal error: CUDA variant without CUDA state");
-    call.workspace_bytes = v.workspace_bytes;
+    call.workspace_bytes = workspace_bytes;
     try {
-      rc = m->cuda->call(device.device_id, v.fn, &call, stream);
+      rc = m->cuda->call(device.device_id, fn, &call, stream);
     } catch (const RtError&) {
       throw;
     } catch (...) {
-      fail(THUNDERC_STATUS_KERNEL_FAILED, "variant #" + std::to_string(v.id) + " (" + v.entry + ") of " + m->name +
-                                              " threw a C++ exception across the ABI");
+      fail(THUNDERC_STATUS_KERNEL_FAILED, entry_label(m, v, which) + " threw a C++ exception across the ABI");
     }
   } else {
-    WorkspaceLease ws(m, vi);
+    WorkspaceLease ws(m, slot, workspace_bytes, v.device);
     call.workspace = ws.get();
-    call.workspace_bytes = ws.get() ? v.workspace_bytes : 0;
+    call.workspace_bytes = ws.get() ? workspace_bytes : 0;
     try {
-      rc = v.fn(&call);
+      rc = fn(&call);
     } catch (...) {
-      fail(THUNDERC_STATUS_KERNEL_FAILED, "variant #" + std::to_string(v.id) + " (" + v.entry + ") of " + m->name +
-                                              " threw a C++ exception across the ABI");
+      fail(THUNDERC_STATUS_KERNEL_FAILED, entry_label(m, v, which) + " threw a C++ exception across the ABI");
     }
   }
   if (rc != 0) {
     error[sizeof error - 1] = '\0';
-    fail(THUNDERC_STATUS_KERNEL_FAILED, "variant #" + std::to_string(v.id) + " (" + v.entry + ") of " + m->name +
-                                            " failed (code " + std::to_string(rc) +
+    fail(THUNDERC_STATUS_KERNEL_FAILED, entry_label(m, v, which) + " failed (code " + std::to_string(rc) +
                                             "): " + (error[0] ? error : "no message"));
   }
+}
+
+// Runs variant vi's forward entry. In a training model the entry also takes every parameter (after the inputs)
+// and writes every saved tensor (after the outputs): into `saved` (v.training.saved.size() host tensors the
+// caller allocated, a train context's), or, when `saved` is NULL (thunderc_model_run/run_alloc), into scratch
+// buffers discarded on return.
+void run_forward(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n, DLTensor* outs, size_t k,
+                 DLDevice device, void* stream, const DLTensor* saved = nullptr) {
+  if (!m->manifest.is_training()) return call_entry(m, vi, Entry::Forward, inputs, n, outs, k, device, stream);
+  const Variant& v = m->manifest.variants[vi];
+  const size_t np = m->parameter_tensors.size();
+  const size_t ns = v.training.saved.size();
+  SmallVec<DLTensor> in(n + np);
+  for (size_t i = 0; i < n; ++i) in[i] = inputs[i];
+  for (size_t i = 0; i < np; ++i) in[n + i] = m->parameter_tensors[i];
+  SmallVec<DLTensor> out(k + ns);
+  for (size_t i = 0; i < k; ++i) out[i] = outs[i];
+  HostBuffers scratch;
+  for (size_t i = 0; i < ns; ++i) {
+    const SavedSpec& sp = v.training.saved[i];
+    out[k + i] = saved ? saved[i] : host_view(scratch.alloc(sp.bytes, "saved tensor"), sp.dtype, sp.shape);
+  }
+  call_entry(m, vi, Entry::Forward, in.data(), n + np, out.data(), k + ns, device, stream);
+}
+
+// A training model's outputs are written while the parameters are read: no output may share a byte with one.
+void check_no_parameter_overlap(const thunderc_model* m, const DLTensor* outputs, size_t k,
+                                const std::function<std::string(size_t)>& out_name, const char* what) {
+  const std::vector<DLTensor>& params = m->parameter_tensors;
+  for (size_t i = 0; i < k; ++i)
+    for (size_t j = 0; j < params.size(); ++j)
+      if (overlap(outputs[i], params[j]))
+        fail(THUNDERC_STATUS_INVALID_ARGUMENT, out_name(i) + " overlaps parameter '" +
+                                                   m->manifest.training.parameters[j].name + "' (#" + std::to_string(j) +
+                                                   ") in memory; " + what + " must not share memory with the model's "
+                                                   "parameters (pass a separate buffer)");
 }
 
 // `shape`: the output's shape for this call (output_shape()), output_shapes[i].size() entries; `device`: the
@@ -735,6 +881,66 @@ const Variant* variant_at(const thunderc_model* m, size_t v) {
     fail(THUNDERC_STATUS_INVALID_ARGUMENT, "variant " + std::to_string(v) + " out of range (" + m->name + " has " +
                                                std::to_string(m->manifest.variants.size()) + ")");
   return &m->manifest.variants[v];
+}
+
+}  // namespace
+
+// ---- training (thunderc --autograd) ----------------------------------------------------------------
+
+// What one training forward saved for its backward: the saved tensors, in 64-byte aligned host buffers it owns.
+struct thunderc_train_context_s {
+  const thunderc_model* model = nullptr;  // the model whose forward_train made it
+  std::string model_name;                 // for the message when it is passed to another model
+  size_t variant = 0;
+  std::vector<void*> buffers;   // one per saved tensor
+  std::vector<DLTensor> saved;  // views of buffers (shapes: the model's manifest)
+  ~thunderc_train_context_s() {
+    for (void* p : buffers) std::free(p);
+  }
+};
+
+namespace {
+
+void require_training(const thunderc_model* m, const char* fn) {
+  if (!m->manifest.is_training())
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": " + m->name + " was compiled without --autograd, so it "
+                                           "has no parameters, gradients or backward entries (recompile it with "
+                                           "thunderc --autograd to train it)");
+}
+
+// The variant of a context that must have been made by m.
+const Variant& context_variant(const thunderc_model* m, thunderc_train_context ctx, const char* fn) {
+  if (!ctx) fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": context is NULL");
+  if (ctx->model != m)
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": the training context belongs to another model (it was "
+                                           "made by thunderc_model_forward_train on a model of " + ctx->model_name +
+                                           "), not to this model of " + m->name);
+  return m->manifest.variants[ctx->variant];
+}
+
+// "gradient of input 'x' (#0)", "gradient of parameter 'fc.weight' (#1)"
+std::string gradient_label(const Manifest& mf, size_t i) {
+  const GradientDesc& g = mf.training.gradients[i];
+  return std::string("gradient of ") + (g.is_parameter ? "parameter '" : "input '") + g.name + "' (#" +
+         std::to_string(i) + ")";
+}
+
+DLDataType gradient_dtype(const Manifest& mf, const GradientDesc& g) {
+  return g.is_parameter ? mf.training.parameters[g.index].dtype : mf.inputs[g.index].dtype;
+}
+
+// A caller's tensor for a backward call: dtype, shape, cpu, contiguous, or INVALID_ARGUMENT naming it.
+void check_backward_tensor(const thunderc_model* m, const Variant& v, const DLTensor& t, const std::string& what,
+                           DLDataType dtype, const std::string& dtype_name, const std::vector<int64_t>& shape,
+                           const std::string& note) {
+  check_tensor_struct(t, what);
+  bool same = dtype_equal(t.dtype, dtype) && t.ndim == static_cast<int>(shape.size()) &&
+              t.device.device_type == kDLCPU && t.device.device_id == 0 && is_contiguous(t);
+  for (size_t k = 0; same && k < shape.size(); ++k) same = shape[k] == t.shape[k];
+  if (!same)
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " for variant #" + std::to_string(v.id) + " of " + m->name +
+                                               ": expected a contiguous " + dtype_name + shape_to_string(shape) +
+                                               " cpu tensor" + note + ", got " + describe(t));
 }
 
 }  // namespace
@@ -943,7 +1149,9 @@ THUNDERC_API thunderc_status thunderc_model_run_with_options(thunderc_model* mod
       outs[i] = normalized(outputs[i]);
     }
     check_no_overlap(model, inputs, num_inputs, outputs, num_outputs);
-    call_entry(model, vi, inputs, num_inputs, outs.data(), num_outputs, device, opts.cuda_stream);
+    if (model->manifest.is_training())
+      check_no_parameter_overlap(model, outputs, num_outputs, output_name(model), "outputs");
+    run_forward(model, vi, inputs, num_inputs, outs.data(), num_outputs, device, opts.cuda_stream);
   });
 }
 
@@ -994,7 +1202,7 @@ THUNDERC_API thunderc_status thunderc_model_run_alloc_with_options(thunderc_mode
       t.byte_offset = 0;
       outs[i] = t;
     }
-    call_entry(model, vi, inputs, num_inputs, outs.data(), num_outputs, device, opts.cuda_stream);
+    run_forward(model, vi, inputs, num_inputs, outs.data(), num_outputs, device, opts.cuda_stream);
   });
   if (st) {
     for (OwnedOutput* o : owned) owned_output_deleter(&o->managed);
@@ -1009,6 +1217,173 @@ THUNDERC_API thunderc_status thunderc_model_run_alloc(thunderc_model* model, con
                                                       size_t num_outputs) {
   return thunderc_model_run_alloc_with_options(model, inputs, num_inputs, outputs, num_outputs, nullptr);
 }
+
+// ---- training ----
+
+THUNDERC_API int32_t thunderc_model_is_training(const thunderc_model* model) {
+  return model && model->manifest.is_training() ? 1 : 0;
+}
+
+THUNDERC_API size_t thunderc_model_num_parameters(const thunderc_model* model) {
+  return model ? model->manifest.training.parameters.size() : 0;
+}
+
+THUNDERC_API const char* thunderc_model_parameter_name(const thunderc_model* model, size_t index) {
+  return model && index < model->manifest.training.parameters.size()
+             ? model->manifest.training.parameters[index].name.c_str()
+             : nullptr;
+}
+
+THUNDERC_API thunderc_status thunderc_model_parameter(thunderc_model* model, size_t index, DLTensor* out) {
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    require_training(model, "thunderc_model_parameter");
+    if (!out) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "thunderc_model_parameter: out is NULL");
+    if (index >= model->parameter_tensors.size())
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, "parameter " + std::to_string(index) + " out of range (" + model->name +
+                                                 " has " + std::to_string(model->parameter_tensors.size()) + ")");
+    *out = model->parameter_tensors[index];
+  });
+}
+
+THUNDERC_API size_t thunderc_model_num_gradients(const thunderc_model* model) {
+  return model ? model->manifest.training.gradients.size() : 0;
+}
+
+THUNDERC_API const char* thunderc_model_gradient_name(const thunderc_model* model, size_t index) {
+  return model && index < model->manifest.training.gradients.size()
+             ? model->manifest.training.gradients[index].name.c_str()
+             : nullptr;
+}
+
+THUNDERC_API int32_t thunderc_model_gradient_is_parameter(const thunderc_model* model, size_t index) {
+  if (!model || index >= model->manifest.training.gradients.size()) return -1;
+  return model->manifest.training.gradients[index].is_parameter ? 1 : 0;
+}
+
+THUNDERC_API DLDataType thunderc_model_gradient_dtype(const thunderc_model* model, size_t index) {
+  if (!model || index >= model->manifest.training.gradients.size()) return DLDataType{0, 0, 0};
+  return gradient_dtype(model->manifest, model->manifest.training.gradients[index]);
+}
+
+THUNDERC_API thunderc_status thunderc_model_forward_train(thunderc_model* model, const DLTensor* inputs,
+                                                          size_t num_inputs, DLTensor* outputs, size_t num_outputs,
+                                                          thunderc_train_context* out_context) {
+  if (out_context) *out_context = nullptr;
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    require_training(model, "thunderc_model_forward_train");
+    if (!out_context) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "thunderc_model_forward_train: out_context is NULL");
+    const size_t vi = select_variant(model, inputs, num_inputs);
+    const Variant& v = model->manifest.variants[vi];
+    if (num_outputs != model->manifest.outputs.size())
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, model->name + " has " + std::to_string(model->manifest.outputs.size()) +
+                                                 " output(s), got " + std::to_string(num_outputs) + " output buffers");
+    if (num_outputs > 0 && !outputs) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "outputs is NULL");
+    const DLDevice device = call_device(v, inputs, num_inputs);
+    SmallVec<DLTensor> outs(num_outputs);
+    for (size_t i = 0; i < num_outputs; ++i) {
+      check_output(model, v, i, outputs[i], v.output_shapes[i].data(), device);
+      outs[i] = normalized(outputs[i]);
+    }
+    check_no_overlap(model, inputs, num_inputs, outputs, num_outputs);
+    check_no_parameter_overlap(model, outputs, num_outputs, output_name(model), "outputs");
+
+    auto ctx = std::make_unique<thunderc_train_context_s>();
+    ctx->model = model;
+    ctx->model_name = model->name;
+    ctx->variant = vi;
+    const std::vector<SavedSpec>& saved = v.training.saved;
+    ctx->buffers.reserve(saved.size());
+    ctx->saved.reserve(saved.size());
+    for (const SavedSpec& sp : saved) {
+      ctx->buffers.push_back(thunderc_model::acquire_buffer(DLDevice{kDLCPU, 0}, sp.bytes, "saved tensor"));
+      ctx->saved.push_back(host_view(ctx->buffers.back(), sp.dtype, sp.shape));
+    }
+    run_forward(model, vi, inputs, num_inputs, outs.data(), num_outputs, device, nullptr, ctx->saved.data());
+    *out_context = ctx.release();
+  });
+}
+
+THUNDERC_API thunderc_status thunderc_model_gradient_shape(const thunderc_model* model, thunderc_train_context context,
+                                                           size_t gradient, int64_t* shape, int32_t capacity,
+                                                           int32_t* out_ndim) {
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    require_training(model, "thunderc_model_gradient_shape");
+    const Variant& v = context_variant(model, context, "thunderc_model_gradient_shape");
+    if (!out_ndim) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "out_ndim is NULL");
+    const auto& shapes = v.training.gradient_shapes;
+    if (gradient >= shapes.size())
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, "gradient " + std::to_string(gradient) + " out of range (" + model->name +
+                                                 " has " + std::to_string(shapes.size()) + ")");
+    const int32_t ndim = static_cast<int32_t>(shapes[gradient].size());
+    *out_ndim = ndim;
+    if (ndim > capacity || (ndim > 0 && !shape))
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, "gradient " + std::to_string(gradient) + " has " + std::to_string(ndim) +
+                                                 " dimensions; shape has room for " + std::to_string(capacity));
+    std::copy(shapes[gradient].begin(), shapes[gradient].end(), shape);
+  });
+}
+
+THUNDERC_API thunderc_status thunderc_model_backward(thunderc_model* model, thunderc_train_context context,
+                                                     const DLTensor* grad_outputs, size_t num_grad_outputs,
+                                                     DLTensor* gradients, size_t num_gradients) {
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    require_training(model, "thunderc_model_backward");
+    const Variant& v = context_variant(model, context, "thunderc_model_backward");
+    const Manifest& mf = model->manifest;
+    const size_t no = mf.outputs.size(), ng = mf.training.gradients.size();
+    if (num_grad_outputs != no)
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, model->name + " has " + std::to_string(no) + " output(s), got " +
+                                                 std::to_string(num_grad_outputs) +
+                                                 " grad_outputs (one per output, with its shape and dtype)");
+    if (no > 0 && !grad_outputs) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "grad_outputs is NULL");
+    if (num_gradients != ng)
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, model->name + " has " + std::to_string(ng) + " gradient(s), got " +
+                                                 std::to_string(num_gradients) + " gradient buffers");
+    if (ng > 0 && !gradients) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "gradients is NULL");
+    for (size_t i = 0; i < no; ++i) {
+      const TensorDesc& d = mf.outputs[i];
+      check_backward_tensor(model, v, grad_outputs[i], "grad_output for output '" + d.name + "' (#" + std::to_string(i) + ")",
+                            d.dtype, d.dtype_name, v.output_shapes[i], " (the shape and dtype of output '" + d.name + "')");
+    }
+    for (size_t i = 0; i < ng; ++i) {
+      const GradientDesc& g = mf.training.gradients[i];
+      const std::string& dtype_name =
+          g.is_parameter ? mf.training.parameters[g.index].dtype_name : mf.inputs[g.index].dtype_name;
+      check_backward_tensor(model, v, gradients[i], gradient_label(mf, i), gradient_dtype(mf, g), dtype_name,
+                            v.training.gradient_shapes[i], "");
+    }
+    // The gradients are written while the parameters, the saved tensors and grad_outputs are read.
+    for (size_t i = 0; i < ng; ++i) {
+      for (size_t j = 0; j < no; ++j)
+        if (overlap(gradients[i], grad_outputs[j]))
+          fail(THUNDERC_STATUS_INVALID_ARGUMENT, gradient_label(mf, i) + " overlaps the grad_output for output '" +
+                                                     mf.outputs[j].name + "' (#" + std::to_string(j) +
+                                                     ") in memory; gradients must not share memory with grad_outputs "
+                                                     "(pass a separate buffer)");
+      for (size_t j = 0; j < i; ++j)
+        if (overlap(gradients[i], gradients[j]))
+          fail(THUNDERC_STATUS_INVALID_ARGUMENT, gradient_label(mf, i) + " overlaps " + gradient_label(mf, j) +
+                                                     " in memory; each gradient needs a buffer of its own");
+    }
+    check_no_parameter_overlap(model, gradients, ng, [&](size_t i) { return gradient_label(mf, i); }, "gradients");
+
+    const size_t np = model->parameter_tensors.size(), ns = context->saved.size();
+    SmallVec<DLTensor> in(np + ns + no);
+    for (size_t i = 0; i < np; ++i) in[i] = model->parameter_tensors[i];
+    for (size_t i = 0; i < ns; ++i) in[np + i] = context->saved[i];
+    for (size_t i = 0; i < no; ++i) in[np + ns + i] = grad_outputs[i];
+    SmallVec<DLTensor> outs(ng);
+    for (size_t i = 0; i < ng; ++i) outs[i] = normalized(gradients[i]);
+    call_entry(model, context->variant, Entry::Backward, in.data(), np + ns + no, outs.data(), ng, DLDevice{kDLCPU, 0},
+               nullptr);
+  });
+}
+
+THUNDERC_API void thunderc_train_context_free(thunderc_train_context context) { delete context; }
 
 THUNDERC_API thunderc_status thunderc_model_prepare_device(thunderc_model* model, DLDevice device,
                                                            const char** out_image) {

@@ -7,6 +7,9 @@
  * and, when any variant runs on CUDA:
  *   const thunderc_cuda_module* thunderc_cuda_module(void);  its kernels (cubins + PTX) and weights
  *     (the symbol's name equals the struct's, so C/C++ code defines it under another name with an asm label)
+ * and, in a training model (thunderc --autograd; the manifest has a top-level "training" object):
+ *   const unsigned char* thunderc_parameters(size_t* len);  the parameters' initial values (one blob)
+ *   int32_t <backward entry>(const thunderc_call* call);     one per variant; names listed in the manifest
  *
  * The runtime checks the version before calling anything else. No C++ exception crosses this line:
  * an entry returns 0 on success, or non-zero after writing a NUL-terminated message into call->error.
@@ -22,7 +25,23 @@
  * this GPU); the generated code then runs the kernel it carries for that operation instead.
  *
  * Version 4 added thunderc_device_api.sdpa (thunderc_sdpa: scaled-dot-product attention through cuDNN's fused
- * flash-attention engines), appended at the end of the table; it falls back as gemm and conv2d do. */
+ * flash-attention engines), appended at the end of the table; it falls back as gemm and conv2d do.
+ *
+ * Version 5 added training models (thunderc --autograd). Such a .so also exports thunderc_parameters
+ * (thunderc_parameters_fn): one blob holding every parameter's initial value, dense row-major, parameter i
+ * at manifest training.parameters[i].offset (a multiple of 64), training.parameters[i].bytes long. The
+ * runtime copies each into a buffer of its own at open; those buffers are the live parameters, which every
+ * training call passes in and the application updates in place (an optimizer step). Each variant is then a
+ * training forward, and carries a backward entry (variants[v].training.backward.entry, a symbol of the .so
+ * that is no variant of its own). Both take a thunderc_call as every entry does:
+ *   forward:  inputs  = the model's inputs (guard order), then every parameter (training.parameters order);
+ *             outputs = the model's outputs, then every saved tensor (variants[v].training.saved order);
+ *   backward: inputs  = every parameter, then the saved tensors of one forward call, then one gradient per
+ *             model output (that output's shape and dtype);
+ *             outputs = the gradients in training.gradients order (shapes
+ *             variants[v].training.backward.gradient_shapes; dtype of the input or parameter each belongs
+ *             to); workspace: training.backward.workspace_bytes.
+ * Training variants run on the CPU only; every tensor is dense row-major in 64-byte aligned buffers. */
 #ifndef THUNDERC_ABI_H_
 #define THUNDERC_ABI_H_
 
@@ -34,7 +53,7 @@
 extern "C" {
 #endif
 
-#define THUNDERC_ABI_VERSION 4u
+#define THUNDERC_ABI_VERSION 5u
 
 /* Returned by thunderc_device_api.gemm/conv2d/sdpa when the library cannot run this operation here (not
  * installed, too old, no engine for the problem on this GPU): nothing was enqueued and the caller runs its
@@ -182,6 +201,8 @@ typedef uint32_t (*thunderc_abi_version_fn)(void);
 typedef const char* (*thunderc_embedded_manifest_fn)(size_t* len);
 typedef int32_t (*thunderc_entry_fn)(const thunderc_call* call);
 typedef const thunderc_cuda_module* (*thunderc_cuda_module_fn)(void);
+/* Since ABI 5, training models only: the parameters' initial values; *len receives the blob's size. */
+typedef const unsigned char* (*thunderc_parameters_fn)(size_t* len);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -8,10 +8,12 @@
  * Thread safety: after thunderc_model_open() returns, every function taking a model may be called
  * from any number of threads at once, including thunderc_model_run and
  * thunderc_model_run_alloc; only thunderc_model_close()
- * must not race with anything else on the same model.
+ * must not race with anything else on the same model (and, in a training model, a write to a parameter
+ * must not race with a call that runs the model).
  *
  * Versioning: THUNDERC_RUNTIME_API_VERSION changes when this header changes incompatibly; option
- * structs carry their own size so that fields can be appended without breaking callers. */
+ * structs carry their own size so that fields can be appended without breaking callers. (The training
+ * section, for models compiled with thunderc --autograd, was an addition: the version stayed 1.) */
 #ifndef THUNDERC_RUNTIME_H_
 #define THUNDERC_RUNTIME_H_
 
@@ -204,6 +206,77 @@ THUNDERC_API thunderc_status thunderc_model_run_alloc_with_options(thunderc_mode
  * architectures); KERNEL_FAILED/OUT_OF_MEMORY when loading or uploading fails. */
 THUNDERC_API thunderc_status thunderc_model_prepare_device(thunderc_model* model, DLDevice device,
                                                            const char** out_image);
+
+/* ---- training (models compiled with thunderc --autograd) ----------------------------------------- *
+ * A training model (ABI 5) has parameters, the trainable tensors it was compiled with, and every variant is
+ * a training forward with a backward entry. At open the runtime copies each parameter's initial value into a
+ * 64-byte aligned host buffer the model owns: these are the live parameters, which every call of the model
+ * reads (thunderc_model_run too) and which the application updates in place between calls (an optimizer
+ * step through thunderc_model_parameter). A training step:
+ *
+ *   thunderc_model_forward_train(m, inputs, n, outputs, k, &ctx);   outputs, and ctx holds what was saved
+ *   thunderc_model_backward(m, ctx, grad_outputs, k, gradients, g); d(loss)/d(each gradient's tensor)
+ *   thunderc_train_context_free(ctx);
+ *   ... update the parameters through thunderc_model_parameter ...
+ *
+ * Training variants run on the CPU: every tensor here is a dense host (kDLCPU) tensor. The functions below
+ * that take a model not compiled with --autograd return INVALID_ARGUMENT saying so (the getters: 0 or
+ * NULL). thunderc_model_run / run_alloc work on a training model too: they run the training forward with
+ * the live parameters and discard what it saved (a training-mode forward, without a context).
+ *
+ * Thread safety: forward_train, backward and run may run concurrently on one model (they only read the
+ * parameters). Writing a parameter must not race with any of them, nor with another write to it. */
+
+/* 1 for a model compiled with thunderc --autograd, else 0 (also for NULL). */
+THUNDERC_API int32_t thunderc_model_is_training(const thunderc_model* model);
+
+/* The parameters (manifest training.parameters order); 0 / NULL for an inference model or a bad index. */
+THUNDERC_API size_t thunderc_model_num_parameters(const thunderc_model* model);
+THUNDERC_API const char* thunderc_model_parameter_name(const thunderc_model* model, size_t index);
+/* Fills *out with a view of parameter `index`'s live state: data points into the model's 64-byte aligned
+ * buffer, shape is owned by the model, strides NULL, byte_offset 0, device {kDLCPU, 0}; valid until
+ * thunderc_model_close. The caller reads and writes the values in place (no copies); a write must not race
+ * with a call that runs the model (forward_train, backward, run). */
+THUNDERC_API thunderc_status thunderc_model_parameter(thunderc_model* model, size_t index, DLTensor* out);
+
+/* The gradients backward writes, in order (manifest training.gradients): every parameter's, and the inputs'
+ * compiled with --requires-grad. gradient_is_parameter: 1 for a parameter's, 0 for an input's, -1 for a bad
+ * index. gradient_dtype: the dtype of that parameter or input ({0, 0, 0} for a bad index). */
+THUNDERC_API size_t thunderc_model_num_gradients(const thunderc_model* model);
+THUNDERC_API const char* thunderc_model_gradient_name(const thunderc_model* model, size_t index);
+THUNDERC_API int32_t thunderc_model_gradient_is_parameter(const thunderc_model* model, size_t index);
+THUNDERC_API DLDataType thunderc_model_gradient_dtype(const thunderc_model* model, size_t index);
+
+/* What one forward_train saved for its backward (the saved tensors, owned by the context). */
+typedef struct thunderc_train_context_s* thunderc_train_context;
+
+/* Runs the training forward of the variant run() would pick (its guards check the model's inputs only) with
+ * the live parameters. `outputs` are caller-provided, checked as thunderc_model_run checks them. On success
+ * *out_context holds the tensors the forward saved; free it with thunderc_train_context_free. On error
+ * *out_context is NULL. */
+THUNDERC_API thunderc_status thunderc_model_forward_train(thunderc_model* model, const DLTensor* inputs,
+                                                          size_t num_inputs, DLTensor* outputs, size_t num_outputs,
+                                                          thunderc_train_context* out_context);
+
+/* Shape of gradient `gradient` for the variant that made `context` (manifest gradient_shapes): writes
+ * *out_ndim, and the extents into shape[0 .. *out_ndim) when capacity suffices (else INVALID_ARGUMENT). */
+THUNDERC_API thunderc_status thunderc_model_gradient_shape(const thunderc_model* model, thunderc_train_context context,
+                                                           size_t gradient, int64_t* shape, int32_t capacity,
+                                                           int32_t* out_ndim);
+
+/* Runs the backward of the forward that made `context`, with the live parameters: grad_outputs[i] is the
+ * gradient of the loss with respect to output i (that output's dtype and shape), gradients[j] receives
+ * gradient j (thunderc_model_gradient_shape, thunderc_model_gradient_dtype). Every tensor is a dense host
+ * tensor; gradients must not overlap each other, a grad_output or a parameter. A mismatch is
+ * INVALID_ARGUMENT naming the tensor. The context is not consumed: backward may run again from it (e.g. with
+ * other grad_outputs). It must come from this model (else INVALID_ARGUMENT). Use a context before the
+ * parameters change: its saved tensors belong to the values the forward saw. */
+THUNDERC_API thunderc_status thunderc_model_backward(thunderc_model* model, thunderc_train_context context,
+                                                     const DLTensor* grad_outputs, size_t num_grad_outputs,
+                                                     DLTensor* gradients, size_t num_gradients);
+
+/* Frees a context and its saved tensors. Accepts NULL; may be called after its model is closed. */
+THUNDERC_API void thunderc_train_context_free(thunderc_train_context context);
 
 /* ---- devices ----------------------------------------------------------------------------------- *
  * Small helpers so that tools need no CUDA library of their own; the runtime reaches the CUDA driver

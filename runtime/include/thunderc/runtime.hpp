@@ -179,6 +179,36 @@ struct VariantInfo {
   std::vector<TensorSpec> outputs;
 };
 
+// What one Model::forward_train saved for its backward (owns a thunderc_train_context); move-only. A context
+// may be destroyed after its model.
+class TrainContext {
+ public:
+  TrainContext() = default;
+  explicit TrainContext(thunderc_train_context c) noexcept : c_(c) {}
+  TrainContext(TrainContext&& o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+  TrainContext& operator=(TrainContext&& o) noexcept {
+    if (this != &o) {
+      reset();
+      c_ = std::exchange(o.c_, nullptr);
+    }
+    return *this;
+  }
+  TrainContext(const TrainContext&) = delete;
+  TrainContext& operator=(const TrainContext&) = delete;
+  ~TrainContext() { reset(); }
+
+  void reset() noexcept {
+    thunderc_train_context_free(c_);
+    c_ = nullptr;
+  }
+  thunderc_train_context get() const noexcept { return c_; }
+  thunderc_train_context release() noexcept { return std::exchange(c_, nullptr); }
+  explicit operator bool() const noexcept { return c_ != nullptr; }
+
+ private:
+  thunderc_train_context c_ = nullptr;
+};
+
 struct OpenOptions {
   std::string manifest_path;  // empty: "<so without .so>.json" if present, else the embedded copy
   int32_t num_threads = 0;    // 0: $THUNDERC_NUM_THREADS, else all cores
@@ -292,6 +322,82 @@ class Model {
     return out;
   }
 
+  // ---- training (models compiled with thunderc --autograd; see runtime.h) ----
+
+  bool is_training() const { return thunderc_model_is_training(m_) != 0; }
+  size_t num_parameters() const { return thunderc_model_num_parameters(m_); }
+  std::vector<std::string> parameter_names() const {
+    std::vector<std::string> v;
+    for (size_t i = 0; i < num_parameters(); ++i) v.emplace_back(thunderc_model_parameter_name(m_, i));
+    return v;
+  }
+  // A view of parameter i's live state (valid until the model is closed): read and write it in place between
+  // calls, e.g. an optimizer step (not while a call runs the model).
+  DLTensor parameter(size_t i) {
+    DLTensor t{};
+    check(thunderc_model_parameter(m_, i, &t));
+    return t;
+  }
+  size_t num_gradients() const { return thunderc_model_num_gradients(m_); }
+  // In the order backward returns them: parameters' and --requires-grad inputs' names.
+  std::vector<std::string> gradient_names() const {
+    std::vector<std::string> v;
+    for (size_t i = 0; i < num_gradients(); ++i) v.emplace_back(thunderc_model_gradient_name(m_, i));
+    return v;
+  }
+  bool gradient_is_parameter(size_t i) const { return thunderc_model_gradient_is_parameter(m_, i) == 1; }
+  DLDataType gradient_dtype(size_t i) const { return thunderc_model_gradient_dtype(m_, i); }
+  // Shape of gradient i for the variant that made ctx.
+  std::vector<int64_t> gradient_shape(const TrainContext& ctx, size_t i) const {
+    int64_t shape[64];
+    int32_t ndim = 0;
+    check(thunderc_model_gradient_shape(m_, ctx.get(), i, shape, 64, &ndim));
+    return std::vector<int64_t>(shape, shape + ndim);
+  }
+
+  // Caller-provided outputs (see thunderc_model_forward_train).
+  TrainContext forward_train(const std::vector<DLTensor>& inputs, std::vector<DLTensor>& outputs) {
+    thunderc_train_context c = nullptr;
+    check(thunderc_model_forward_train(m_, inputs.data(), inputs.size(), outputs.data(), outputs.size(), &c));
+    return TrainContext(c);
+  }
+  // Caller-provided gradients (see thunderc_model_backward).
+  void backward(const TrainContext& ctx, const std::vector<DLTensor>& grad_outputs, std::vector<DLTensor>& gradients) {
+    check(thunderc_model_backward(m_, ctx.get(), grad_outputs.data(), grad_outputs.size(), gradients.data(),
+                                  gradients.size()));
+  }
+
+  struct ForwardTrainResult {
+    std::vector<HostTensor> outputs;
+    TrainContext context;
+  };
+  // Host tensors in, freshly allocated outputs and the context for backward out.
+  ForwardTrainResult forward_train(const std::vector<HostTensor>& inputs) {
+    std::vector<DLTensor> in = dl_views(inputs);
+    const VariantInfo v = variant(select_variant(in));
+    ForwardTrainResult r;
+    r.outputs.reserve(v.outputs.size());
+    for (size_t i = 0; i < v.outputs.size(); ++i)
+      r.outputs.push_back(allocate(v.outputs[i].dtype, v.outputs[i].shape, "output", i, v.outputs[i].name));
+    std::vector<DLTensor> out_dl;
+    for (HostTensor& t : r.outputs) out_dl.push_back(t.dl());
+    r.context = forward_train(in, out_dl);
+    return r;
+  }
+  // One gradient per gradient_names() entry, allocated with the context's gradient shapes. ctx may be used again.
+  std::vector<HostTensor> backward(const TrainContext& ctx, const std::vector<HostTensor>& grad_outputs) {
+    std::vector<DLTensor> in = dl_views(grad_outputs);
+    std::vector<HostTensor> grads;
+    grads.reserve(num_gradients());
+    for (size_t i = 0; i < num_gradients(); ++i)
+      grads.push_back(allocate(gradient_dtype(i), gradient_shape(ctx, i), "gradient", i,
+                               thunderc_model_gradient_name(m_, i)));
+    std::vector<DLTensor> out_dl;
+    for (HostTensor& t : grads) out_dl.push_back(t.dl());
+    backward(ctx, in, out_dl);
+    return grads;
+  }
+
   // Sets up CUDA device `device` now (as the first run there would); returns the image loaded ("sm_90 cubin").
   std::string prepare_device(DLDevice device) {
     const char* image = nullptr;
@@ -314,16 +420,7 @@ class Model {
       const TensorSpec& s = v.outputs[i];
       bool symbolic = false;
       for (int64_t d : s.shape) symbolic = symbolic || d < 0;
-      std::vector<int64_t> shape = symbolic ? output_shape(in, i) : s.shape;
-      try {
-        outs.emplace_back(s.dtype, shape);
-      } catch (const std::bad_alloc&) {
-        throw Error(THUNDERC_STATUS_OUT_OF_MEMORY, "out of memory allocating output " + std::to_string(i) + " (" +
-                                                        s.name + ")");
-      } catch (const std::length_error&) {
-        throw Error(THUNDERC_STATUS_OUT_OF_MEMORY, "output " + std::to_string(i) + " (" + s.name +
-                                                        ") is too large to allocate (its byte size overflows)");
-      }
+      outs.push_back(allocate(s.dtype, symbolic ? output_shape(in, i) : s.shape, "output", i, s.name));
     }
     for (HostTensor& t : outs) out_dl.push_back(t.dl());
     run(in, out_dl);
@@ -331,6 +428,25 @@ class Model {
   }
 
  private:
+  static std::vector<DLTensor> dl_views(const std::vector<HostTensor>& tensors) {
+    std::vector<DLTensor> v;
+    v.reserve(tensors.size());
+    for (const HostTensor& t : tensors) v.push_back(t.dl());
+    return v;
+  }
+  // A host tensor for a result; an allocation failure is an Error with THUNDERC_STATUS_OUT_OF_MEMORY.
+  static HostTensor allocate(DLDataType dtype, std::vector<int64_t> shape, const char* what, size_t i,
+                             const std::string& name) {
+    try {
+      return HostTensor(dtype, std::move(shape));
+    } catch (const std::bad_alloc&) {
+      throw Error(THUNDERC_STATUS_OUT_OF_MEMORY, std::string("out of memory allocating ") + what + " " +
+                                                      std::to_string(i) + " (" + name + ")");
+    } catch (const std::length_error&) {
+      throw Error(THUNDERC_STATUS_OUT_OF_MEMORY, std::string(what) + " " + std::to_string(i) + " (" + name +
+                                                      ") is too large to allocate (its byte size overflows)");
+    }
+  }
   static TensorSpec spec(const thunderc_tensor_spec& s) {
     return TensorSpec{s.name, s.dtype, s.device, std::vector<int64_t>(s.shape, s.shape + s.ndim)};
   }

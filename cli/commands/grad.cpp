@@ -1,0 +1,148 @@
+// thunderc grad: see grad.h.
+#include "cli/commands/grad.h"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <system_error>
+
+#include "cli/commands/run.h"
+#include "core/ir/error.h"
+#include "thunderc/npy.hpp"
+
+namespace thunderc {
+
+namespace {
+
+struct GradFlags {
+  std::string model;
+  std::vector<std::string> named;       // --input NAME=FILE.npy
+  std::vector<std::string> positional;  // FILE.npy ...
+  std::vector<std::string> grad_outputs;  // --grad-output G.npy, one per output in order
+  std::string output_dir;
+  int threads = 0;
+};
+
+// A file name for a gradient: the parameter's or input's name with path separators replaced.
+std::string gradient_file(const std::string& name) {
+  std::string s = "grad_";
+  for (char c : name) s += (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20) ? '_' : c;
+  return s + ".npy";
+}
+
+HostTensor ones_like(const HostTensor& t) {
+  HostTensor g(t.dtype(), t.shape());
+  const DLDataType d = t.dtype();
+  for (size_t i = 0; i < g.numel(); ++i) {
+    if (d.code == kDLFloat && d.bits == 32) static_cast<float*>(g.raw())[i] = 1.0f;
+    else if (d.code == kDLFloat && d.bits == 64) static_cast<double*>(g.raw())[i] = 1.0;
+    else user_error("--grad-output is required for an output of dtype ", dtype_string(d));
+  }
+  return g;
+}
+
+void grad_command(const GradFlags& f) {
+  Model model = commands::open_model(f.model, f.threads);
+  if (!model.is_training())
+    user_error(f.model, " was compiled without --autograd, so it has no backward; recompile it with "
+               "`thunderc MODEL --autograd` (docs/training.md)");
+  const std::vector<HostTensor> inputs = commands::read_inputs(model, f.model, f.named, f.positional);
+  Model::ForwardTrainResult fwd;
+  try {
+    fwd = model.forward_train(inputs);
+  } catch (const Error& e) {
+    throw UserError(commands::runtime_message(e, "the forward of '" + f.model + "' failed", f.model));
+  }
+  const std::vector<HostTensor>& outputs = fwd.outputs;
+
+  // The gradients of the outputs: one file each, or ones for a model whose outputs are all single numbers
+  // (a loss, as loss.backward() seeds it).
+  std::vector<HostTensor> grad_outputs;
+  if (f.grad_outputs.empty()) {
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (outputs[i].numel() != 1)
+        user_error("output", i, " is ", commands::tensor_text(outputs[i].dtype(), outputs[i].shape()),
+                   "; give the gradient of every output with --grad-output G.npy (in output order; only a model "
+                   "whose outputs are single numbers, such as a loss, defaults to 1)");
+    for (const HostTensor& o : outputs) grad_outputs.push_back(ones_like(o));
+  } else {
+    if (f.grad_outputs.size() != outputs.size())
+      user_error(f.grad_outputs.size(), " --grad-output file", f.grad_outputs.size() == 1 ? "" : "s", " for ",
+                 outputs.size(), " output", outputs.size() == 1 ? "" : "s", " (one per output, in output order)");
+    for (size_t i = 0; i < f.grad_outputs.size(); ++i) {
+      HostTensor g;
+      try {
+        g = npy::load(f.grad_outputs[i]);
+      } catch (const npy::Error& e) {
+        user_error("--grad-output for output", i, ": ", e.what());
+      }
+      if (dtype_string(g.dtype()) != dtype_string(outputs[i].dtype()) || g.shape() != outputs[i].shape())
+        user_error("--grad-output ", f.grad_outputs[i], " holds ", commands::tensor_text(g.dtype(), g.shape()),
+                   ", but output", i, " is ", commands::tensor_text(outputs[i].dtype(), outputs[i].shape()),
+                   " (its gradient has the same dtype and shape)");
+      grad_outputs.push_back(std::move(g));
+    }
+  }
+  std::vector<HostTensor> grads;
+  try {
+    grads = model.backward(fwd.context, grad_outputs);
+  } catch (const Error& e) {
+    throw UserError(commands::runtime_message(e, "the backward of '" + f.model + "' failed", f.model));
+  }
+
+  const std::filesystem::path dir = f.output_dir;
+  if (!f.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) user_error("cannot create output directory '", f.output_dir, "': ", ec.message());
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string label = "output" + std::to_string(i);
+    const std::string path = (dir / (label + ".npy")).string();
+    commands::write_npy(path, outputs[i], label);
+    std::cout << label << ": " << commands::tensor_text(outputs[i].dtype(), outputs[i].shape()) << " -> " << path << "\n";
+  }
+  const std::vector<std::string> names = model.gradient_names();
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const std::string path = (dir / gradient_file(names[i])).string();
+    const std::string label = "gradient of " + std::string(model.gradient_is_parameter(i) ? "parameter " : "input ") + names[i];
+    commands::write_npy(path, grads[i], label);
+    std::cout << label << ": " << commands::tensor_text(grads[i].dtype(), grads[i].shape()) << " -> " << path << "\n";
+  }
+  std::cout.flush();
+}
+
+}  // namespace
+
+void add_grad_command(CLI::App& app) {
+  auto flags = std::make_shared<GradFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "grad", "run one forward and backward of a model compiled with --autograd on inputs read from .npy files");
+  commands::add_model_argument(*cmd, flags->model);
+  cmd->add_option("FILES", flags->positional, "input .npy files, in the model's input order (after any --input)")
+      ->type_name("FILE.npy");
+  cmd->add_option("-i,--input", flags->named, "an input by name; repeat for more inputs")
+      ->type_name("NAME=FILE.npy")
+      ->allow_extra_args(false);
+  cmd->add_option("--grad-output", flags->grad_outputs,
+                  "the gradient of each output, in output order (same dtype and shape as the output); may be left "
+                  "out when every output is a single number (a loss): then 1")
+      ->type_name("G.npy")
+      ->allow_extra_args(false);
+  cmd->add_option("--output-dir", flags->output_dir,
+                  "directory for output<i>.npy and grad_<name>.npy (created if missing; default: current directory)")
+      ->type_name("DIR");
+  cmd->add_option("--threads", flags->threads,
+                  "threads the model may use (default 0: $THUNDERC_NUM_THREADS, else all cores)")
+      ->type_name("N");
+  cmd->footer(
+      "Example:\n"
+      "  thunderc samples/mlp.pt --autograd --requires-grad x -o mlp_train.so\n"
+      "  thunderc grad mlp_train.so x.npy --grad-output gy.npy --output-dir grads\n"
+      "      writes grads/output0.npy, grads/grad_x.npy, grads/grad_fc1.weight.npy, ...\n");
+  cmd->callback([flags]() { grad_command(*flags); });
+}
+
+}  // namespace thunderc

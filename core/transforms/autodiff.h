@@ -1,0 +1,47 @@
+// `autodiff`: the training form of a model (thunderc --autograd). From the imported trace it builds the joint
+// forward+backward trace with the operators' VJP rules (core/ops/vjp.h), then splits it in two programs:
+//
+//   forward(inputs..., parameters...)            -> (outputs..., saved...)
+//   backward(parameters..., saved..., grad_outputs...) -> (gradients...)
+//
+// `saved` are the forward values the backward reads (parameters excepted: both programs take them, they are
+// the runtime's state). Gradients are those of the inputs named in `requires_grad`, then of every parameter
+// the trace uses, in parameter order. Operators with differentiable inputs but no rule are decomposed first
+// when `decompose` has a rule for them (scaled_dot_product_attention, rms_norm, ...); any left is a UserError
+// listing them all. See docs/training.md.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ir/trace.h"
+
+namespace thunderc {
+
+struct TrainingTraces {
+  Trace forward;
+  Trace backward;
+  std::size_t num_outputs = 0;  // the model's outputs come first among forward's outputs; saved ones follow
+  struct Parameter {
+    std::string name;  // the state_dict name
+    TensorType type;
+    std::shared_ptr<const ConstantData> initial;
+  };
+  std::vector<Parameter> parameters;  // forward's inputs after the model's, in this order
+  struct Gradient {
+    std::string name;  // an input's name, or a parameter's
+    bool parameter = false;
+  };
+  std::vector<Gradient> gradients;  // backward's outputs, in this order
+  std::vector<TensorType> saved;    // forward's outputs after the model's
+};
+
+// `trace`: an imported trace without regions whose trainable parameters are constants named (source_name) as in
+// `parameter_names`; `input_names`: the model's inputs in the trace's input order; `requires_grad`: the inputs
+// that get gradients too (UserError naming an unknown or non-floating one).
+TrainingTraces build_training_traces(const Trace& trace, const std::vector<std::string>& parameter_names,
+                                     const std::vector<std::string>& input_names,
+                                     const std::vector<std::string>& requires_grad);
+
+}  // namespace thunderc
