@@ -59,6 +59,146 @@ std::set<std::string> differentiated_ops(const Trace& t, std::vector<bool> needs
   return ops;
 }
 
+// Max-flow (Dinic) on a small graph, for the min-cut below.
+class FlowGraph {
+ public:
+  static constexpr std::int64_t kInf = std::int64_t{1} << 60;
+  explicit FlowGraph(std::size_t nodes) : adj_(nodes) {}
+  void edge(std::size_t from, std::size_t to, std::int64_t cap) {
+    adj_[from].push_back(edges_.size());
+    edges_.push_back({to, cap});
+    adj_[to].push_back(edges_.size());
+    edges_.push_back({from, 0});
+  }
+  void max_flow(std::size_t s, std::size_t t) {
+    while (levels(s, t)) {
+      next_.assign(adj_.size(), 0);
+      while (push(s, t, kInf) > 0) {
+      }
+    }
+  }
+  // Nodes reachable from s in the residual graph: the source side of a minimum cut.
+  std::vector<bool> source_side(std::size_t s) const {
+    std::vector<bool> seen(adj_.size(), false);
+    std::vector<std::size_t> stack = {s};
+    seen[s] = true;
+    while (!stack.empty()) {
+      std::size_t u = stack.back();
+      stack.pop_back();
+      for (std::size_t e : adj_[u])
+        if (edges_[e].cap > 0 && !seen[edges_[e].to]) seen[edges_[e].to] = true, stack.push_back(edges_[e].to);
+    }
+    return seen;
+  }
+
+ private:
+  struct Edge {
+    std::size_t to;
+    std::int64_t cap;
+  };
+  bool levels(std::size_t s, std::size_t t) {
+    level_.assign(adj_.size(), -1);
+    std::vector<std::size_t> queue = {s};
+    level_[s] = 0;
+    for (std::size_t q = 0; q < queue.size(); ++q)
+      for (std::size_t e : adj_[queue[q]])
+        if (edges_[e].cap > 0 && level_[edges_[e].to] < 0) {
+          level_[edges_[e].to] = level_[queue[q]] + 1;
+          queue.push_back(edges_[e].to);
+        }
+    return level_[t] >= 0;
+  }
+  std::int64_t push(std::size_t u, std::size_t t, std::int64_t f) {
+    if (u == t) return f;
+    for (; next_[u] < adj_[u].size(); ++next_[u]) {
+      Edge& e = edges_[adj_[u][next_[u]]];
+      if (e.cap <= 0 || level_[e.to] != level_[u] + 1) continue;
+      std::int64_t got = push(e.to, t, std::min(f, e.cap));
+      if (got > 0) {
+        e.cap -= got;
+        edges_[adj_[u][next_[u]] ^ 1].cap += got;
+        return got;
+      }
+    }
+    return 0;
+  }
+  std::vector<std::vector<std::size_t>> adj_;
+  std::vector<Edge> edges_;
+  std::vector<int> level_;
+  std::vector<std::size_t> next_;
+};
+
+// Cheap enough to recompute in the backward instead of saving: pointwise math and data movement (which
+// the backward's fused loops absorb). Products, convolutions, normalizations and reductions are saved.
+bool recomputable(const BoundSymbol& s) {
+  return !s.is_region() && (s.op->category == OpCategory::Elementwise || s.op->category == OpCategory::Shape);
+}
+
+struct Rematerialization {
+  std::vector<ValueId> saved;        // forward values the forward returns for the backward
+  std::vector<std::size_t> recompute;  // joint symbols (forward ones, in order) the backward runs again
+};
+
+// Which forward values to save, by a minimum cut over their bytes (Thunder's rematerialization, as
+// AOTAutograd's partitioner does it): every value the backward reads must be saved or recomputable from saved
+// ones, parameters and constants, through recomputable symbols only; among such choices the one saving the
+// fewest bytes. Each forward value v is an edge in(v) -> out(v) of capacity bytes(v); an operand u of v's
+// symbol is an edge out(u) -> in(v); the source feeds model inputs and results of symbols that are not
+// recomputable; what the backward reads feeds the sink. Saved: values whose edge the cut crosses.
+Rematerialization rematerialize(const Trace& joint, std::size_t forward_symbols, const std::set<ValueId>& needed,
+                                const std::set<ValueId>& free_values) {
+  std::unordered_map<ValueId, std::size_t> index;  // forward value -> its node pair
+  std::vector<ValueId> values;
+  auto node = [&](ValueId v) {
+    auto [it, inserted] = index.emplace(v, values.size());
+    if (inserted) values.push_back(v);
+    return it->second;
+  };
+  std::unordered_map<ValueId, std::size_t> producer;
+  for (std::size_t i = 0; i < forward_symbols; ++i)
+    for (ValueId v : joint.symbols()[i].outputs) producer[v] = i, node(v);
+  for (ValueId v : joint.inputs())
+    if (!free_values.count(v)) node(v);
+  const std::size_t n = values.size(), source = 2 * n, sink = 2 * n + 1;
+  FlowGraph g(2 * n + 2);
+  for (std::size_t k = 0; k < n; ++k) {
+    const ValueId v = values[k];
+    g.edge(2 * k, 2 * k + 1, static_cast<std::int64_t>(std::max<std::size_t>(1, joint.type(v).nbytes())));
+    auto p = producer.find(v);
+    if (p == producer.end() || !recomputable(joint.symbols()[p->second])) {
+      g.edge(source, 2 * k, FlowGraph::kInf);
+    } else {
+      for (const Operand& o : joint.symbols()[p->second].inputs)
+        if (o.is_tensor() && !free_values.count(o.value)) g.edge(2 * index.at(o.value) + 1, 2 * k, FlowGraph::kInf);
+    }
+    if (needed.count(v)) g.edge(2 * k + 1, sink, FlowGraph::kInf);
+  }
+  g.max_flow(source, sink);
+  const std::vector<bool> side = g.source_side(source);
+  Rematerialization r;
+  std::set<ValueId> saved;
+  for (std::size_t k = 0; k < n; ++k)
+    if (side[2 * k] && !side[2 * k + 1]) saved.insert(values[k]);
+  r.saved.assign(saved.begin(), saved.end());
+  // The symbols recomputing what the backward reads from the saved values.
+  std::set<std::size_t> rerun;
+  std::vector<ValueId> stack(needed.begin(), needed.end());
+  std::set<ValueId> seen;
+  while (!stack.empty()) {
+    const ValueId v = stack.back();
+    stack.pop_back();
+    if (saved.count(v) || free_values.count(v) || !seen.insert(v).second) continue;
+    auto p = producer.find(v);
+    THUNDERC_CHECK(p != producer.end() && recomputable(joint.symbols()[p->second]), "autodiff: the cut leaves ",
+                   joint.value(v).name, " neither saved nor recomputable");
+    rerun.insert(p->second);
+    for (const Operand& o : joint.symbols()[p->second].inputs)
+      if (o.is_tensor()) stack.push_back(o.value);
+  }
+  r.recompute.assign(rerun.begin(), rerun.end());
+  return r;
+}
+
 }  // namespace
 
 TrainingTraces build_training_traces(const Trace& imported, const std::vector<std::string>& parameter_names,
@@ -231,7 +371,12 @@ TrainingTraces build_training_traces(const Trace& imported, const std::vector<st
     defined_backward.insert(s.outputs.begin(), s.outputs.end());
   }
   for (ValueId g : grad_values) reads(g);
-  const std::vector<ValueId> saved(saved_set.begin(), saved_set.end());  // ValueId order: deterministic
+  std::set<ValueId> free_values(joint_params.begin(), joint_params.end());
+  free_values.insert(joint.constants().begin(), joint.constants().end());
+  const Rematerialization remat = rematerialize(joint, forward_symbols, saved_set, free_values);
+  const std::vector<ValueId>& saved = remat.saved;
+  out.saved_bytes_without_remat = 0;
+  for (ValueId v : saved_set) out.saved_bytes_without_remat += joint.type(v).nbytes();
 
   // forward(inputs..., parameters...) -> (outputs..., saved...)
   Remap fm;
@@ -263,6 +408,13 @@ TrainingTraces build_training_traces(const Trace& imported, const std::vector<st
   for (ValueId p : joint_params) bm[p] = out.backward.add_input(joint.value(p).source_name, joint.type(p));
   for (ValueId v : saved) bm[v] = out.backward.add_input("saved_" + joint.value(v).name, joint.type(v));
   for (ValueId g : grad_outputs) bm[g] = out.backward.add_input(joint.value(g).source_name, joint.type(g));
+  // What rematerialization recomputes instead of saving comes first.
+  for (std::size_t i : remat.recompute) {
+    const BoundSymbol& s = joint.symbols()[i];
+    for (const Operand& o : s.inputs)
+      if (o.is_tensor() && !bm.count(o.value)) constant_into(out.backward, joint, o.value, bm);
+    reemit(out.backward, s, bm);
+  }
   for (std::size_t i = forward_symbols; i < joint.symbols().size(); ++i) {
     const BoundSymbol& s = joint.symbols()[i];
     for (const Operand& o : s.inputs)

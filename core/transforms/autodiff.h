@@ -5,7 +5,8 @@
 //   backward(parameters..., saved..., grad_outputs...) -> (gradients...)
 //
 // `saved` are the forward values the backward reads (parameters excepted: both programs take them, they are
-// the runtime's state). Gradients are those of the inputs named in `requires_grad`, then of every parameter
+// the runtime's state), chosen by a minimum cut over their bytes: pointwise and data-movement values the backward
+// can recompute from other saved ones are recomputed there instead (rematerialization). Gradients are those of the inputs named in `requires_grad`, then of every parameter
 // the trace uses, in parameter order. Operators with differentiable inputs but no rule are decomposed first
 // when `decompose` has a rule for them (scaled_dot_product_attention, rms_norm, ...); any left is a UserError
 // listing them all. See docs/training.md.
@@ -35,6 +36,9 @@ struct TrainingTraces {
   };
   std::vector<Gradient> gradients;  // backward's outputs, in this order
   std::vector<TensorType> saved;    // forward's outputs after the model's
+  // Bytes the saved tensors would take if everything the backward reads were saved (rematerialization's
+  // min-cut saves fewer: docs/training.md).
+  std::size_t saved_bytes_without_remat = 0;
 };
 
 // `trace`: an imported trace without regions whose trainable parameters are constants named (source_name) as in

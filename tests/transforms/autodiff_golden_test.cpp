@@ -1,0 +1,58 @@
+// Golden traces of autodiff (core/transforms/autodiff.h): the imported trace, then the forward and backward
+// programs it splits it into. Rematerialization's min-cut decides what the forward saves; these cases pin it down:
+// pointwise chains are recomputed from a saved model input, products are saved.
+#include "core/transforms/autodiff.h"
+
+#include "transforms_test_util.h"
+
+using namespace xftest;
+
+namespace {
+
+ValueId parameter(Trace& t, const std::string& name, Shape shape) {
+  return t.add_constant(name, f32(shape), zeros(f32(shape)));
+}
+
+void check_split(const std::string& name, const Trace& before, const TrainingTraces& tt) {
+  verify_trace(tt.forward, "autodiff");
+  verify_trace(tt.backward, "autodiff");
+  check_golden(name + ".before.txt", print_trace(before));
+  check_golden(name + ".forward.txt", print_trace(tt.forward));
+  check_golden(name + ".backward.txt", print_trace(tt.backward));
+}
+
+}  // namespace
+
+TEST_CASE("autodiff golden: a pointwise chain is recomputed from the saved input (min-cut)") {
+  // out = sum(exp(sin(x * w))): saving everything the backward reads would keep x, x*w and exp(...) (3 x 128
+  // bytes); the cut keeps x alone and the backward recomputes the chain.
+  Trace t;
+  ValueId x = t.add_input("x", f32({4, 8}));
+  ValueId w = parameter(t, "w", {8});
+  ValueId a = t.emit1(op("mul"), {T(x), T(w)}, {});
+  ValueId b = t.emit1(op("sin"), {T(a)}, {});
+  ValueId c = t.emit1(op("exp"), {T(b)}, {});
+  t.set_outputs({t.emit1(op("sum"), {T(c)}, {})});
+  TrainingTraces tt = build_training_traces(t, {"w"}, {"x"}, {"x"});
+  check_split("autodiff_pointwise", t, tt);
+  REQUIRE(tt.saved.size() == 1);
+  CHECK(tt.saved[0].shape == Shape{4, 8});
+  CHECK(tt.saved_bytes_without_remat == 3 * 4 * 8 * 4);
+}
+
+TEST_CASE("autodiff golden: products are saved, what follows them is recomputed") {
+  // h = x @ W^T + b; y = tanh(h) * sigmoid(h): the linear's result is saved (not recomputable), tanh and sigmoid
+  // are recomputed from it; x is saved for W's gradient (x does not require grad here).
+  Trace t;
+  ValueId x = t.add_input("x", f32({2, 4}));
+  ValueId w = parameter(t, "fc.weight", {3, 4});
+  ValueId bias = parameter(t, "fc.bias", {3});
+  ValueId h = t.emit1(op("linear"), {T(x), T(w), T(bias)}, {});
+  ValueId y = t.emit1(op("mul"), {T(t.emit1(op("tanh"), {T(h)}, {})), T(t.emit1(op("sigmoid"), {T(h)}, {}))}, {});
+  t.set_outputs({y});
+  TrainingTraces tt = build_training_traces(t, {"fc.weight", "fc.bias"}, {"x"}, {});
+  check_split("autodiff_linear", t, tt);
+  REQUIRE(tt.saved.size() == 2);  // x and h (56 bytes), not tanh(h) and sigmoid(h), which the rules read (80)
+  CHECK(tt.saved_bytes_without_remat == (2 * 4 + 2 * 2 * 3) * 4);
+  CHECK(tt.gradients.size() == 2);
+}
