@@ -75,8 +75,25 @@ TEST_CASE("--help documents the transform flags and --disable-torch-autograd") {
   Result r = thunderc({"--help"});
   CHECK(r.code == 0);
   for (const char* flag : {"--transforms", "--list-transforms", "--dump-traces", "--time-passes", "--verbose",
-                           "--disable-torch-autograd", "forward-only", "backward variants are planned"})
+                           "--disable-torch-autograd", "forward-only", "--autograd", "training variant",
+                           "--requires-grad"})
     CHECK_OUTPUT(r, flag);
+}
+
+TEST_CASE("--autograd: contradicting or misplaced flags are clear errors before any work") {
+  const std::string out = std::string(THUNDERC_TEST_TMP) + "/autograd_flags.so";
+  Result r = thunderc({sample("mlp.pt"), "--autograd", "--disable-torch-autograd", "-o", out});
+  CHECK(r.code == 1);
+  CHECK_OUTPUT(r, "--autograd and --disable-torch-autograd contradict each other");
+  r = thunderc({sample("mlp.pt"), "--requires-grad", "x", "-o", out});
+  CHECK(r.code == 1);
+  CHECK_OUTPUT(r, "--requires-grad needs --autograd");
+  r = thunderc({sample("mlp.pt"), "--autograd", "--requires-grad", "y", "-o", out});
+  CHECK(r.code == 1);
+  CHECK_OUTPUT(r, "--requires-grad y: the model has no input of that name (its inputs: x)");
+  r = thunderc({sample("mlp.pt"), "--autograd", "--shapes", "x=Bx64", "--dim", "B=1:4", "--cache", "symbolic values", "-o", out});
+  CHECK(r.code == 1);
+  CHECK_OUTPUT(r, "--autograd compiles fixed shapes only for now");
 }
 
 TEST_CASE("an unknown transform name is a clear error listing the known ones") {
