@@ -14,13 +14,71 @@ IntList triple(const Attrs& attrs, const std::string& name, const IntList& fallb
   return v.size() == 1 ? IntList{v[0], v[0], v[0]} : v;
 }
 
+IntList pair(const Attrs& attrs, const std::string& name, const IntList& fallback = {}) {
+  const IntList& v = attrs.get_ints(name);
+  if (v.empty()) return fallback;
+  return v.size() == 1 ? IntList{v[0], v[0]} : v;
+}
+
+// max_pool2d_backward(grad, a): per plane (in parallel), the input gradient starts at zero and each output
+// position adds its gradient where max_pool2d_with_indices's CPU kernel puts its index: the window is
+// [oh * s - p, + (k - 1) * d + 1) clipped to the input, its start moved in by dilation steps; the first
+// element greater than every one before it, or any NaN (so the last NaN), starting from the window's first
+// element at -inf. Sequential within a plane, so overlapping windows add up in output order, as ATen.
+void emit_max_pool2d_backward(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
+  const Trace& t = ctx.trace();
+  const TensorType& a = t.type(sym.inputs[1].value);
+  const TensorType& g = t.type(sym.inputs[0].value);
+  const std::size_t r = a.rank();
+  const std::int64_t planes = product(a.shape, 0, r - 2), h = a.shape[r - 2], w = a.shape[r - 1];
+  const std::int64_t oh = g.shape[r - 2], ow = g.shape[r - 1];
+  const IntList k = pair(sym.attrs, "kernel_size"), s = pair(sym.attrs, "stride", k), p = pair(sym.attrs, "padding"),
+                d = pair(sym.attrs, "dilation", {1, 1});
+  const std::string A = loops::atype(a.dtype), C = loops::ctype(a.dtype);
+  out.line("{");
+  out.indent();
+  out.comment("max_pool2d_backward: " + std::to_string(planes) + " planes " + shape_str(Shape{oh, ow}) + " -> " +
+              shape_str(Shape{h, w}));
+  pointer(ctx, out, "gy", sym.inputs[0].value, true);
+  pointer(ctx, out, "x", sym.inputs[1].value, true);
+  pointer(ctx, out, "gx", sym.outputs[0], false);
+  out.line(parallel_for_if(planes * (h * w + oh * ow * k[0] * k[1])));
+  out.line("for (int64_t q = 0; q < " + S(planes) + "; ++q) {");
+  out.line("  const " + C + "* in = x + q * " + S(h * w) + ";");
+  out.line("  const " + C + "* go = gy + q * " + S(oh * ow) + ";");
+  out.line("  " + C + "* gi = gx + q * " + S(h * w) + ";");
+  out.line("  for (int64_t i = 0; i < " + S(h * w) + "; ++i) gi[i] = 0;");
+  out.line("  for (int64_t oh = 0; oh < " + S(oh) + "; ++oh) {");
+  out.line("    int64_t hs = oh * " + S(s[0]) + " - " + S(p[0]) + ";");
+  out.line("    const int64_t he = std::min<int64_t>(hs + " + S((k[0] - 1) * d[0] + 1) + ", " + S(h) + ");");
+  out.line("    while (hs < 0) hs += " + S(d[0]) + ";");
+  out.line("    for (int64_t ow = 0; ow < " + S(ow) + "; ++ow) {");
+  out.line("      int64_t ws = ow * " + S(s[1]) + " - " + S(p[1]) + ";");
+  out.line("      const int64_t we = std::min<int64_t>(ws + " + S((k[1] - 1) * d[1] + 1) + ", " + S(w) + ");");
+  out.line("      while (ws < 0) ws += " + S(d[1]) + ";");
+  out.line("      int64_t at = hs * " + S(w) + " + ws;");
+  out.line("      " + A + " best = -std::numeric_limits<" + A + ">::infinity();");
+  out.line("      for (int64_t h = hs; h < he; h += " + S(d[0]) + ")");
+  out.line("        for (int64_t w = ws; w < we; w += " + S(d[1]) + ") {");
+  out.line("          const " + A + " v = in[h * " + S(w) + " + w];");
+  out.line("          if (v > best || v != v) { best = v; at = h * " + S(w) + " + w; }  // NaN wins, as ATen");
+  out.line("        }");
+  out.line("      gi[at] += go[oh * " + S(ow) + " + ow];");
+  out.line("    }");
+  out.line("  }");
+  out.line("}");
+  out.dedent();
+  out.line("}");
+}
+
 }  // namespace
 
 bool is_cpp_pool3d_op(const std::string& name) {
-  return name == "max_pool3d" || name == "avg_pool3d" || name == "adaptive_avg_pool3d";
+  return name == "max_pool3d" || name == "avg_pool3d" || name == "adaptive_avg_pool3d" || name == "max_pool2d_backward";
 }
 
 void emit_cpp_pool3d(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
+  if (sym.op->name == "max_pool2d_backward") return emit_max_pool2d_backward(ctx, sym, out);
   const Trace& t = ctx.trace();
   const TensorType &a = t.type(sym.inputs[0].value), &o = t.type(sym.outputs[0]);
   const std::string& name = sym.op->name;

@@ -128,6 +128,13 @@ bool cpu_sampling(const Trace& t, const BoundSymbol& s) {
   return is_floating(d);
 }
 
+// max_pool2d_backward on the CPU (codegen/cpp/pool3d.cpp): float32 or float64, [N, C, H, W] or [C, H, W].
+bool cpu_max_pool_backward(const Trace& t, const BoundSymbol& s) {
+  if (!moves<DeviceKind::CPU>(t, s)) return false;
+  const TensorType& x = t.type(s.outputs[0]);
+  return (x.dtype == DType::Float32 || x.dtype == DType::Float64) && (x.rank() == 3 || x.rank() == 4);
+}
+
 // FFTs and the complex views on the CPU (codegen/cpp/spectral.cpp): the meta functions already hold them to
 // float32/float64 and complex64/complex128, so only the device is left to check.
 bool cpu_spectral(const Trace& t, const BoundSymbol& s) {
@@ -473,6 +480,8 @@ void register_cpp_impls(Executor& cpp) {
     cpp.run_alone(name);
   }
   cpp.register_impl("embedding_bag", cpu_sampling);
+  cpp.register_impl("max_pool2d_backward", cpu_max_pool_backward);
+  cpp.run_alone("max_pool2d_backward");
   for (const char* name : {"fft_r2c", "fft_c2r", "fft_c2c", "view_as_real", "view_as_complex"})
     cpp.register_impl(name, cpu_spectral);
 }

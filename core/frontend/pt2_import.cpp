@@ -1278,7 +1278,10 @@ void nn(Table& t) {
   t.def("adaptive_avg_pool2d", {"default"}, adaptive);
   t.def("_adaptive_avg_pool2d", {"default"}, adaptive);
   t.def("embedding", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
-    return m.emit("embedding", {Operand::tensor(m.tensor(n, "weight")), Operand::tensor(m.tensor(n, "indices"))});
+    Attrs a;
+    if (const std::int64_t pad = m.int_arg(n, "padding_idx", -1); pad >= 0) a.set("padding_idx", pad);
+    if (m.bool_arg(n, "scale_grad_by_freq", false)) a.set("scale_grad_by_freq", true);
+    return m.emit("embedding", {Operand::tensor(m.tensor(n, "weight")), Operand::tensor(m.tensor(n, "indices"))}, a);
   });
   t.def("scaled_dot_product_attention", {"default"}, [](Pt2Importer& m, const Pt2Node& n) {
     if (m.float_arg(n, "dropout_p", 0.0) != 0.0) m.fail(n, "has dropout_p > 0 (random); pass dropout_p=0.0 at inference");

@@ -859,7 +859,13 @@ void nn_ops(Table& t) {
     });
   }
   t.def("embedding", [](Importer& m, const Node* n) {
-    return m.emit("embedding", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1))});
+    Attrs a;  // aten::embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False)
+    if (n->inputs().size() > 2) {
+      const std::int64_t pad = m.int_arg(n, 2);
+      if (pad >= 0) a.set("padding_idx", pad);
+    }
+    if (n->inputs().size() > 3 && m.bool_arg(n, 3)) a.set("scale_grad_by_freq", true);
+    return m.emit("embedding", {Operand::tensor(m.tensor(n, 0)), Operand::tensor(m.tensor(n, 1))}, a);
   }, false);
   t.def("scaled_dot_product_attention", [](Importer& m, const Node* n) {
     if (has_arg(m, n, "dropout_p") && m.float_arg(n, need_arg(n, "dropout_p")) != 0.0)

@@ -1,4 +1,7 @@
 // Matrix products, convolution, pooling, embedding and attention.
+#include <algorithm>
+#include <optional>
+
 #include "core/ir/error.h"
 #include "core/ops/meta_util.h"
 #include "core/ops/ops.h"
@@ -102,6 +105,7 @@ MetaFn channels_last_meta(std::string nchw_op) {
 
 namespace {
 Operand T(ValueId v) { return Operand::tensor(v); }
+Operand N(double x) { return Operand::number(x); }
 
 // Gradients of torch.matmul(a, b) = out, for any ranks: 1-D operands become matrices ([k] -> [1, k] on the
 // left, [k, 1] on the right), then ga = g @ b^T and gb = a^T @ g, summed over broadcast batch dims by give().
@@ -122,6 +126,125 @@ void matmul_vjp(VjpBuilder& b, ValueId a, ValueId w, std::size_t ia, std::size_t
     ValueId gw = b.emit("matmul", {T(b.transpose_last2(a2)), T(g)});
     b.give(iw, b.reshape(b.sum_to(gw, b.shape(w2)), ws));
   }
+}
+
+// A constant of `like`'s dtype and device with the given shape and values (row-major).
+ValueId constant_of(VjpBuilder& b, const TensorType& like, const Shape& shape, const std::vector<double>& values) {
+  auto data = std::make_shared<ConstantData>();
+  const std::size_t size = dtype_size(like.dtype);
+  data->bytes.assign(values.size() * size, 0);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    THUNDERC_CHECK(scalar_to_bytes(values[i], like.dtype, data->bytes.data() + i * size), "vjp: no ",
+                   dtype_name(like.dtype), " constant");
+  return b.trace().add_constant("vjp_constant", TensorType{like.dtype, shape, like.device}, std::move(data));
+}
+
+// One pooling window along an axis: the input positions [start, end) it covers (clipped to the input) and
+// its size before clipping to the input (with the padding it overlaps).
+struct Window {
+  std::int64_t start, end, padded;
+};
+
+// The gradient of an average over windows of the last two dims, given `g` already divided by each window's
+// divisor: every input position gets the sum of g over the windows (win[0] along H, win[1] along W) that
+// contain it. Windows that tile the input exactly are an expand; others, two products with 0/1 matrices
+// (the windows of a pooling are rectangles: rows x columns).
+ValueId spread_windows(VjpBuilder& b, ValueId g, const Shape& x, const std::vector<Window> (&win)[2]) {
+  const std::size_t rank = x.size();
+  const Shape gs = b.shape(g);
+  bool tiles = true;
+  std::int64_t k[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::int64_t in = x[rank - 2 + i], out = static_cast<std::int64_t>(win[i].size());
+    k[i] = in / out;
+    tiles = tiles && in % out == 0;
+    for (std::int64_t o = 0; tiles && o < out; ++o)
+      tiles = win[i][static_cast<std::size_t>(o)].start == o * k[i] && win[i][static_cast<std::size_t>(o)].end == (o + 1) * k[i];
+  }
+  if (tiles) {
+    Shape split(gs.begin(), gs.end() - 2), wide;
+    split.insert(split.end(), {gs[rank - 2], 1, gs[rank - 1], 1});
+    wide = split;
+    wide[rank - 1] = k[0], wide[rank + 1] = k[1];
+    return b.reshape(b.expand(b.reshape(g, split), wide), x);
+  }
+  const TensorType gt = b.type(g);
+  auto indicator = [&](const std::vector<Window>& w, std::int64_t in, bool transposed) {
+    const std::int64_t out = static_cast<std::int64_t>(w.size());
+    std::vector<double> m(static_cast<std::size_t>(out * in), 0.0);
+    for (std::int64_t o = 0; o < out; ++o)
+      for (std::int64_t i = w[static_cast<std::size_t>(o)].start; i < w[static_cast<std::size_t>(o)].end; ++i)
+        m[static_cast<std::size_t>(transposed ? i * out + o : o * in + i)] = 1.0;
+    return constant_of(b, gt, transposed ? Shape{in, out} : Shape{out, in}, m);
+  };
+  // [..., OH, OW] @ [OW, W] -> [..., OH, W]; [H, OH] @ that -> [..., H, W].
+  ValueId rows = b.emit("matmul", {T(g), T(indicator(win[1], x[rank - 1], false))});
+  return b.emit("matmul", {T(indicator(win[0], x[rank - 2], true)), T(rows)});
+}
+
+// conv2d's gradients (ATen's convolution_backward), as convolutions themselves, for any stride, padding,
+// dilation and groups:
+//  - input: the output gradient, zero-dilated by the stride and padded by dilation * (kernel - 1) - padding
+//    (then to the input's size), convolved with the weight flipped in space and transposed per group;
+//  - weight: the input as [C/g, g*N, H, W] (the batch as channels) convolved with the output gradient as
+//    [K, N, OH, OW], groups g, stride = dilation, dilation = stride, the forward's padding; the result
+//    [C/g, K, >= R, >= S] cut to the kernel's size and transposed;
+//  - bias: the output gradient summed over N, OH, OW.
+void conv2d_vjp(VjpBuilder& b) {
+  const Attrs& a = b.attrs();
+  const IntList s = pair(a, "stride", "conv2d"), p = pair(a, "padding", "conv2d"), d = pair(a, "dilation", "conv2d");
+  const std::int64_t groups = a.get_int("groups");
+  const Shape x_shape = b.shape(b.in(0));
+  ValueId x = b.in(0), w = b.in(1), g = b.g();
+  if (x_shape.size() == 3) {  // unbatched: a batch of one
+    x = b.reshape(x, {1, x_shape[0], x_shape[1], x_shape[2]});
+    const Shape gs = b.shape(g);
+    g = b.reshape(g, {1, gs[0], gs[1], gs[2]});
+  }
+  const Shape xs = b.shape(x), ws = b.shape(w), gs = b.shape(g);
+  const std::int64_t n = xs[0], c = xs[1], k = ws[0], cg = ws[1], oh = gs[2], ow = gs[3];
+  const std::int64_t kernel[2] = {ws[2], ws[3]}, in[2] = {xs[2], xs[3]}, out[2] = {oh, ow};
+  auto conv = [&](ValueId input, ValueId weight, IntList stride, IntList padding, IntList dilation) {
+    return b.emit("conv2d", {T(input), T(weight), Operand::none()},
+                  {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}});
+  };
+  if (b.wants(0)) {
+    // [K, C/g, R, S] -> [C, K/g, R, S]: within each group, input and output channels swap.
+    ValueId wt = groups == 1 ? b.permute(w, {1, 0, 2, 3})
+                             : b.reshape(b.permute(b.reshape(w, {groups, k / groups, cg, kernel[0], kernel[1]}), {0, 2, 1, 3, 4}),
+                                         {c, k / groups, kernel[0], kernel[1]});
+    if (kernel[0] > 1 || kernel[1] > 1) wt = b.emit("flip", {T(wt)}, {{"dims", IntList{2, 3}}});
+    ValueId gd = g;
+    if (s[0] > 1 || s[1] > 1) {  // zero-dilation: s - 1 zeros after every element, as a pad of [.., OH, 1, OW, 1]
+      gd = b.reshape(g, {n, k, oh, 1, ow, 1});
+      gd = b.emit("constant_pad_nd", {T(gd)}, {{"pad", IntList{0, s[1] - 1, 0, 0, 0, s[0] - 1}}});
+      gd = b.reshape(gd, {n, k, oh * s[0], ow * s[1]});
+    }
+    // The dilated gradient has OH * s positions; padded to before + OH * s + after = H + d * (R - 1).
+    IntList conv_pad(2), extra(4, 0);
+    bool any_extra = false;
+    for (int i = 0; i < 2; ++i) {
+      const std::int64_t before = d[i] * (kernel[i] - 1) - p[i], after = in[i] + p[i] - out[i] * s[i];
+      conv_pad[i] = std::max<std::int64_t>(0, std::min(before, after));
+      const std::size_t at = i == 0 ? 2 : 0;  // constant_pad_nd pairs go from the last dim
+      extra[at] = before - conv_pad[i], extra[at + 1] = after - conv_pad[i];
+      any_extra = any_extra || extra[at] != 0 || extra[at + 1] != 0;
+    }
+    if (any_extra) gd = b.emit("constant_pad_nd", {T(gd)}, {{"pad", extra}});
+    b.give(0, b.reshape(conv(gd, wt, {1, 1}, conv_pad, d), x_shape));
+  }
+  if (b.wants(1)) {
+    ValueId xb = groups == 1 ? b.permute(x, {1, 0, 2, 3})
+                             : b.reshape(b.permute(b.reshape(x, {n, groups, cg, in[0], in[1]}), {2, 1, 0, 3, 4}),
+                                         {cg, groups * n, in[0], in[1]});
+    ValueId gw = conv(xb, b.permute(g, {1, 0, 2, 3}), d, p, s);  // [C/g, K, >= R, >= S]
+    for (int i = 0; i < 2; ++i)
+      if (b.shape(gw)[2 + static_cast<std::size_t>(i)] != kernel[i])
+        gw = b.emit("slice", {T(gw)}, {{"dim", std::int64_t{2 + i}}, {"start", std::int64_t{0}}, {"end", kernel[i]},
+                                       {"step", std::int64_t{1}}});
+    b.give(1, b.permute(gw, {1, 0, 2, 3}));
+  }
+  if (b.wants(2)) b.give(2, b.sum(g, {0, 2, 3}, false));
 }
 
 void register_nn_vjps(OpRegistry& r) {
@@ -157,15 +280,92 @@ void register_nn_vjps(OpRegistry& r) {
     if (b.wants(1)) b.give(1, b.emit("matmul", {T(ga), T(b.transpose_last2(b.in(2)))}));
     if (b.wants(2)) b.give(2, b.emit("matmul", {T(b.transpose_last2(b.in(1))), T(ga)}));
   });
-  // Rows of the weight's gradient accumulate the gradients of every position that selected them.
+  set_vjp(r, "conv2d", conv2d_vjp);
+  // The gradient goes to the position ATen's max_pool2d_with_indices picks in each window, accumulating where
+  // windows overlap: a loop of its own (max_pool2d_backward).
+  set_vjp(r, "max_pool2d", [](V& b) {
+    b.give(0, b.emit("max_pool2d_backward", {T(b.g()), T(b.in(0))}, b.attrs()));
+  });
+  // ATen's avg_pool2d_backward: each output's gradient divided by its window's divisor (the padded window's
+  // size with count_include_pad, the clipped one's without, or divisor_override) goes to every input position
+  // of the clipped window.
+  set_vjp(r, "avg_pool2d", [](V& b) {
+    const Attrs& a = b.attrs();
+    const Shape xs = b.shape(b.in(0)), gs = b.shape(b.g());
+    const std::size_t rank = xs.size();
+    const IntList k = pair(a, "kernel_size", "avg_pool2d");
+    const IntList s = a.get_ints("stride").empty() ? k : pair(a, "stride", "avg_pool2d");
+    const IntList p = pair(a, "padding", "avg_pool2d");
+    const bool include_pad = a.get_bool("count_include_pad");
+    const std::optional<std::int64_t> divisor = a.get_optional_int("divisor_override");
+    std::vector<Window> win[2];
+    for (int i = 0; i < 2; ++i) {
+      const std::int64_t in = xs[rank - 2 + i];
+      for (std::int64_t o = 0; o < gs[rank - 2 + i]; ++o) {
+        const std::int64_t start = o * s[i] - p[i], end = std::min(start + k[i], in + p[i]);
+        win[i].push_back({std::max<std::int64_t>(start, 0), std::min(end, in), end - start});
+      }
+    }
+    const std::int64_t oh = gs[rank - 2], ow = gs[rank - 1];
+    std::vector<double> div(static_cast<std::size_t>(oh * ow));
+    bool uniform = true;
+    for (std::int64_t i = 0; i < oh; ++i)
+      for (std::int64_t j = 0; j < ow; ++j) {
+        const Window &h = win[0][static_cast<std::size_t>(i)], &w = win[1][static_cast<std::size_t>(j)];
+        const std::int64_t clipped = (h.end - h.start) * (w.end - w.start);
+        std::int64_t d = divisor ? *divisor : include_pad ? h.padded * w.padded : clipped;
+        if (clipped <= 0) d = 1;  // an empty window reaches no input position
+        div[static_cast<std::size_t>(i * ow + j)] = static_cast<double>(d);
+        uniform = uniform && d == static_cast<std::int64_t>(div[0]);
+      }
+    ValueId g = b.g();
+    const TensorType gt = b.type(g);
+    g = uniform ? b.div(T(g), N(div[0])) : b.div(T(g), T(constant_of(b, gt, {oh, ow}, div)));
+    b.give(0, spread_windows(b, g, xs, win));
+  });
+  // ATen's adaptive_avg_pool2d backward: grad / kh / kw to every position of the window
+  // [floor(o * in / out), ceil((o + 1) * in / out)).
+  set_vjp(r, "adaptive_avg_pool2d", [](V& b) {
+    const Shape xs = b.shape(b.in(0)), gs = b.shape(b.g());
+    const std::size_t rank = xs.size();
+    std::vector<Window> win[2];
+    ValueId g = b.g();
+    for (int i = 0; i < 2; ++i) {
+      const std::int64_t in = xs[rank - 2 + i], out = gs[rank - 2 + i];
+      std::vector<double> sizes;
+      for (std::int64_t o = 0; o < out; ++o) {
+        const std::int64_t start = (o * in) / out, end = ((o + 1) * in + out - 1) / out;
+        win[i].push_back({start, end, end - start});
+        sizes.push_back(static_cast<double>(end - start));
+      }
+      const bool uniform = std::all_of(sizes.begin(), sizes.end(), [&](double v) { return v == sizes[0]; });
+      const Shape shape = i == 0 ? Shape{out, 1} : Shape{out};
+      g = uniform ? b.div(T(g), N(sizes[0])) : b.div(T(g), T(constant_of(b, b.type(g), shape, sizes)));
+    }
+    b.give(0, spread_windows(b, g, xs, win));
+  });
+  // Rows of the weight's gradient accumulate the gradients of every position that selected them (ATen's
+  // embedding_dense_backward): positions holding padding_idx add nothing, and with scale_grad_by_freq each
+  // position's gradient is divided by how often its index occurs in the batch.
   set_vjp(r, "embedding", [](V& b) {
     if (!b.wants(0)) return;
     const ValueId w = b.in(0), idx = b.in(1);
-    const std::int64_t d = b.shape(w)[1];
+    const std::int64_t v = b.shape(w)[0], d = b.shape(w)[1];
     std::int64_t n = 1;
     for (std::int64_t s : b.shape(idx)) n *= s;
-    ValueId index = b.expand(b.reshape(b.cast(idx, DType::Int64), {n, 1}), {n, d});
+    const ValueId column = b.reshape(b.cast(idx, DType::Int64), {n, 1});
+    ValueId index = b.expand(column, {n, d});
     ValueId src = b.reshape(b.g(), {n, d});
+    const TensorType per_position{b.type(w).dtype, {n, 1}, b.type(w).device};
+    if (b.attrs().get_bool("scale_grad_by_freq")) {
+      const ValueId ones = b.add(T(b.zeros(per_position)), N(1.0));
+      const ValueId counts = b.emit("scatter_reduce", {T(b.zeros(TensorType{per_position.dtype, {v, 1}, per_position.device})),
+                                                       T(column), T(ones)},
+                                    {{"dim", std::int64_t{0}}, {"reduce", std::string("sum")}, {"include_self", true}});
+      src = b.div(T(src), T(b.reshape(b.emit("embedding", {T(counts), T(column)}), {n, 1})));
+    }
+    if (const std::int64_t pad = b.attrs().get_int("padding_idx"); pad >= 0)
+      src = b.where(b.cmp("eq", T(column), N(static_cast<double>(pad))), N(0.0), T(src));
     b.give(0, b.emit("scatter_reduce", {T(b.zeros(b.type(w))), T(index), T(src)},
                      {{"dim", std::int64_t{0}}, {"reduce", std::string("sum")}, {"include_self", true}}));
   });
@@ -265,6 +465,23 @@ void register_nn_ops(OpRegistry& r) {
           {"padding", AttrType::IntList, false, IntList{0, 0}}, {"dilation", AttrType::IntList, false, IntList{1, 1}},
           {"ceil_mode", AttrType::Bool, false, false}},
          [](const MetaArgs& m) { return pool_meta(m, true); }, "2-D max pooling (stride [] = kernel_size)"});
+  // max_pool2d's gradient (its VJP rule emits it): max_pool2d's attributes, the output gradient and the input.
+  r.add({"max_pool2d_backward", OpCategory::Pooling, {{"grad"}, {"a"}}, r.find("max_pool2d")->attrs,
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType &g = m.tensor(0), &a = m.tensor(1);
+           require_floating(a, "max_pool2d_backward", "the input");
+           const std::vector<OperandInfo> input = {m.inputs[1]};
+           const TensorType pooled = pool_meta(MetaArgs{m.op, input, m.attrs}, true)[0];
+           if (g.shape != pooled.shape || g.dtype != a.dtype)
+             user_error("max_pool2d_backward: the gradient is ", dtype_name(g.dtype), " ", shape_str(g.shape),
+                        ", max_pool2d of the input ", shape_str(a.shape), " is ", dtype_name(a.dtype), " ",
+                        shape_str(pooled.shape));
+           TensorType t = a;
+           t.device = common_device(m);
+           return {t};
+         },
+         "max_pool2d's input gradient: each window's gradient goes to the position ATen's max_pool2d_with_indices "
+         "picks (the first maximum; a NaN, the last NaN), summed where windows overlap"});
   r.add({"avg_pool2d", OpCategory::Pooling, {{"a"}},
          {{"kernel_size", AttrType::IntList}, {"stride", AttrType::IntList, false, IntList{}},
           {"padding", AttrType::IntList, false, IntList{0, 0}}, {"ceil_mode", AttrType::Bool, false, false},
@@ -294,7 +511,9 @@ void register_nn_ops(OpRegistry& r) {
     r.add({std::string(name) + "_nhwc", nchw->category, nchw->inputs, nchw->attrs, channels_last_meta(name),
            std::string(name) + " on channels-last tensors: [N, H, W, C] in, [N, H', W', C'] out"});
   }
-  r.add({"embedding", OpCategory::Indexing, {{"weight"}, {"indices"}}, {},
+  // padding_idx and scale_grad_by_freq change only the gradient (set by the importers when not -1 / false).
+  r.add({"embedding", OpCategory::Indexing, {{"weight"}, {"indices"}},
+         {{"padding_idx", AttrType::Int, false, std::int64_t{-1}}, {"scale_grad_by_freq", AttrType::Bool, false, false}},
          [](const MetaArgs& m) -> std::vector<TensorType> {
            const TensorType &w = m.tensor(0), &idx = m.tensor(1);
            if (w.rank() != 2) user_error("embedding: weight must be 2-D, got ", shape_str(w.shape));

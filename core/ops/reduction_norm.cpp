@@ -131,6 +131,26 @@ void register_reduction_norm_vjps(OpRegistry& r) {
     if (b.wants(1)) b.give(1, b.mul(T(g), T(xhat)));
     if (b.wants(2)) b.give(2, g);
   });
+  // Inference batch norm, y = (x - running_mean) * rsqrt(running_var + eps) * weight + bias over dim 1:
+  // dx = g * weight * rstd, dweight = sum(g * xhat), dbias = sum(g) over every dim but 1 (ATen's
+  // batch_norm_backward with train=False); the running statistics get none.
+  set_vjp(r, "batch_norm", [](V& b) {
+    const ValueId x = b.in(0), g = b.g();
+    const Shape xs = b.shape(x);
+    Shape per_channel(xs.size(), 1);
+    per_channel[1] = xs[1];
+    std::vector<std::int64_t> dims;
+    for (std::size_t d = 0; d < xs.size(); ++d)
+      if (d != 1) dims.push_back(static_cast<std::int64_t>(d));
+    auto channel = [&](std::size_t i) { return b.reshape(b.in(i), per_channel); };
+    ValueId rstd = b.emit("rsqrt", {T(b.add(T(channel(4)), N(b.attrs().get_float("eps"))))});
+    if (b.wants(0)) b.give(0, b.mul(T(g), T(b.is_tensor(1) ? b.mul(T(channel(1)), T(rstd)) : rstd)));
+    if (b.wants(1)) {
+      ValueId xhat = b.mul(T(b.sub(T(x), T(channel(3)))), T(rstd));
+      b.give(1, b.sum(b.mul(T(g), T(xhat)), dims, false));
+    }
+    if (b.wants(2)) b.give(2, b.sum(g, dims, false));
+  });
 }
 }  // namespace
 

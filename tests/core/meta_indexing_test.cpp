@@ -122,6 +122,17 @@ OPS_TEST_CASE("meta 3-D pooling", "max_pool3d", "avg_pool3d", "adaptive_avg_pool
                    "positive");
 }
 
+OPS_TEST_CASE("meta max_pool2d_backward: the input's type; the gradient must be max_pool2d's output", "max_pool2d_backward") {
+  const Attrs a = {{"kernel_size", IntList{3}}, {"stride", IntList{2}}, {"padding", IntList{1}}};
+  CHECK(meta1("max_pool2d_backward", {T(f4, {2, 3, 4, 4}), T(f4, {2, 3, 7, 8})}, a) == tt(f4, {2, 3, 7, 8}));
+  CHECK(meta1("max_pool2d_backward", {T(f8, {3, 4, 4}), T(f8, {3, 7, 8})}, a) == tt(f8, {3, 7, 8}));
+  CHECK_USER_ERROR(meta_error("max_pool2d_backward", {T(f4, {2, 3, 4, 3}), T(f4, {2, 3, 7, 8})}, a), "max_pool2d_backward",
+                   "[2, 3, 4, 4]");
+  CHECK_USER_ERROR(meta_error("max_pool2d_backward", {T(f8, {2, 3, 4, 4}), T(f4, {2, 3, 7, 8})}, a), "max_pool2d_backward",
+                   "float64");
+  CHECK_USER_ERROR(meta_error("max_pool2d_backward", {T(i8, {2, 3, 4, 4}), T(i8, {2, 3, 7, 8})}, a), "max_pool2d_backward");
+}
+
 OPS_TEST_CASE("meta grid_sampler_2d and embedding_bag", "grid_sampler_2d", "embedding_bag") {
   CHECK(meta1("grid_sampler_2d", {T(f4, {2, 3, 5, 6}), T(f4, {2, 4, 7, 2})}) == tt(f4, {2, 3, 4, 7}));
   CHECK_USER_ERROR(meta_error("grid_sampler_2d", {T(f4, {2, 3, 5, 6}), T(f4, {1, 4, 7, 2})}), "grid_sampler_2d", "[N, H', W', 2]");

@@ -12,8 +12,10 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/compile_trace.h"
@@ -311,6 +313,15 @@ TEST_CASE("autodiff: matrix products and embedding") {
   // Repeated indices accumulate into one row.
   check_gradients("embedding", {{{10, 4}}, {{2, 6}, Fill::Index, 4}}, one("embedding"),
                   torch1([](auto& v) { return at::embedding(v[0], v[1]); }));
+  // padding_idx rows get no gradient; scale_grad_by_freq divides by each index's count in the batch.
+  check_gradients("embedding_padding_idx", {{{10, 4}}, {{3, 6}, Fill::Index, 4}}, one("embedding", {{"padding_idx", std::int64_t{2}}}),
+                  torch1([](auto& v) { return at::embedding(v[0], v[1], 2); }));
+  check_gradients("embedding_scale_grad_by_freq", {{{10, 4}}, {{3, 6}, Fill::Index, 4}},
+                  one("embedding", {{"scale_grad_by_freq", true}}),
+                  torch1([](auto& v) { return at::embedding(v[0], v[1], -1, true); }));
+  check_gradients("embedding_padding_and_scale", {{{10, 4}}, {{3, 6}, Fill::Index, 4}},
+                  one("embedding", {{"padding_idx", std::int64_t{0}}, {"scale_grad_by_freq", true}}),
+                  torch1([](auto& v) { return at::embedding(v[0], v[1], 0, true); }));
 }
 
 TEST_CASE("autodiff: a composite trace, parameters, and what needs no gradient") {
@@ -406,10 +417,155 @@ TEST_CASE("autodiff: the rules' coverage is what docs/training.md lists") {
   for (const OpDef* d : op_registry().all())
     if (d->vjp) with_rule.push_back(d->name);
   const std::vector<std::string> expected = {
-      "abs", "add", "addmm", "amax", "amin", "bmm", "cat", "ceil", "clamp", "cos", "div", "embedding", "erf", "exp",
-      "expand", "expm1", "flip", "floor", "gelu", "hardsigmoid", "hardswish", "hardtanh", "layer_norm", "leaky_relu",
-      "linear", "log", "log10", "log1p", "log2", "log_softmax", "masked_fill", "matmul", "maximum", "mean", "minimum",
-      "mul", "neg", "permute", "pow", "reciprocal", "relu", "reshape", "round", "rsqrt", "select", "sigmoid", "sign",
-      "silu", "sin", "slice", "softmax", "sqrt", "sub", "sum", "tanh", "to_dtype", "trunc", "where"};
+      "abs", "adaptive_avg_pool2d", "add", "addmm", "amax", "amin", "avg_pool2d", "batch_norm", "bmm", "cat", "ceil",
+      "clamp", "conv2d", "cos", "div", "embedding", "erf", "exp", "expand", "expm1", "flip", "floor", "gelu",
+      "hardsigmoid", "hardswish", "hardtanh", "layer_norm", "leaky_relu", "linear", "log", "log10", "log1p", "log2",
+      "log_softmax", "masked_fill", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "neg", "permute",
+      "pow", "reciprocal", "relu", "reshape", "round", "rsqrt", "select", "sigmoid", "sign", "silu", "sin", "slice",
+      "softmax", "sqrt", "sub", "sum", "tanh", "to_dtype", "trunc", "where"};
   CHECK(with_rule == expected);
+}
+
+TEST_CASE("autodiff: convolution, pooling and batch norm") {
+  auto conv = [](IntList stride, IntList padding, IntList dilation, std::int64_t groups, bool bias) {
+    Attrs a{{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
+    Build build = [=](Trace& t, const std::vector<ValueId>& in) {
+      return std::vector<ValueId>{
+          t.emit1(op("conv2d"), {T(in[0]), T(in[1]), bias ? T(in[2]) : Operand::none()}, a)};
+    };
+    Ref ref = torch1([=](auto& v) {
+      return at::conv2d(v[0], v[1], bias ? v[2] : at::Tensor(), stride, padding, dilation, groups);
+    });
+    return std::make_pair(build, ref);
+  };
+  struct ConvCase {
+    const char* name;
+    Shape x, w;
+    IntList stride, padding, dilation;
+    std::int64_t groups;
+    bool bias;
+  };
+  // Odd sizes: (H + 2p - d(k - 1) - 1) % stride != 0 leaves input rows no window reaches.
+  const std::vector<ConvCase> convs = {
+      {"conv2d", {2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, true},
+      {"conv2d_no_bias_pad", {2, 3, 6, 5}, {4, 3, 3, 2}, {1, 1}, {1, 2}, {1, 1}, 1, false},
+      {"conv2d_stride2_odd", {2, 3, 8, 9}, {4, 3, 3, 2}, {2, 2}, {1, 1}, {1, 1}, 1, false},
+      {"conv2d_stride3_wide_pad", {1, 2, 10, 9}, {3, 2, 2, 2}, {3, 2}, {2, 1}, {1, 1}, 1, true},  // padding > kernel - 1
+      {"conv2d_dilation2", {1, 2, 9, 10}, {3, 2, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true},
+      {"conv2d_dilation_stride", {2, 2, 11, 10}, {3, 2, 3, 2}, {2, 3}, {1, 0}, {2, 3}, 1, false},
+      {"conv2d_groups2", {2, 4, 7, 7}, {6, 2, 3, 3}, {2, 1}, {1, 0}, {1, 1}, 2, true},
+      {"conv2d_depthwise", {2, 4, 8, 7}, {4, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 4, true},
+      {"conv2d_depthwise_multiplier", {1, 3, 6, 6}, {6, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3, false},
+      {"conv2d_pointwise_stride2", {2, 3, 7, 7}, {5, 3, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, true},
+      {"conv2d_unbatched", {3, 7, 6}, {4, 3, 3, 3}, {2, 1}, {1, 1}, {1, 1}, 1, true},
+  };
+  for (const ConvCase& c : convs) {
+    auto [build, ref] = conv(c.stride, c.padding, c.dilation, c.groups, c.bias);
+    std::vector<In> in = {{c.x}, {c.w}};
+    if (c.bias) in.push_back({{c.w[0]}});
+    check_gradients(c.name, in, build, ref);
+  }
+
+  // max_pool2d: ties everywhere (Fill::Coarse); the gradient goes to ATen's index, summed where windows overlap.
+  auto max_pool = [](IntList k, IntList s, IntList p, IntList d, bool ceil) {
+    Attrs a{{"kernel_size", k}, {"stride", s}, {"padding", p}, {"dilation", d}, {"ceil_mode", ceil}};
+    Ref ref = torch1([=](auto& v) { return at::max_pool2d(v[0], k, s, p, d, ceil); });
+    return std::make_pair(one("max_pool2d", a), ref);
+  };
+  struct PoolCase {
+    const char* name;
+    Shape x;
+    IntList k, s, p, d;
+    bool ceil;
+  };
+  for (const PoolCase& c : std::vector<PoolCase>{
+           {"max_pool2d_overlap", {2, 3, 9, 8}, {3}, {2}, {1}, {1}, false},
+           {"max_pool2d_2x2", {2, 2, 8, 6}, {2}, {}, {0}, {1}, false},
+           {"max_pool2d_ceil", {1, 2, 7, 8}, {2}, {2}, {0}, {1}, true},
+           {"max_pool2d_ceil_pad", {1, 2, 8, 7}, {3, 2}, {2, 2}, {1, 1}, {1}, true},
+           {"max_pool2d_dilation", {1, 2, 9, 9}, {2, 3}, {1, 2}, {0, 1}, {2, 2}, false},
+           {"max_pool2d_unbatched", {3, 7, 7}, {3}, {1}, {1}, {1}, false},
+       }) {
+    auto [build, ref] = max_pool(c.k, c.s, c.p, c.d, c.ceil);
+    check_gradients(c.name, {{c.x, Fill::Coarse}}, build, ref);
+  }
+  // Normal inputs too: distinct values, a single maximum per window.
+  {
+    auto [build, ref] = max_pool({3}, {2}, {1}, {1}, false);
+    check_gradients("max_pool2d_overlap_normal", {{{2, 3, 9, 8}}}, build, ref);
+  }
+
+  struct AvgCase {
+    const char* name;
+    Shape x;
+    IntList k, s, p;
+    bool ceil, include_pad;
+    std::optional<std::int64_t> divisor;
+  };
+  for (const AvgCase& c : std::vector<AvgCase>{
+           {"avg_pool2d_2x2", {2, 3, 8, 6}, {2}, {}, {0}, false, true, std::nullopt},  // tiles: an expand
+           {"avg_pool2d_overlap_pad", {2, 3, 9, 8}, {3}, {2}, {1}, false, true, std::nullopt},
+           {"avg_pool2d_exclude_pad", {2, 3, 9, 8}, {3}, {2}, {1}, false, false, std::nullopt},
+           {"avg_pool2d_ceil", {1, 2, 7, 6}, {3, 2}, {2, 2}, {1, 0}, true, true, std::nullopt},
+           {"avg_pool2d_ceil_exclude_pad", {1, 2, 7, 6}, {3}, {2}, {1}, true, false, std::nullopt},
+           {"avg_pool2d_divisor", {1, 2, 7, 7}, {3}, {2}, {1}, false, true, std::int64_t{5}},
+           {"avg_pool2d_unbatched", {3, 7, 5}, {2}, {1}, {1}, false, true, std::nullopt},
+       }) {
+    Attrs a{{"kernel_size", c.k}, {"stride", c.s}, {"padding", c.p}, {"ceil_mode", c.ceil},
+            {"count_include_pad", c.include_pad}};
+    if (c.divisor) a.set("divisor_override", *c.divisor);
+    const AvgCase cc = c;
+    check_gradients(c.name, {{c.x}}, one("avg_pool2d", a), torch1([cc](auto& v) {
+                      return at::avg_pool2d(v[0], cc.k, cc.s, cc.p, cc.ceil, cc.include_pad,
+                                            cc.divisor ? c10::optional<std::int64_t>(*cc.divisor) : c10::nullopt);
+                    }));
+  }
+
+  for (auto [name, x, size] : std::vector<std::tuple<const char*, Shape, IntList>>{
+           {"adaptive_avg_pool2d_1x1", {2, 3, 5, 7}, {1, 1}},
+           {"adaptive_avg_pool2d_divisible", {1, 2, 4, 6}, {2, 3}},
+           {"adaptive_avg_pool2d_uneven", {2, 3, 7, 9}, {3, 4}},   // overlapping windows of two sizes
+           {"adaptive_avg_pool2d_larger", {1, 2, 3, 3}, {5, 4}},   // more outputs than inputs
+           {"adaptive_avg_pool2d_unbatched", {3, 5, 6}, {2, 4}},
+       }) {
+    const IntList o = size;
+    check_gradients(name, {{x}}, one("adaptive_avg_pool2d", {{"output_size", o}}),
+                    torch1([o](auto& v) { return at::adaptive_avg_pool2d(v[0], o); }));
+  }
+
+  // batch_norm with running statistics: constants (ATen's batch_norm refuses running stats that require grad).
+  auto constant = [](Trace& t, const at::Tensor& v) {
+    auto data = std::make_shared<ConstantData>();
+    at::Tensor c = v.contiguous();
+    data->bytes.resize(c.nbytes());
+    std::memcpy(data->bytes.data(), c.data_ptr(), c.nbytes());
+    return t.add_constant("stat", TensorType{DType::Float64, Shape(c.sizes().begin(), c.sizes().end()), Device::cpu()}, data);
+  };
+  std::mt19937 gen(7);
+  for (bool affine : {true, false}) {
+    const at::Tensor mean = make_input({{4}}, gen), var = make_input({{4}, Fill::Positive}, gen);
+    Build build = [&](Trace& t, const std::vector<ValueId>& in) {
+      return std::vector<ValueId>{t.emit1(op("batch_norm"),
+                                          {T(in[0]), affine ? T(in[1]) : Operand::none(), affine ? T(in[2]) : Operand::none(),
+                                           T(constant(t, mean)), T(constant(t, var))},
+                                          {{"eps", 1e-3}})};
+    };
+    std::vector<In> in = {{{3, 4, 5, 2}}};
+    if (affine) in.insert(in.end(), {In{{4}}, In{{4}}});
+    check_gradients(affine ? "batch_norm" : "batch_norm_no_affine", in, build, torch1([&](auto& v) {
+                      return at::batch_norm(v[0], affine ? v[1] : at::Tensor(), affine ? v[2] : at::Tensor(), mean, var,
+                                            false, 0.1, 1e-3, false);
+                    }));
+  }
+  // A 2-D input (BatchNorm1d): dim 1 is the channel.
+  {
+    const at::Tensor mean = make_input({{5}}, gen), var = make_input({{5}, Fill::Positive}, gen);
+    Build build = [&](Trace& t, const std::vector<ValueId>& in) {
+      return std::vector<ValueId>{t.emit1(op("batch_norm"), {T(in[0]), T(in[1]), T(in[2]), T(constant(t, mean)), T(constant(t, var))},
+                                          {{"eps", 1e-5}})};
+    };
+    check_gradients("batch_norm_2d", {{{6, 5}}, {{5}}, {{5}}}, build, torch1([&](auto& v) {
+                      return at::batch_norm(v[0], v[1], v[2], mean, var, false, 0.1, 1e-5, false);
+                    }));
+  }
 }

@@ -287,6 +287,14 @@ const std::unordered_map<std::string, OpFn>& ops() {
                             a.get_bool("ceil_mode"), a.get_bool("count_include_pad"), opt_int(a, "divisor_override"));
     };
     t["adaptive_avg_pool2d"] = [](A x, T a) { return at::adaptive_avg_pool2d(x[0], a.get_ints("output_size")); };
+    // max_pool2d's gradient: ATen's indices of the input, then its backward kernel.
+    t["max_pool2d_backward"] = [](A x, T a) {
+      const IntList &k = a.get_ints("kernel_size"), &s = a.get_ints("stride"), &p = a.get_ints("padding"),
+                    &d = a.get_ints("dilation");
+      const bool ceil = a.get_bool("ceil_mode");
+      const at::Tensor indices = std::get<1>(at::max_pool2d_with_indices(x[1], k, s, p, d, ceil));
+      return at::max_pool2d_with_indices_backward(x[0], x[1], k, s, p, d, ceil, indices);
+    };
     // Channels-last forms (the channels-last pass): [N, H, W, C] in and out, the NCHW operator between.
     for (const char* name : {"conv2d", "max_pool2d", "avg_pool2d"}) {
       auto nchw_op = t.at(name);
