@@ -76,6 +76,7 @@ struct ModelFlags {
   std::string sharp_edges = "allow";
   bool autograd = false;
   std::vector<std::string> requires_grad;
+  std::string module_mode;
   std::string precision = "fp32";
   bool skip_inplace_alias_updates = false;
   std::string bounded_variants = "auto";
@@ -162,6 +163,11 @@ struct ModelFlags {
         ->type_name("NAME,...")
         ->delimiter(',')
         ->allow_extra_args(false);
+    app.add_option("--module-mode", module_mode,
+                   "with --autograd: eval (default: batch norm with its running statistics, dropout an identity, as "
+                   "the module was saved) or train (batch norm with the batch's statistics, updating its running "
+                   "statistics as state; dropout with p > 0 is refused for now)")
+        ->type_name("eval|train");
   }
 
   PipelineOptions pipeline_options() const {
@@ -187,6 +193,12 @@ struct ModelFlags {
     o.autograd = autograd;
     for (const std::string& n : requires_grad)
       if (!n.empty()) o.requires_grad.push_back(n);
+    if (!module_mode.empty() && module_mode != "eval" && module_mode != "train")
+      user_error("--module-mode must be eval or train, got '", module_mode, "'");
+    if (!module_mode.empty() && !autograd)
+      user_error("--module-mode ", module_mode, " needs --autograd (an inference build runs the module as saved, in "
+                 "eval mode)");
+    o.train_mode = module_mode == "train";
     if (precision != "fp32" && precision != "tf32" && precision != "bf16" && precision != "fp16")
       user_error("--precision must be fp32, tf32, bf16 or fp16, got '", precision, "'");
     if (precision == "fp16" && o.device.kind != DeviceKind::CUDA)
@@ -644,9 +656,12 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
       request.variants.push_back(b);
       ops += tt.backward.symbols().size();
       if (i == 0) {
-        for (const TrainingTraces::Parameter& p : tt.parameters) training.parameters.push_back({p.name, p.type, p.initial});
+        for (const TrainingTraces::Parameter& p : tt.parameters)
+          training.parameters.push_back({p.name, p.type, p.initial, 0, p.trainable});
+        training.updates = tt.updates;
         for (const TrainingTraces::Gradient& g : tt.gradients) training.gradients.push_back({g.name, g.parameter});
-      } else if (tt.parameters.size() != training.parameters.size() || tt.gradients.size() != training.gradients.size()) {
+      } else if (tt.parameters.size() != training.parameters.size() || tt.gradients.size() != training.gradients.size() ||
+                 tt.updates != training.updates) {
         user_error("--autograd: specialization ", i + 1, " uses other parameters than specialization 1; compile them "
                    "into separate .so files");
       }

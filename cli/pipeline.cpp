@@ -277,6 +277,7 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
   result.model = load_model(options.model_path);
   add_timing(result.timings, "load", ms_since(start), PassTiming::kNoSymbols);
   if (options.autograd) result.model->set_trace_parameters(true);
+  if (options.train_mode) result.model->set_training_mode(true);
   const ModelFrontend& model = *result.model;
 
   if (specs.empty() && !options.autograd && (symbolic_variant || options.symbolic_if_declared)) {
@@ -388,7 +389,8 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     start = std::chrono::steady_clock::now();
     auto tt = std::make_shared<TrainingTraces>();
     try {
-      *tt = build_training_traces(s.trace, model.parameter_names(), model.input_names(), options.requires_grad);
+      *tt = build_training_traces(s.trace, model.parameter_names(), model.input_names(), options.requires_grad,
+                                  options.train_mode ? model.buffer_names() : std::vector<std::string>{});
     } catch (const UserError& e) {
       throw UserError(prefix + e.what());
     }
@@ -401,8 +403,8 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     for (const BoundSymbol& sym : tt->forward.symbols())
       if (sym.op->name == "batch_norm") {
         progress.clear();
-        std::cerr << "thunderc: note: --autograd: batch_norm normalizes with its running statistics (the module is "
-                     "traced in eval mode); batch statistics are not supported yet (docs/training.md)\n";
+        std::cerr << "thunderc: note: --autograd: batch_norm normalizes with its running statistics (eval mode, "
+                     "the default); --module-mode train uses the batch's and updates them (docs/training.md)\n";
         break;
       }
     auto sub = [&](const char* part) {

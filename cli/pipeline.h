@@ -46,6 +46,8 @@ struct PipelineOptions {
   // --requires-grad names the inputs that get gradients besides the parameters.
   bool autograd = false;
   std::vector<std::string> requires_grad;
+  // --module-mode train: batch norm with batch statistics, its running statistics as state (TrainingTraces).
+  bool train_mode = false;
 };
 
 // One specialization of the model: its input shapes and the trace after every pass.

@@ -132,7 +132,8 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
       const std::size_t b = *variants[i].backward;
       const Trace& bt = *variants.at(b).trace;
       json saved = json::array();
-      for (std::size_t j = num_outputs; j < t.outputs().size(); ++j)
+      const std::size_t num_updates = training ? training->updates.size() : 0;
+      for (std::size_t j = num_outputs; j + num_updates < t.outputs().size(); ++j)
         saved.push_back({{"dtype", dtype_name(t.type(t.outputs()[j]).dtype)}, {"shape", t.type(t.outputs()[j]).shape}});
       json grad_shapes = json::array();
       for (ValueId g : bt.outputs()) grad_shapes.push_back(bt.type(g).shape);
@@ -150,13 +151,16 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
   m["variants"] = vs;
   if (training) {
     json params = json::array();
-    for (const TrainingModule::Parameter& p : training->parameters)
+    for (const TrainingModule::Parameter& p : training->parameters) {
       params.push_back({{"name", p.name}, {"dtype", dtype_name(p.type.dtype)}, {"shape", p.type.shape},
                         {"offset", p.offset}, {"bytes", p.type.nbytes()}});
+      if (!p.trainable) params.back()["trainable"] = false;  // absent: true
+    }
     json grads = json::array();
     for (const TrainingModule::Gradient& g : training->gradients)
       grads.push_back({{"name", g.name}, {"kind", g.parameter ? "parameter" : "input"}});
     m["training"] = {{"parameters", params}, {"gradients", grads}};
+    if (!training->updates.empty()) m["training"]["updates"] = training->updates;
   }
   if (cuda.module && !cuda.module->cuda_source.empty()) {
     json images = json::array();

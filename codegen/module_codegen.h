@@ -26,8 +26,8 @@ struct ModuleVariant {
   // A bounded variant (core/transforms/value_bounds.h): the runtime sends it only calls whose floating-point
   // inputs are all finite with |x| <= input_bound (the guards' finite_max_abs). 0: no such guard.
   double input_bound = 0;
-  // --autograd (docs/training.md): a training forward's first `model_outputs` outputs are the model's and the
-  // saved tensors follow; `backward` is the index of the variant holding its backward program, which gets an
+  // --autograd (docs/training.md): a training forward's first `model_outputs` outputs are the model's, the
+  // saved tensors follow, then the updated buffers (TrainingModule::updates); `backward` is the index of the variant holding its backward program, which gets an
   // entry of the .so but is no variant of the manifest (`is_backward`).
   std::optional<std::size_t> backward;
   bool is_backward = false;
@@ -42,8 +42,11 @@ struct TrainingModule {
     TensorType type;
     std::shared_ptr<const ConstantData> initial;
     std::size_t offset = 0;  // in the parameters blob (set by compile_model)
+    bool trainable = true;   // false: a buffer (--module-mode train's running statistics), no gradient
   };
   std::vector<Parameter> parameters;
+  // Buffers (parameter indices) whose new values every training forward writes after its saved tensors.
+  std::vector<std::size_t> updates;
   struct Gradient {
     std::string name;
     bool parameter = false;

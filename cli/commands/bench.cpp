@@ -34,6 +34,7 @@ struct BenchFlags {
   int threads = 0;
   bool json = false;
   std::string compare;
+  std::vector<std::string> named;  // --input NAME=FILE.npy: that input's contents instead of random ones
 };
 
 struct Stats {
@@ -53,9 +54,10 @@ Stats stats_of(std::vector<double> t) {
 
 // The variant whose shapes --shapes names (every input it names must match; others may be anything), or the
 // first available variant when --shapes is absent.
-size_t choose_variant(const Model& model, const std::vector<VariantInfo>& variants, const BenchFlags& f) {
+size_t choose_variant(const Model& model, const std::vector<VariantInfo>& variants, const BenchFlags& f,
+                      const Specialization& from_files) {
   if (variants.empty()) user_error(f.model, " has no variants");
-  if (f.shapes.empty()) {
+  if (f.shapes.empty() && from_files.empty()) {
     for (const VariantInfo& v : variants) {
       if (!v.available) continue;
       for (const TensorSpec& in : v.inputs)
@@ -67,7 +69,8 @@ size_t choose_variant(const Model& model, const std::vector<VariantInfo>& varian
     }
     user_error("no variant of ", f.model, " can run here: ", commands::variants_text(model));
   }
-  const Specialization spec = parse_shapes_flag(f.shapes);
+  Specialization spec = f.shapes.empty() ? Specialization{} : parse_shapes_flag(f.shapes);
+  spec.insert(spec.end(), from_files.begin(), from_files.end());
   const std::vector<std::string> names = model.input_names();
   std::vector<size_t> index(spec.size());
   for (size_t k = 0; k < spec.size(); ++k) {
@@ -97,8 +100,8 @@ size_t choose_variant(const Model& model, const std::vector<VariantInfo>& varian
     }
     if (ok) return v.id;
   }
-  user_error("--shapes ", f.shapes, ": no available variant of ", f.model, " has these shapes; variants: ",
-             commands::variants_text(model));
+  user_error(f.shapes.empty() ? "the --input files' shapes" : "--shapes " + f.shapes,
+             ": no available variant of ", f.model, " has these shapes; variants: ", commands::variants_text(model));
 }
 
 // Deterministic pseudo-random contents: floats uniform in [-1, 1) (float16/bfloat16: multiples of 1/64, which
@@ -200,7 +203,16 @@ void bench_command(const BenchFlags& f) {
   Model model = commands::open_model(f.model, f.threads);
   const int threads = model.num_threads();
   const std::vector<VariantInfo> variants = model.variants();
-  const VariantInfo& v = variants.at(choose_variant(model, variants, f));
+  std::vector<std::optional<HostTensor>> from_files = commands::read_named_inputs(model, f.model, f.named);
+  Specialization file_shapes;
+  for (size_t i = 0; i < from_files.size(); ++i)
+    if (from_files[i]) {
+      InputShape s;
+      s.name = model.input_names()[i];
+      s.shape = Shape(from_files[i]->shape().begin(), from_files[i]->shape().end());
+      file_shapes.push_back(s);
+    }
+  const VariantInfo& v = variants.at(choose_variant(model, variants, f, file_shapes));
   // A CUDA variant is timed on cuda:0 (any CUDA device serves it; the first one here).
   const bool on_gpu = v.device.device_type == kDLCUDA;
   const DLDevice device = on_gpu ? DLDevice{kDLCUDA, 0} : DLDevice{kDLCPU, 0};
@@ -237,6 +249,16 @@ void bench_command(const BenchFlags& f) {
       if (d < 0)
         user_error("--shapes ", f.shapes, " leaves input '", names[i], "' with a symbolic dimension (", v.signature,
                    "); give its sizes");
+    if (from_files[i]) {
+      if (dtype_string(from_files[i]->dtype()) != dtype_string(v.inputs[i].dtype))
+        user_error("--input ", names[i], ": the file holds ", dtype_string(from_files[i]->dtype()), ", but variant #",
+                   v.id, " takes ", dtype_string(v.inputs[i].dtype));
+      if (from_files[i]->shape() != shape)
+        user_error("--input ", names[i], ": the file's shape ", commands::shape_text(from_files[i]->shape()),
+                   " differs from --shapes' ", commands::shape_text(shape));
+      inputs.push_back(std::move(*from_files[i]));
+      continue;
+    }
     inputs.push_back(allocate(v.inputs[i].dtype, shape, "input '" + names[i] + "'"));
     fill_random(inputs.back(), kSeed + i);
   }
@@ -257,14 +279,36 @@ void bench_command(const BenchFlags& f) {
   std::vector<DLTensor> out_dl;
   for (HostTensor& t : outputs) out_dl.push_back(t.dl());
 
+  // A training model (--autograd) is timed a training step at a time: forward_train, then backward with output
+  // gradients of ones, into gradients allocated once.
+  const bool training = model.is_training();
+  if (training && on_gpu) user_error("bug: a training variant on ", commands::device_text(device));
+  std::vector<HostTensor> grad_outputs, grads;
+  std::vector<DLTensor> grad_out_dl, grad_dl;
+  if (training)
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      grad_outputs.push_back(commands::ones_like(outputs[i], "bench cannot seed the gradient of output " + std::to_string(i)));
+      grad_out_dl.push_back(grad_outputs.back().dl());
+    }
+  auto step = [&] {
+    if (!training) return model.run(in_dl, out_dl);
+    TrainContext ctx = model.forward_train(in_dl, out_dl);
+    if (grads.empty())
+      for (size_t i = 0; i < model.num_gradients(); ++i) {
+        grads.push_back(allocate(model.gradient_dtype(i), model.gradient_shape(ctx, i), "a gradient"));
+        grad_dl.push_back(grads.back().dl());
+      }
+    model.backward(ctx, grad_out_dl, grad_dl);
+  };
+
   std::vector<double> times;
   times.reserve(static_cast<size_t>(f.iterations));
   try {
     if (!on_gpu) {
-      for (int i = 0; i < f.warmup; ++i) model.run(in_dl, out_dl);
+      for (int i = 0; i < f.warmup; ++i) step();
       for (int i = 0; i < f.iterations; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
-        model.run(in_dl, out_dl);
+        step();
         const auto t1 = std::chrono::steady_clock::now();
         times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       }
@@ -307,10 +351,19 @@ void bench_command(const BenchFlags& f) {
   const Stats ours = stats_of(times);
 
   std::optional<commands::TorchScriptTiming> ref;
+  std::optional<commands::TorchScriptTrainingTiming> train_ref;
   Stats theirs;
-  if (!f.compare.empty()) {
+  if (!f.compare.empty() && !training) {
     ref = commands::bench_torchscript(f.compare, inputs, outputs, threads, f.warmup, f.iterations, on_gpu);
     theirs = stats_of(ref->times_ms);
+  } else if (!f.compare.empty()) {
+    std::vector<commands::GradientRef> expected;
+    const std::vector<std::string> grad_names = model.gradient_names();
+    for (size_t i = 0; i < grads.size(); ++i) expected.push_back({grad_names[i], model.gradient_is_parameter(i), &grads[i]});
+    train_ref = commands::bench_torchscript_training(f.compare, inputs, names, grad_outputs, outputs, expected, threads,
+                                                     f.warmup, f.iterations);
+    theirs = stats_of(train_ref->times_ms);
+    ref = commands::TorchScriptTiming{train_ref->times_ms, train_ref->max_abs_diff, train_ref->num_outputs};
   }
 
   if (f.json) {
@@ -326,6 +379,7 @@ void bench_command(const BenchFlags& f) {
     j["iterations"] = f.iterations;
     j["warmup"] = f.warmup;
     j["threads"] = threads;
+    j["mode"] = training ? "training step" : "inference";
     if (ref) {
       j["torchscript"] = f.compare;
       j["torchscript_median_ms"] = theirs.median;
@@ -339,29 +393,46 @@ void bench_command(const BenchFlags& f) {
         j["max_abs_diff"] = nullptr;
         j["max_abs_diff_nonfinite"] = std::isnan(ref->max_abs_diff) ? "nan" : "inf";
       }
+      if (train_ref) {
+        j["gradients"] = train_ref->num_gradients;
+        if (std::isfinite(train_ref->max_rel_grad_diff)) j["max_rel_grad_diff"] = train_ref->max_rel_grad_diff;
+        else j["max_rel_grad_diff"] = nullptr;
+        j["worst_gradient"] = train_ref->worst_gradient;
+      }
     }
     std::cout << j.dump(2) << std::endl;
     return;
   }
 
   std::cout << "model:       " << f.model << ", variant #" << v.id << " (" << v.signature << ")\n";
-  std::cout << "inputs:      random, seed " << kSeed << " (floats in [-1, 1), integers in [0, 10))\n";
+  if (f.named.empty())
+    std::cout << "inputs:      random, seed " << kSeed << " (floats in [-1, 1), integers in [0, 10))\n";
+  else
+    std::cout << "inputs:      " << f.named.size() << " from --input, the others random, seed " << kSeed << "\n";
   if (on_gpu)
     std::cout << "device:      " << commands::device_text(device) << " (" << image
               << "); timed with CUDA events on a stream of its own\n";
   else
     std::cout << "threads:     " << threads << " (" << threads_source(f) << ")\n";
+  if (training)
+    std::cout << "mode:        training step (forward_train + backward, output gradients of ones, "
+              << model.num_gradients() << " gradients)\n";
   std::cout << "iterations:  " << f.iterations << " timed, after " << f.warmup << " warmup\n";
   std::cout << "thunderc:    min " << ms(ours.min) << ", median " << ms(ours.median) << ", p90 " << ms(ours.p90)
             << "\n";
   if (ref) {
     std::cout << "torchscript: min " << ms(theirs.min) << ", median " << ms(theirs.median) << ", p90 "
-              << ms(theirs.p90) << "  (" << f.compare << ", frozen, at::set_num_threads(" << threads << "))\n";
+              << ms(theirs.p90) << "  (" << f.compare
+              << (training ? ", eval mode, LibTorch autograd: forward + backward" : ", frozen")
+              << ", at::set_num_threads(" << threads << "))\n";
     std::ostringstream speed;
     speed << std::fixed << std::setprecision(2) << (ours.median > 0 ? theirs.median / ours.median : 0.0);
     std::cout << "speedup:     " << speed.str() << "x (torchscript median / thunderc median)\n";
     std::cout << "max |diff|:  " << diff_text(ref->max_abs_diff) << " (largest absolute difference over "
               << ref->num_outputs << " output" << (ref->num_outputs == 1 ? "" : "s") << ")\n";
+    if (train_ref)
+      std::cout << "gradients:   max |diff| / max(1, max |torch|) = " << diff_text(train_ref->max_rel_grad_diff)
+                << " (worst: " << train_ref->worst_gradient << ", over " << train_ref->num_gradients << ")\n";
   }
   std::cout.flush();
 }
@@ -376,6 +447,11 @@ void add_bench_command(CLI::App& app) {
                   "input shapes selecting the variant to time, as for compiling (x=1x64 or 1x64; default: the "
                   "first variant)")
       ->type_name("SHAPES");
+  cmd->add_option("-i,--input", flags->named,
+                  "time on this input's contents instead of random ones (repeat for more inputs; its shape also "
+                  "selects the variant)")
+      ->type_name("NAME=FILE.npy")
+      ->allow_extra_args(false);
   cmd->add_option("--warmup", flags->warmup, "untimed calls first (default: 10)")->type_name("N");
   cmd->add_option("--iterations", flags->iterations, "timed calls (default: 100)")->type_name("N");
   cmd->add_option("--threads", flags->threads,
@@ -387,7 +463,8 @@ void add_bench_command(CLI::App& app) {
                 "difference is not a finite number)");
   cmd->add_option("--compare", flags->compare,
                   THUNDERC_WITH_LIBTORCH
-                      ? "also time this TorchScript model with LibTorch on the same inputs and compare the outputs"
+                      ? "also time this TorchScript model with LibTorch on the same inputs and compare the outputs (a model "
+                        "compiled with --autograd: a LibTorch autograd training step, and the gradients too)"
                       : "also time this TorchScript model with LibTorch (not in this thunderc, built without LibTorch)")
       ->type_name("MODEL.pt");
   cmd->callback([flags]() { bench_command(*flags); });

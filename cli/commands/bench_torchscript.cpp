@@ -1,5 +1,5 @@
 // bench --compare: the TorchScript reference (see bench_torchscript.h). The only file of cli/commands that
-// includes LibTorch. Built without LibTorch (THUNDERC_WITH_LIBTORCH=0), both functions refuse (bench.cpp refuses
+// includes LibTorch. Built without LibTorch (THUNDERC_WITH_LIBTORCH=0), the functions refuse (bench.cpp refuses
 // --compare before it gets here).
 #include "cli/commands/bench_torchscript.h"
 
@@ -13,6 +13,13 @@ TorchScriptTiming bench_torchscript(const std::string&, const std::vector<HostTe
   user_error("bench --compare needs a thunderc built with LibTorch (this one: -DTHUNDERC_WITH_LIBTORCH=OFF)");
 }
 
+TorchScriptTrainingTiming bench_torchscript_training(const std::string&, const std::vector<HostTensor>&,
+                                                     const std::vector<std::string>&, const std::vector<HostTensor>&,
+                                                     const std::vector<HostTensor>&, const std::vector<GradientRef>&,
+                                                     int, int, int) {
+  user_error("bench --compare needs a thunderc built with LibTorch (this one: -DTHUNDERC_WITH_LIBTORCH=OFF)");
+}
+
 bool torchscript_cuda_available(std::string* why) {
   if (why) *why = "this thunderc was built without LibTorch (-DTHUNDERC_WITH_LIBTORCH=OFF)";
   return false;
@@ -23,12 +30,15 @@ bool torchscript_cuda_available(std::string* why) {
 #else  // THUNDERC_WITH_LIBTORCH
 
 #include <ATen/Parallel.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/cuda.h>
 #include <torch/script.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "core/ir/error.h"
 #include "thunderc/aten.hpp"
@@ -81,20 +91,63 @@ bool torchscript_cuda_available(std::string* why) {
   return ok;
 }
 
-TorchScriptTiming bench_torchscript(const std::string& pt_path, const std::vector<HostTensor>& inputs,
-                                    const std::vector<HostTensor>& expected, int threads, int warmup,
-                                    int iterations, bool cuda) {
-  const c10::Device device = cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
-  torch::jit::Module module;
+namespace {
+
+torch::jit::Module load_module(const std::string& pt_path, const c10::Device& device, bool freeze) {
   try {
-    module = torch::jit::load(pt_path, device);
+    torch::jit::Module module = torch::jit::load(pt_path, device);
     module.eval();
-    module = torch::jit::freeze(module);
+    return freeze ? torch::jit::freeze(module) : module;
   } catch (const c10::Error& e) {
     user_error("--compare: cannot load TorchScript model '", pt_path, "': ", e.what_without_backtrace());
   } catch (const std::exception& e) {
     user_error("--compare: cannot load TorchScript model '", pt_path, "': ", e.what());
   }
+}
+
+double elapsed_ms(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// max |ref - ours| over all elements (equal infinities and NaN in both count as equal; NaN: a NaN in one only).
+double max_abs_diff(const at::Tensor& ref_any, const at::Tensor& ours_any) {
+  if (ref_any.numel() == 0) return 0;
+  const at::Tensor ref = ref_any.to(at::kCPU).to(at::kDouble), ours = ours_any.to(at::kDouble);
+  at::Tensor d = (ref - ours).abs();
+  d.masked_fill_(ref.eq(ours) | (ref.isnan() & ours.isnan()), 0);
+  return d.max().item<double>();
+}
+
+// The larger of two differences, NaN winning.
+double worse(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, b); }
+
+// Flattens `result` and compares it with `expected` output by output: count and shapes must agree.
+double compare_outputs(const c10::IValue& result, const std::vector<HostTensor>& expected, const std::string& pt_path,
+                       std::size_t* count) {
+  std::vector<at::Tensor> outs;
+  flatten(result, outs, pt_path);
+  if (outs.size() != expected.size())
+    user_error("--compare: ", pt_path, " returns ", outs.size(), " tensor(s) but the compiled model returns ",
+               expected.size());
+  *count = outs.size();
+  double worst = 0;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const at::Tensor ours = view_of(expected[k]);
+    if (outs[k].sizes() != ours.sizes())
+      user_error("--compare: output ", k, " of ", pt_path, " has shape ", shape_str(outs[k].sizes()),
+                 " but the compiled model's has shape ", shape_str(ours.sizes()));
+    worst = worse(worst, max_abs_diff(outs[k], ours));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TorchScriptTiming bench_torchscript(const std::string& pt_path, const std::vector<HostTensor>& inputs,
+                                    const std::vector<HostTensor>& expected, int threads, int warmup,
+                                    int iterations, bool cuda) {
+  const c10::Device device = cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  torch::jit::Module module = load_module(pt_path, device, true);
   if (threads > 0) at::set_num_threads(threads);
 
   std::vector<c10::IValue> args;
@@ -104,7 +157,6 @@ TorchScriptTiming bench_torchscript(const std::string& pt_path, const std::vecto
   };
 
   TorchScriptTiming result;
-  std::vector<at::Tensor> outs;
   try {
     c10::InferenceMode inference;
     for (int i = 0; i < warmup; ++i) module.forward(args);
@@ -115,35 +167,95 @@ TorchScriptTiming bench_torchscript(const std::string& pt_path, const std::vecto
       const auto t0 = std::chrono::steady_clock::now();
       last = module.forward(args);
       sync();
-      const auto t1 = std::chrono::steady_clock::now();
-      result.times_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      result.times_ms.push_back(elapsed_ms(t0));
     }
-    flatten(last, outs, pt_path);
-
-    if (outs.size() != expected.size())
-      user_error("--compare: ", pt_path, " returns ", outs.size(), " tensor(s) but the compiled model returns ",
-                 expected.size());
-    result.num_outputs = outs.size();
-    double worst = 0;
-    for (size_t k = 0; k < outs.size(); ++k) {
-      const at::Tensor ref = outs[k].to(at::kCPU).to(at::kDouble);
-      const at::Tensor ours = view_of(expected[k]).to(at::kDouble);
-      if (ref.sizes() != ours.sizes())
-        user_error("--compare: output ", k, " of ", pt_path, " has shape ", shape_str(ref.sizes()),
-                   " but the compiled model's has shape ", shape_str(ours.sizes()));
-      if (ref.numel() == 0) continue;
-      at::Tensor d = (ref - ours).abs();
-      d.masked_fill_(ref.eq(ours) | (ref.isnan() & ours.isnan()), 0);  // equal infinities, NaN in both
-      const double m = d.max().item<double>();
-      if (std::isnan(m)) {
-        worst = std::numeric_limits<double>::quiet_NaN();
-      } else if (!std::isnan(worst)) {
-        worst = std::max(worst, m);
-      }
-    }
-    result.max_abs_diff = worst;
+    result.max_abs_diff = compare_outputs(last, expected, pt_path, &result.num_outputs);
   } catch (const c10::Error& e) {
     user_error("--compare: running TorchScript model '", pt_path, "' failed: ", e.what_without_backtrace());
+  }
+  return result;
+}
+
+TorchScriptTrainingTiming bench_torchscript_training(const std::string& pt_path, const std::vector<HostTensor>& inputs,
+                                                     const std::vector<std::string>& input_names,
+                                                     const std::vector<HostTensor>& grad_outputs,
+                                                     const std::vector<HostTensor>& expected,
+                                                     const std::vector<GradientRef>& expected_gradients, int threads,
+                                                     int warmup, int iterations) {
+  torch::jit::Module module = load_module(pt_path, c10::Device(c10::kCPU), false);
+  if (threads > 0) at::set_num_threads(threads);
+  std::map<std::string, at::Tensor> parameters;
+  for (const auto& p : module.named_parameters(true)) parameters.emplace(p.name, p.value);
+
+  // Inputs that need a gradient are copies that require grad; the rest are views.
+  std::vector<at::Tensor> in;
+  for (const HostTensor& t : inputs) in.push_back(view_of(t));
+  std::vector<at::Tensor> sources;  // where each expected gradient comes from
+  for (const GradientRef& g : expected_gradients) {
+    if (g.is_parameter) {
+      auto it = parameters.find(g.name);
+      if (it == parameters.end())
+        user_error("--compare: ", pt_path, " has no parameter '", g.name, "', which the compiled model has; compare "
+                   "with the model it was compiled from");
+      it->second.requires_grad_(true);
+      sources.push_back(it->second);
+    } else {
+      auto it = std::find(input_names.begin(), input_names.end(), g.name);
+      if (it == input_names.end()) user_error("bug: gradient of unknown input '", g.name, "'");
+      at::Tensor& x = in[static_cast<std::size_t>(it - input_names.begin())];
+      x = x.clone().requires_grad_(true);
+      sources.push_back(x);
+    }
+  }
+  std::vector<c10::IValue> args(in.begin(), in.end());
+  std::vector<at::Tensor> seeds;
+  for (const HostTensor& g : grad_outputs) seeds.push_back(view_of(g));
+
+  TorchScriptTrainingTiming result;
+  c10::IValue last;
+  auto step = [&] {
+    for (at::Tensor& s : sources) s.mutable_grad().reset();
+    last = module.forward(args);
+    std::vector<at::Tensor> outs;
+    flatten(last, outs, pt_path);
+    if (outs.size() != seeds.size())
+      user_error("--compare: ", pt_path, " returns ", outs.size(), " tensor(s) but the compiled model returns ",
+                 seeds.size());
+    // Outputs that do not depend on a parameter or input requiring grad take no part (as in thunderc).
+    std::vector<at::Tensor> roots, root_seeds;
+    for (std::size_t j = 0; j < outs.size(); ++j)
+      if (outs[j].requires_grad()) roots.push_back(outs[j]), root_seeds.push_back(seeds[j]);
+    if (!roots.empty()) torch::autograd::backward(roots, root_seeds);
+  };
+  try {
+    for (int i = 0; i < warmup; ++i) step();
+    result.times_ms.reserve(static_cast<size_t>(iterations));
+    for (int i = 0; i < iterations; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      step();
+      result.times_ms.push_back(elapsed_ms(t0));
+    }
+    {
+      at::NoGradGuard no_grad;
+      result.max_abs_diff = compare_outputs(last, expected, pt_path, &result.num_outputs);
+    }
+    for (std::size_t k = 0; k < expected_gradients.size(); ++k) {
+      const GradientRef& g = expected_gradients[k];
+      const at::Tensor ours = view_of(*g.value);
+      at::Tensor ref = sources[k].grad();
+      if (!ref.defined()) ref = at::zeros_like(sources[k]);  // never reached from the outputs: a zero gradient
+      if (ref.sizes() != ours.sizes())
+        user_error("--compare: the gradient of '", g.name, "' has shape ", shape_str(ref.sizes()), " in ", pt_path,
+                   " but ", shape_str(ours.sizes()), " in the compiled model");
+      const double scale = ref.numel() ? std::max(1.0, ref.abs().nan_to_num(0).max().item<double>()) : 1.0;
+      const double d = max_abs_diff(ref, ours) / scale;
+      if (k == 0 || std::isnan(d) || (!std::isnan(result.max_rel_grad_diff) && d > result.max_rel_grad_diff))
+        result.worst_gradient = g.name;
+      result.max_rel_grad_diff = worse(result.max_rel_grad_diff, d);
+    }
+    result.num_gradients = expected_gradients.size();
+  } catch (const c10::Error& e) {
+    user_error("--compare: a training step of TorchScript model '", pt_path, "' failed: ", e.what_without_backtrace());
   }
   return result;
 }

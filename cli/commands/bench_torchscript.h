@@ -26,6 +26,32 @@ TorchScriptTiming bench_torchscript(const std::string& pt_path, const std::vecto
                                     const std::vector<HostTensor>& expected, int threads, int warmup,
                                     int iterations, bool cuda = false);
 
+// The reference for a training model (thunderc --autograd): each timed iteration is one LibTorch training step
+// on the module in eval mode (as thunderc traced it), not frozen: the parameters' and requires-grad inputs'
+// gradients cleared, forward, then torch::autograd::backward with `grad_outputs`. The outputs are compared with
+// `expected`, and the gradients with `expected_gradients` (named as thunderc names them: a parameter's
+// named_parameters() name, or an input's name from `input_names`).
+struct TorchScriptTrainingTiming {
+  std::vector<double> times_ms;
+  double max_abs_diff = 0;       // over the outputs, as TorchScriptTiming's
+  double max_rel_grad_diff = 0;  // max over gradients of max|ours - torch| / max(1, max|torch|) (NaN: a NaN)
+  std::string worst_gradient;    // the gradient where max_rel_grad_diff is reached
+  std::size_t num_outputs = 0, num_gradients = 0;
+};
+
+struct GradientRef {
+  std::string name;
+  bool is_parameter = true;
+  const HostTensor* value = nullptr;  // thunderc's gradient
+};
+
+TorchScriptTrainingTiming bench_torchscript_training(const std::string& pt_path, const std::vector<HostTensor>& inputs,
+                                                     const std::vector<std::string>& input_names,
+                                                     const std::vector<HostTensor>& grad_outputs,
+                                                     const std::vector<HostTensor>& expected,
+                                                     const std::vector<GradientRef>& expected_gradients, int threads,
+                                                     int warmup, int iterations);
+
 // Whether this LibTorch can run on CUDA; when not, *why says so ("LibTorch here has no CUDA ...").
 bool torchscript_cuda_available(std::string* why);
 

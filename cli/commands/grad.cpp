@@ -32,17 +32,6 @@ std::string gradient_file(const std::string& name) {
   return s + ".npy";
 }
 
-HostTensor ones_like(const HostTensor& t) {
-  HostTensor g(t.dtype(), t.shape());
-  const DLDataType d = t.dtype();
-  for (size_t i = 0; i < g.numel(); ++i) {
-    if (d.code == kDLFloat && d.bits == 32) static_cast<float*>(g.raw())[i] = 1.0f;
-    else if (d.code == kDLFloat && d.bits == 64) static_cast<double*>(g.raw())[i] = 1.0;
-    else user_error("--grad-output is required for an output of dtype ", dtype_string(d));
-  }
-  return g;
-}
-
 void grad_command(const GradFlags& f) {
   Model model = commands::open_model(f.model, f.threads);
   if (!model.is_training())
@@ -66,7 +55,8 @@ void grad_command(const GradFlags& f) {
         user_error("output", i, " is ", commands::tensor_text(outputs[i].dtype(), outputs[i].shape()),
                    "; give the gradient of every output with --grad-output G.npy (in output order; only a model "
                    "whose outputs are single numbers, such as a loss, defaults to 1)");
-    for (const HostTensor& o : outputs) grad_outputs.push_back(ones_like(o));
+    for (size_t i = 0; i < outputs.size(); ++i)
+      grad_outputs.push_back(commands::ones_like(outputs[i], "--grad-output is required for output" + std::to_string(i)));
   } else {
     if (f.grad_outputs.size() != outputs.size())
       user_error(f.grad_outputs.size(), " --grad-output file", f.grad_outputs.size() == 1 ? "" : "s", " for ",

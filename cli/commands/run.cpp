@@ -145,10 +145,9 @@ HostTensor load_input(const std::string& name, const std::string& file) {
   }
 }
 
-}  // namespace
-
-std::vector<HostTensor> read_inputs(const Model& model, const std::string& so_path,
-                                    const std::vector<std::string>& named, const std::vector<std::string>& positional) {
+std::vector<std::optional<std::string>> input_files(const Model& model, const std::string& so_path,
+                                                    const std::vector<std::string>& named,
+                                                    const std::vector<std::string>& positional) {
   const std::vector<std::string> names = model.input_names();
   const size_t n = names.size();
 
@@ -176,6 +175,26 @@ std::vector<HostTensor> read_inputs(const Model& model, const std::string& so_pa
     }
     files[next++] = file;
   }
+  return files;
+}
+
+}  // namespace
+
+std::vector<std::optional<HostTensor>> read_named_inputs(const Model& model, const std::string& so_path,
+                                                         const std::vector<std::string>& named) {
+  const std::vector<std::optional<std::string>> files = input_files(model, so_path, named, {});
+  const std::vector<std::string> names = model.input_names();
+  std::vector<std::optional<HostTensor>> inputs(files.size());
+  for (size_t i = 0; i < files.size(); ++i)
+    if (files[i]) inputs[i] = load_input(names[i], *files[i]);
+  return inputs;
+}
+
+std::vector<HostTensor> read_inputs(const Model& model, const std::string& so_path,
+                                    const std::vector<std::string>& named, const std::vector<std::string>& positional) {
+  const std::vector<std::optional<std::string>> files = input_files(model, so_path, named, positional);
+  const std::vector<std::string> names = model.input_names();
+  const size_t n = names.size();
   std::string missing;
   for (size_t i = 0; i < n; ++i)
     if (!files[i]) missing += (missing.empty() ? "'" : ", '") + names[i] + "'";
@@ -198,6 +217,18 @@ void write_npy(const std::string& path, const HostTensor& t, const std::string& 
   } catch (const npy::Error& e) {
     user_error("cannot write ", label, ": ", e.what());
   }
+}
+
+HostTensor ones_like(const HostTensor& t, const std::string& what) {
+  const DLDataType d = t.dtype();
+  const bool f32 = d.code == kDLFloat && d.bits == 32, f64 = d.code == kDLFloat && d.bits == 64;
+  if ((!f32 && !f64) || d.lanes != 1) user_error(what, ": it is ", dtype_string(d), ", and only float32/float64 default to ones");
+  HostTensor g(d, t.shape());
+  for (size_t i = 0; i < g.numel(); ++i) {
+    if (f32) static_cast<float*>(g.raw())[i] = 1.0f;
+    else static_cast<double*>(g.raw())[i] = 1.0;
+  }
+  return g;
 }
 
 }  // namespace commands

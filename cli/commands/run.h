@@ -65,8 +65,16 @@ std::optional<DLDevice> cuda_device_for(const Model& model, const std::vector<Ho
 std::vector<HostTensor> read_inputs(const Model& model, const std::string& so_path,
                                     const std::vector<std::string>& named, const std::vector<std::string>& positional);
 
+// Only the --input NAME=FILE.npy ones, by input index (nullopt where none is named).
+std::vector<std::optional<HostTensor>> read_named_inputs(const Model& model, const std::string& so_path,
+                                                         const std::vector<std::string>& named);
+
 // Writes `t` to `path` (.npy), UserError naming `label` when it cannot.
 void write_npy(const std::string& path, const HostTensor& t, const std::string& label);
+
+// A tensor of ones with t's dtype and shape (the output gradient loss.backward() seeds); float32/float64 only,
+// else a UserError naming `what` (e.g. "--grad-output is required for output 0").
+HostTensor ones_like(const HostTensor& t, const std::string& what);
 
 }  // namespace commands
 }  // namespace thunderc

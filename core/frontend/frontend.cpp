@@ -34,6 +34,8 @@ class TorchScriptFrontend : public ModelFrontend {
   std::string graph_str() const override { return model_.graph_str(); }
   std::vector<std::string> parameter_names() const override { return model_.parameter_names(); }
   void set_trace_parameters(bool on) override { model_.set_trace_parameters(on); }
+  void set_training_mode(bool on) override { model_.set_training_mode(on); }
+  std::vector<std::string> buffer_names() const override { return model_.buffer_names(); }
 
  private:
   TorchScriptModel model_;

@@ -11,6 +11,7 @@
 
 #include "core/frontend/shape_spec.h"
 #include "core/frontend/sharp_edges.h"
+#include "core/ir/error.h"
 #include "core/ir/trace.h"
 
 namespace thunderc {
@@ -53,6 +54,15 @@ class ModelFrontend {
   // Whether import() keeps parameters as traced constants instead of evaluating ops on them at import
   // (TorchScript folds everything computable at compile time; --autograd must see the ops on parameters).
   virtual void set_trace_parameters(bool on) { (void)on; }
+  // --module-mode train (with --autograd): batch norm normalizes with the batch's statistics and updates its
+  // running statistics, which are then state (buffers, traced like parameters: buffer_names()); a module
+  // that would draw random numbers (dropout with p > 0) is refused, naming the nodes. Frontends without a
+  // training mode refuse it.
+  virtual void set_training_mode(bool on) {
+    if (on) user_error("--module-mode train is supported for TorchScript models only (use --module-mode eval)");
+  }
+  // The floating-point buffers (state_dict names, e.g. "bn1.running_mean") training mode may update.
+  virtual std::vector<std::string> buffer_names() const { return {}; }
   // A readable dump of the model's graph, for --verbose.
   virtual std::string graph_str() const = 0;
 };

@@ -129,10 +129,10 @@ bool Importer::is_none(const Node* n, std::size_t i) const {
   return j.kind == JVal::Kind::Known && j.known.isNone();
 }
 
-ValueId Importer::materialize(const JitValue* v, const at::Tensor& t) {
+ValueId Importer::materialize(const JitValue* v, const at::Tensor& t, const std::string* source_name) {
   auto it = constants_.find(t.unsafeGetTensorImpl());
   if (it != constants_.end()) return it->second.second;
-  std::string name = v && v->hasDebugName() ? v->debugName() : "";
+  std::string name = source_name ? "self." + *source_name : v && v->hasDebugName() ? v->debugName() : "";
   std::string context = "constant " + name;
   TensorType type;
   type.dtype = dtype_from_torch(t.scalar_type(), context);
@@ -590,6 +590,23 @@ void Importer::import_node(Node* n) {
       return;
     }
   }
+  if (kind == "prim::GetAttr" && module_) {
+    // An attribute freezing kept (--autograd: parameters and buffers stay distinct even when equal in value,
+    // which freezing would pool into one constant).
+    const JVal& owner = in(n, 0);
+    if (owner.kind != JVal::Kind::Known || !owner.known.isObject()) fail(n, "reads an attribute of a value that is no module");
+    const c10::intrusive_ptr<c10::ivalue::Object> obj = owner.known.toObject();
+    const std::string attr = n->s(torch::jit::attr::name);
+    c10::IValue v = obj->getAttr(attr);
+    auto p = module_paths_.find(obj.get());
+    const std::string path = p == module_paths_.end() || p->second.empty() ? attr : p->second + "." + attr;
+    if (v.isTensor() && traced_parameters_.count(path)) {
+      bind(n->output(0), JVal::of_tensor(materialize(n->output(0), v.toTensor(), &path)));
+      return;
+    }
+    bind(n->output(0), JVal::of_known(std::move(v)));
+    return;
+  }
   if (kind == "prim::Constant") {
     c10::IValue v = torch::jit::toIValue(n->output(0)).value();
     const std::string& name = n->output(0)->debugName();
@@ -691,6 +708,7 @@ void Importer::import_graph(torch::jit::Graph& graph, const std::vector<TensorTy
   auto inputs = graph.inputs();
   THUNDERC_CHECK(inputs.size() == input_types.size() + 1, "graph has ", inputs.size(), " inputs for ",
                  input_types.size(), " types");
+  if (module_) bind(inputs[0], JVal::of_known(c10::IValue(module_)));
   for (std::size_t i = 0; i < input_types.size(); ++i) {
     const JitValue* v = inputs[i + 1];
     std::string name = v->debugName();
@@ -738,7 +756,14 @@ struct TorchScriptModel::Impl {
   std::vector<std::string> input_names;
   std::optional<Specialization> recorded;
   std::vector<std::string> parameters;  // named_parameters() requiring grad, before freezing
+  std::vector<std::string> buffers;     // floating-point named_buffers(), before freezing
   bool trace_parameters = false;
+  bool training_mode = false;
+  // --autograd: the module frozen again with its parameters and buffers kept as attributes (freezing pools
+  // equal constants, which would merge e.g. every zero-initialized bias into one parameter), made on first use.
+  torch::jit::Module loaded;  // eval mode, not frozen
+  torch::jit::Module state_module;
+  std::shared_ptr<torch::jit::Graph> state_graph;
 };
 
 TorchScriptModel::TorchScriptModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -791,6 +816,9 @@ TorchScriptModel TorchScriptModel::load(const std::string& path) {
     m.eval();
     for (const auto& p : m.named_parameters(/*recurse=*/true))
       if (p.value.requires_grad()) impl->parameters.push_back(p.name);
+    for (const auto& b : m.named_buffers(/*recurse=*/true))
+      if (b.value.is_floating_point()) impl->buffers.push_back(b.name);
+    impl->loaded = m;
     impl->module = torch::jit::freeze_module(m);
   } catch (const c10::Error& e) {
     ts::refuse_load(path, e.what_without_backtrace());
@@ -830,6 +858,8 @@ std::vector<TensorType> TorchScriptModel::resolve_shapes(const Specialization& s
 
 std::vector<std::string> TorchScriptModel::parameter_names() const { return impl_->parameters; }
 void TorchScriptModel::set_trace_parameters(bool on) { impl_->trace_parameters = on; }
+std::vector<std::string> TorchScriptModel::buffer_names() const { return impl_->buffers; }
+void TorchScriptModel::set_training_mode(bool on) { impl_->training_mode = on; }
 
 Trace TorchScriptModel::import(const std::vector<TensorType>& input_types, std::vector<SharpEdge>* sharp_edges,
                                bool alias_updates) const {
@@ -839,9 +869,33 @@ Trace TorchScriptModel::import(const std::vector<TensorType>& input_types, std::
   trace.constructed_by = "torchscript-import";
   Device device = input_types.empty() ? Device::cpu() : input_types[0].device;
   ts::Importer importer(trace, device, impl_->path, alias_updates);
-  if (impl_->trace_parameters) importer.trace_parameters(impl_->parameters);
+  torch::jit::Graph* graph = impl_->graph.get();
+  if (impl_->trace_parameters) {
+    importer.trace_parameters(impl_->parameters);
+    if (!impl_->state_graph) {
+      std::vector<std::string> keep = impl_->parameters;
+      keep.insert(keep.end(), impl_->buffers.begin(), impl_->buffers.end());
+      try {
+        impl_->state_module = torch::jit::freeze_module(impl_->loaded, keep);
+        impl_->state_graph = impl_->state_module.get_method("forward").graph()->copy();
+        torch::jit::Inline(*impl_->state_graph);
+        torch::jit::EliminateDeadCode(impl_->state_graph);
+      } catch (const c10::Error& e) {
+        user_error(impl_->path, ": LibTorch could not freeze the module with its parameters kept: ",
+                   e.what_without_backtrace());
+      }
+    }
+    std::unordered_map<const c10::ivalue::Object*, std::string> paths;
+    for (const auto& sub : impl_->state_module.named_modules()) paths[sub.value._ivalue().get()] = sub.name;
+    importer.set_module(impl_->state_module._ivalue(), std::move(paths));
+    graph = impl_->state_graph.get();
+  }
+  if (impl_->training_mode) {
+    importer.trace_parameters(impl_->buffers);  // the running statistics are state the forward updates
+    importer.set_training_mode(true);
+  }
   try {
-    importer.import_graph(*impl_->graph, input_types);
+    importer.import_graph(*graph, input_types);
   } catch (const c10::Error& e) {
     user_error(impl_->path, ": LibTorch failed while importing: ", e.what_without_backtrace());
   }

@@ -44,6 +44,9 @@ class TorchScriptModel {
   // named_parameters() of the module (before freezing) that require grad.
   std::vector<std::string> parameter_names() const;
   void set_trace_parameters(bool on);
+  // Floating-point named_buffers() (before freezing), and training mode (see ModelFrontend).
+  std::vector<std::string> buffer_names() const;
+  void set_training_mode(bool on);
 
   // The text of the frozen, inlined TorchScript graph, for --verbose and bug reports.
   std::string graph_str() const;

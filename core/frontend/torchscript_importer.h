@@ -44,6 +44,17 @@ class Importer {
   void import_graph(torch::jit::Graph& graph, const std::vector<TensorType>& input_types);
   // Parameters (state_dict names) to import as trace constants that computation is traced on, not folded.
   void trace_parameters(const std::vector<std::string>& names) { traced_parameters_.insert(names.begin(), names.end()); }
+  // A module whose parameters (and buffers) freezing kept as attributes: the graph's self input is `self`,
+  // and prim::GetAttr chains from it resolve to its attributes; a tensor at a traced path ("layer1.0.conv1.weight",
+  // from `paths`: each submodule object's dotted name) becomes that traced constant, anything else a known value.
+  void set_module(c10::intrusive_ptr<c10::ivalue::Object> self,
+                  std::unordered_map<const c10::ivalue::Object*, std::string> paths) {
+    module_ = std::move(self);
+    module_paths_ = std::move(paths);
+  }
+  // --module-mode train: batch norm records its momentum, dropout with p > 0 is refused (see ModelFrontend).
+  void set_training_mode(bool on) { training_mode_ = on; }
+  bool training_mode() const { return training_mode_; }
 
   // --- for handlers ---
   const JVal& in(const torch::jit::Node* n, std::size_t i) const;
@@ -89,7 +100,8 @@ class Importer {
   void evaluate_known(torch::jit::Node* n);
   bool expands_known_tensor(const torch::jit::Node* n) const;
   bool import_structural(torch::jit::Node* n);
-  ValueId materialize(const torch::jit::Value* v, const at::Tensor& t);
+  // `source_name`: the constant's name (default: v's debug name without "self.").
+  ValueId materialize(const torch::jit::Value* v, const at::Tensor& t, const std::string* source_name = nullptr);
   void note_unsupported(const torch::jit::Node* n, const std::string& why);
   JVal to_output(const JVal& j, const torch::jit::Value* v);
   void flatten_outputs(const JVal& j, std::vector<ValueId>& out);
@@ -118,6 +130,9 @@ class Importer {
   std::unordered_set<ValueId> non_contiguous_;          // values PyTorch would hold with non-dense strides
   bool alias_updates_ = true;
   std::unordered_set<std::string> traced_parameters_;  // trace_parameters()
+  bool training_mode_ = false;
+  c10::intrusive_ptr<c10::ivalue::Object> module_;  // set_module()
+  std::unordered_map<const c10::ivalue::Object*, std::string> module_paths_;
   void record_view(const BoundSymbol& sym);
   // Values updated in place (directly or through a view) are kept as trace values, not compile-time ones.
   std::unordered_set<const torch::jit::Value*> mutated_;

@@ -409,6 +409,10 @@ void identity_ops(Table& t) {
     t.raw(name, [](Importer& m, const Node* n) {
       if (has_arg(m, n, "train") && m.bool_arg(n, need_arg(n, "train")))
         m.fail(n, "is dropout in training mode (random); call model.eval() before saving");
+      if (m.training_mode() && m.float_arg(n, 1) > 0.0)
+        m.fail(n, "is dropout with p = " + std::to_string(m.float_arg(n, 1)) + ": in --module-mode train it draws "
+                  "random numbers, which --autograd does not support yet; compile with --module-mode eval (dropout "
+                  "as an identity, batch norm with running statistics)");
       m.bind_tensor(n, 0, m.tensor(n, 0));
     });
   auto to_dtype = [](Importer& m, const Node* n, std::optional<DType> dt) {
@@ -519,9 +523,18 @@ void reduction_norm_ops(Table& t) {
     if (stats && m.bool_arg(n, 5))
       m.fail(n, "is batch_norm in training mode, which updates the running statistics in place; call model.eval() "
                 "before saving (or build the batch norm with track_running_stats=False)");
-    if (stats)
-      return m.emit("batch_norm", {m.operand(n, 0), m.operand(n, 1), m.operand(n, 2), m.operand(n, 3), m.operand(n, 4)},
-                    {{"eps", m.float_arg(n, 7)}});
+    if (stats) {
+      Attrs a{{"eps", m.float_arg(n, 7)}};
+      // Training mode (autodiff's batch-statistics form) updates the running statistics with the momentum.
+      if (m.training_mode()) {
+        const double momentum = m.float_arg(n, 6);
+        if (momentum <= 0.0)
+          m.fail(n, "has momentum " + std::to_string(momentum) + " (momentum=None, a cumulative average over "
+                    "num_batches_tracked, is not supported in --module-mode train; give BatchNorm a momentum)");
+        if (momentum != 0.1) a.set("momentum", momentum);
+      }
+      return m.emit("batch_norm", {m.operand(n, 0), m.operand(n, 1), m.operand(n, 2), m.operand(n, 3), m.operand(n, 4)}, a);
+    }
     return composite::batch_norm_batch_stats(m, m.tensor(n, 0), m.operand(n, 1), m.operand(n, 2), m.float_arg(n, 7),
                                              [&](const std::string& why) { m.fail(n, why); })
         .out;

@@ -242,7 +242,8 @@ void register_reduction_norm_ops(OpRegistry& r) {
          "a * rsqrt(mean(a^2) + eps) over the trailing normalized_shape dims, then * weight"});
   r.add({"batch_norm", OpCategory::Normalization,
          {{"a"}, {"weight", true}, {"bias", true}, {"running_mean"}, {"running_var"}},
-         {{"eps", AttrType::Float, false, 1e-5}},
+         // momentum: only training mode (--module-mode train, autodiff's batch-statistics form) reads it.
+         {{"eps", AttrType::Float, false, 1e-5}, {"momentum", AttrType::Float, false, 0.1}},
          [](const MetaArgs& m) -> std::vector<TensorType> {
            const TensorType& a = m.tensor(0);
            require_floating(a, "batch_norm", "the input");

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/ir/error.h"
@@ -199,11 +200,82 @@ Rematerialization rematerialize(const Trace& joint, std::size_t forward_symbols,
   return r;
 }
 
+// Training mode's batch norm: every batch_norm whose running statistics are buffers (constants named in
+// `buffers`) normalizes with the batch's statistics instead (biased variance, over every dim but 1), and the
+// running statistics move toward them by the momentum (the variance's unbiased: * n / (n - 1)), as
+// nn.BatchNorm in train() mode. A buffer updated twice (a shared module) starts its second update from the
+// first's result, as PyTorch's in-place updates do. `updates` gets each updated buffer's name and final value.
+Trace batch_norm_in_training_mode(const Trace& in, const std::set<std::string>& buffers,
+                                  std::vector<std::pair<std::string, ValueId>>* updates) {
+  auto is_buffer = [&](const Operand& o) {
+    return o.is_tensor() && in.value(o.value).origin == ValueOrigin::Constant && buffers.count(in.value(o.value).source_name);
+  };
+  Trace t;
+  t.name = in.name;
+  t.constructed_by = in.constructed_by;
+  Remap m;
+  for (ValueId v : in.inputs()) m[v] = t.add_input(in.value(v).source_name, in.type(v));
+  for (ValueId c : in.constants()) constant_into(t, in, c, m);
+  std::map<std::string, ValueId> current;  // a buffer's latest value
+  auto T = [](ValueId v) { return Operand::tensor(v); };
+  auto N = [](double x) { return Operand::number(x); };
+  auto emit = [&](const char* name, std::vector<Operand> ops, Attrs a, const std::string& src) {
+    return t.emit(op(name), std::move(ops), std::move(a), src)[0];
+  };
+  for (const BoundSymbol& s : in.symbols()) {
+    if (s.op->name != "batch_norm" || !is_buffer(s.inputs[3]) || !is_buffer(s.inputs[4])) {
+      reemit(t, s, m);
+      continue;
+    }
+    const ValueId x = mapped(m, s.inputs[0].value);
+    const Shape xs = t.type(x).shape;
+    Shape channel(xs.size(), 1);
+    channel[1] = xs[1];
+    IntList dims;
+    std::int64_t n = 1;
+    for (std::size_t d = 0; d < xs.size(); ++d)
+      if (d != 1) dims.push_back(static_cast<std::int64_t>(d)), n *= xs[d];
+    if (n <= 1)
+      user_error("--module-mode train: batch_norm over ", shape_str(xs), " has ", n, " value per channel; PyTorch ",
+                 "refuses that in training mode (\"Expected more than 1 value per channel when training\"): compile a ",
+                 "larger batch, or use --module-mode eval");
+    const std::string& src = s.source;
+    const Attrs reduce{{"dims", dims}, {"keepdim", true}};
+    const ValueId mean = emit("mean", {T(x)}, reduce, src);
+    const ValueId centered = emit("sub", {T(x), T(mean)}, {}, src);
+    const ValueId var = emit("mean", {T(emit("mul", {T(centered), T(centered)}, {}, src))}, reduce, src);
+    const ValueId rstd = emit("rsqrt", {T(emit("add", {T(var), N(s.attrs.get_float("eps"))}, {}, src))}, {}, src);
+    ValueId y = emit("mul", {T(centered), T(rstd)}, {}, src);
+    for (std::size_t k : {std::size_t{1}, std::size_t{2}})
+      if (s.inputs[k].is_tensor())
+        y = emit(k == 1 ? "mul" : "add",
+                 {T(y), T(emit("reshape", {T(mapped(m, s.inputs[k].value))}, {{"shape", channel}}, src))}, {}, src);
+    m[s.outputs[0]] = y;
+    const double momentum = s.attrs.get_float("momentum");
+    const double unbiased = static_cast<double>(n) / static_cast<double>(n - 1);
+    for (auto [k, stat, scale] : {std::tuple<std::size_t, ValueId, double>{3, mean, 1.0}, {4, var, unbiased}}) {
+      const std::string& name = in.value(s.inputs[k].value).source_name;
+      auto it = current.find(name);
+      const ValueId old = it != current.end() ? it->second : mapped(m, s.inputs[k].value);
+      const ValueId flat = emit("reshape", {T(stat)}, {{"shape", Shape{xs[1]}}}, src);
+      const ValueId moved = emit("add", {T(emit("mul", {T(old), N(1.0 - momentum)}, {}, src)),
+                                         T(emit("mul", {T(flat), N(momentum * scale)}, {}, src))}, {}, src);
+      current[name] = moved;
+    }
+  }
+  std::vector<ValueId> outs;
+  for (ValueId v : in.outputs()) outs.push_back(mapped(m, v));
+  t.set_outputs(outs);
+  for (const auto& [name, v] : current) updates->push_back({name, v});
+  return t;
+}
+
 }  // namespace
 
 TrainingTraces build_training_traces(const Trace& imported, const std::vector<std::string>& parameter_names,
                                      const std::vector<std::string>& input_names,
-                                     const std::vector<std::string>& requires_grad) {
+                                     const std::vector<std::string>& requires_grad,
+                                     const std::vector<std::string>& buffer_names) {
   THUNDERC_CHECK(imported.inputs().size() == input_names.size(), "autodiff: ", imported.inputs().size(),
                  " trace inputs for ", input_names.size(), " model inputs");
   TrainingTraces out;
@@ -225,21 +297,38 @@ TrainingTraces build_training_traces(const Trace& imported, const std::vector<st
                  "; only floating-point tensors have gradients");
     if (std::find(grad_inputs.begin(), grad_inputs.end(), k) == grad_inputs.end()) grad_inputs.push_back(k);
   }
-  // Constants of `imported` that are parameters, in the model's parameter order (its state_dict's).
+  // Training mode: batch norms on buffers use batch statistics; the buffers' new values become extra outputs
+  // (after the model's) until the split makes them forward outputs after the saved ones.
+  const std::size_t num_model_outputs = imported.outputs().size();
+  std::vector<std::pair<std::string, ValueId>> updates;
+  Trace source = imported;
+  if (!buffer_names.empty()) {
+    source = batch_norm_in_training_mode(imported, std::set<std::string>(buffer_names.begin(), buffer_names.end()), &updates);
+    std::vector<ValueId> outs = source.outputs();
+    for (const auto& u : updates) outs.push_back(u.second);
+    source.set_outputs(outs);
+  }
+  // Constants that are parameters, in the model's parameter order (its state_dict's); then the buffers
+  // training mode updates, in the model's buffer order (state without gradients).
   std::vector<ValueId> params;
-  for (const std::string& name : parameter_names)
-    for (ValueId c : imported.constants())
-      if (imported.value(c).source_name == name && is_floating(imported.type(c).dtype)) {
+  auto find_constant = [&](const std::string& name) {
+    for (ValueId c : source.constants())
+      if (source.value(c).source_name == name && is_floating(source.type(c).dtype)) {
         params.push_back(c);
-        break;
+        return;
       }
+  };
+  for (const std::string& name : parameter_names) find_constant(name);
+  const std::size_t num_trainable = params.size();
+  for (const std::string& name : buffer_names)
+    for (const auto& u : updates)
+      if (u.first == name) find_constant(name);
 
   // Operators without a rule that `decompose` can rewrite are rewritten first.
-  Trace source = imported;
   {
     std::vector<bool> needs(source.num_values(), false);
     for (std::size_t k : grad_inputs) needs[source.inputs()[k]] = true;
-    for (ValueId p : params) needs[p] = true;
+    for (std::size_t p = 0; p < num_trainable; ++p) needs[params[p]] = true;
     std::set<std::string> missing;
     differentiated_ops(source, needs, &missing);
     std::vector<std::string> rewrite;
@@ -263,10 +352,10 @@ TrainingTraces build_training_traces(const Trace& imported, const std::vector<st
   for (ValueId p : params) {
     const Value& c = source.value(p);
     joint_params.push_back(m[p] = joint.add_input(c.source_name, c.type));
-    out.parameters.push_back({c.source_name, c.type, c.data});
+    out.parameters.push_back({c.source_name, c.type, c.data, out.parameters.size() < num_trainable});
   }
   std::vector<ValueId> grad_outputs;
-  for (std::size_t k = 0; k < source.outputs().size(); ++k) {
+  for (std::size_t k = 0; k < num_model_outputs; ++k) {
     const Value& o = source.value(source.outputs()[k]);
     grad_outputs.push_back(joint.add_input("grad_" + o.name, o.type));
   }
@@ -274,13 +363,22 @@ TrainingTraces build_training_traces(const Trace& imported, const std::vector<st
     if (!m.count(c)) constant_into(joint, source, c, m);
   for (const BoundSymbol& s : source.symbols()) reemit(joint, s, m);
   const std::size_t forward_symbols = joint.symbols().size();
-  std::vector<ValueId> model_outputs;
-  for (ValueId v : source.outputs()) model_outputs.push_back(mapped(m, v));
+  std::vector<ValueId> model_outputs, updated;
+  for (std::size_t k = 0; k < num_model_outputs; ++k) model_outputs.push_back(mapped(m, source.outputs()[k]));
+  // The buffers' updates: `decompose` may have rebuilt the trace, so they are found through its extra outputs.
+  for (std::size_t k = num_model_outputs; k < source.outputs().size(); ++k) {
+    const std::string& name = updates[k - num_model_outputs].first;
+    for (std::size_t p = num_trainable; p < out.parameters.size(); ++p)
+      if (out.parameters[p].name == name) {
+        out.updates.push_back(p);
+        updated.push_back(mapped(m, source.outputs()[k]));
+      }
+  }
 
   // Which joint values depend on what gets gradients.
   std::vector<bool> needs(joint.num_values(), false);
   for (std::size_t k : grad_inputs) needs[joint.inputs()[k]] = true;
-  for (ValueId p : joint_params) needs[p] = true;
+  for (std::size_t p = 0; p < num_trainable; ++p) needs[joint_params[p]] = true;
   for (const BoundSymbol& s : joint.symbols()) {
     bool any = false;
     for (const Operand& o : s.inputs) any = any || (o.is_tensor() && needs[o.value]);
@@ -348,7 +446,7 @@ TrainingTraces build_training_traces(const Trace& imported, const std::vector<st
     grad_values.push_back(gradient_of(joint.inputs()[k]));
     out.gradients.push_back({input_names[k], false});
   }
-  for (std::size_t p = 0; p < joint_params.size(); ++p) {
+  for (std::size_t p = 0; p < num_trainable; ++p) {
     grad_values.push_back(gradient_of(joint_params[p]));
     out.gradients.push_back({out.parameters[p].name, true});
   }
@@ -398,6 +496,7 @@ TrainingTraces build_training_traces(const Trace& imported, const std::vector<st
     forward_outputs.push_back(mapped(fm, v));
     out.saved.push_back(joint.type(v));
   }
+  for (ValueId v : updated) forward_outputs.push_back(mapped(fm, v));
   out.forward.set_outputs(forward_outputs);
   out.num_outputs = model_outputs.size();
 

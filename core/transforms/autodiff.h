@@ -9,7 +9,10 @@
 // can recompute from other saved ones are recomputed there instead (rematerialization). Gradients are those of the inputs named in `requires_grad`, then of every parameter
 // the trace uses, in parameter order. Operators with differentiable inputs but no rule are decomposed first
 // when `decompose` has a rule for them (scaled_dot_product_attention, rms_norm, ...); any left is a UserError
-// listing them all. See docs/training.md.
+// listing them all. With `buffer_names` (--module-mode train), batch norms whose running statistics are those
+// buffers normalize with batch statistics and the forward also outputs the buffers' updated values (after the
+// saved ones): forward(inputs..., parameters..., buffers...) -> (outputs..., saved..., buffers'...). See
+// docs/training.md.
 #pragma once
 
 #include <memory>
@@ -28,8 +31,14 @@ struct TrainingTraces {
     std::string name;  // the state_dict name
     TensorType type;
     std::shared_ptr<const ConstantData> initial;
+    bool trainable = true;  // false: a buffer training mode updates (batch norm's running statistics)
   };
-  std::vector<Parameter> parameters;  // forward's inputs after the model's, in this order
+  // Forward's (and backward's) inputs after the model's, in this order: the trainable parameters, then the
+  // buffers. Every trainable parameter has a gradient; buffers have none.
+  std::vector<Parameter> parameters;
+  // Parameters (indices; buffers) whose new values the forward outputs after the saved ones, in this order:
+  // the runtime writes them into its state after each training forward.
+  std::vector<std::size_t> updates;
   struct Gradient {
     std::string name;  // an input's name, or a parameter's
     bool parameter = false;
@@ -46,6 +55,7 @@ struct TrainingTraces {
 // that get gradients too (UserError naming an unknown or non-floating one).
 TrainingTraces build_training_traces(const Trace& trace, const std::vector<std::string>& parameter_names,
                                      const std::vector<std::string>& input_names,
-                                     const std::vector<std::string>& requires_grad);
+                                     const std::vector<std::string>& requires_grad,
+                                     const std::vector<std::string>& buffer_names = {});
 
 }  // namespace thunderc

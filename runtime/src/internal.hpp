@@ -110,6 +110,7 @@ struct ParameterDesc {
   std::vector<int64_t> shape;
   size_t offset = 0;  // a multiple of 64
   size_t bytes = 0;   // dtype size * element count
+  bool trainable = true;  // false: a buffer (batch norm's running statistics) without a gradient
 };
 
 // One gradient the backward entry writes: of a model input or of a parameter.
@@ -123,6 +124,9 @@ struct GradientDesc {
 struct Training {
   std::vector<ParameterDesc> parameters;
   std::vector<GradientDesc> gradients;  // the order in which the backward entry writes them
+  // Buffers (parameter indices) whose new values a training forward writes after its saved tensors, in this
+  // order; the runtime copies them into the parameters' state once the forward has returned.
+  std::vector<size_t> updates;
 };
 
 // A tensor a training forward saves for the backward (the runtime allocates it).

@@ -149,7 +149,22 @@ void parse_training(const Validator& v, const json& jt, Manifest& m) {
       v.error(Validator::join(ppath, "bytes"), "is " + std::to_string(p.bytes) + ", but a " + p.dtype_name +
                                                    shape_to_string(p.shape) + " tensor has " + std::to_string(bytes) +
                                                    " bytes");
+    if (auto jtr = params[i].find("trainable"); jtr != params[i].end()) p.trainable = v.bool_field(params[i], "trainable", ppath);
     t.parameters.push_back(std::move(p));
+  }
+  if (auto ju = jt.find("updates"); ju != jt.end()) {
+    const json& updates = v.array_field(jt, "updates", tpath);
+    const std::string upath0 = Validator::join(tpath, "updates");
+    for (size_t i = 0; i < updates.size(); ++i) {
+      const std::string upath = Validator::index(upath0, i);
+      if (t.parameters.empty()) v.error(upath, "there are no parameters to update");
+      const size_t k = static_cast<size_t>(v.uint_value(updates[i], upath, t.parameters.size() - 1));
+      if (t.parameters[k].trainable)
+        v.error(upath, "parameter '" + t.parameters[k].name + "' is trainable; only buffers (\"trainable\": false) are updated by the forward");
+      for (size_t j = 0; j < t.updates.size(); ++j)
+        if (t.updates[j] == k) v.error(upath, "parameter '" + t.parameters[k].name + "' is also " + Validator::index(upath0, j));
+      t.updates.push_back(k);
+    }
   }
 
   const json& grads = v.array_field(jt, "gradients", tpath);
@@ -191,8 +206,10 @@ void parse_training(const Validator& v, const json& jt, Manifest& m) {
   for (size_t k = 0; k < t.parameters.size(); ++k) {
     bool found = false;
     for (const GradientDesc& g : t.gradients) found = found || (g.is_parameter && g.index == k);
-    if (!found)
-      v.error(gpath0, "parameter '" + t.parameters[k].name + "' has no gradient (every parameter must have one)");
+    if (!found && t.parameters[k].trainable)
+      v.error(gpath0, "parameter '" + t.parameters[k].name + "' has no gradient (every trainable parameter must have one)");
+    if (found && !t.parameters[k].trainable)
+      v.error(gpath0, "'" + t.parameters[k].name + "' is a buffer (\"trainable\": false) and cannot have a gradient");
   }
 }
 

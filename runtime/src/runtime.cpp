@@ -766,7 +766,8 @@ void call_entry(thunderc_model* m, size_t vi, Entry which, const DLTensor* input
 }
 
 // Runs variant vi's forward entry. In a training model the entry also takes every parameter (after the inputs)
-// and writes every saved tensor (after the outputs): into `saved` (v.training.saved.size() host tensors the
+// and writes every saved tensor (after the outputs), then the buffers' updated values (training.updates),
+// which are copied into the parameters' state when the entry succeeds: into `saved` (v.training.saved.size() host tensors the
 // caller allocated, a train context's), or, when `saved` is NULL (thunderc_model_run/run_alloc), into scratch
 // buffers discarded on return.
 void run_forward(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n, DLTensor* outs, size_t k,
@@ -778,14 +779,24 @@ void run_forward(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n,
   SmallVec<DLTensor> in(n + np);
   for (size_t i = 0; i < n; ++i) in[i] = inputs[i];
   for (size_t i = 0; i < np; ++i) in[n + i] = m->parameter_tensors[i];
-  SmallVec<DLTensor> out(k + ns);
+  const std::vector<size_t>& updates = m->manifest.training.updates;
+  const size_t nu = updates.size();
+  SmallVec<DLTensor> out(k + ns + nu);
   for (size_t i = 0; i < k; ++i) out[i] = outs[i];
   HostBuffers scratch;
   for (size_t i = 0; i < ns; ++i) {
     const SavedSpec& sp = v.training.saved[i];
     out[k + i] = saved ? saved[i] : host_view(scratch.alloc(sp.bytes, "saved tensor"), sp.dtype, sp.shape);
   }
-  call_entry(m, vi, Entry::Forward, in.data(), n + np, out.data(), k + ns, device, stream);
+  // Buffers' new values go to scratch first: the entry reads the old ones while it writes these.
+  for (size_t u = 0; u < nu; ++u) {
+    const ParameterDesc& p = m->manifest.training.parameters[updates[u]];
+    out[k + ns + u] = host_view(scratch.alloc(p.bytes, "updated buffer"), p.dtype, p.shape);
+  }
+  call_entry(m, vi, Entry::Forward, in.data(), n + np, out.data(), k + ns + nu, device, stream);
+  for (size_t u = 0; u < nu; ++u)
+    std::memcpy(m->parameter_tensors[updates[u]].data, out[k + ns + u].data,
+                m->manifest.training.parameters[updates[u]].bytes);
 }
 
 // A training model's outputs are written while the parameters are read: no output may share a byte with one.
@@ -1232,6 +1243,11 @@ THUNDERC_API const char* thunderc_model_parameter_name(const thunderc_model* mod
   return model && index < model->manifest.training.parameters.size()
              ? model->manifest.training.parameters[index].name.c_str()
              : nullptr;
+}
+
+THUNDERC_API int32_t thunderc_model_parameter_is_trainable(const thunderc_model* model, size_t index) {
+  if (!model || index >= model->manifest.training.parameters.size()) return -1;
+  return model->manifest.training.parameters[index].trainable ? 1 : 0;
 }
 
 THUNDERC_API thunderc_status thunderc_model_parameter(thunderc_model* model, size_t index, DLTensor* out) {

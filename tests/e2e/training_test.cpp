@@ -94,15 +94,16 @@ std::vector<at::Tensor> make_inputs(thunderc::Model& model) {
 
 struct Reference {
   std::vector<at::Tensor> outputs;
-  std::map<std::string, at::Tensor> grads;  // by parameter or input name
+  std::map<std::string, at::Tensor> grads;    // by parameter or input name
+  std::map<std::string, at::Tensor> buffers;  // after the forward (train mode updates the running statistics)
 };
 
 // LibTorch autograd of the module at `path` (eval mode) for these inputs and output gradients.
 Reference torch_gradients(const std::string& path, const std::vector<at::Tensor>& inputs,
                           const std::vector<std::string>& input_names, const std::vector<std::string>& requires_grad,
-                          const std::vector<at::Tensor>& grad_outputs) {
+                          const std::vector<at::Tensor>& grad_outputs, bool train) {
   torch::jit::Module m = torch::jit::load(path);
-  m.eval();
+  m.train(train);
   std::vector<std::string> names;
   std::vector<at::Tensor> leaves;
   for (const auto& p : m.named_parameters(true)) {
@@ -132,15 +133,34 @@ Reference torch_gradients(const std::string& path, const std::vector<at::Tensor>
   for (std::size_t i = 0; i < names.size(); ++i)
     r.grads[names[i]] = grads[i].defined() ? grads[i] : at::zeros_like(leaves[i]);
   for (at::Tensor& o : r.outputs) o = o.detach();
+  for (const auto& b : m.named_buffers(true)) r.buffers[b.name] = b.value.clone();
   return r;
 }
 
-void check_sample(const std::string& model, const std::vector<std::string>& requires_grad) {
+// Buffers that are no running statistic (num_batches_tracked, int64): not state of the .so.
+std::size_t count_int_buffers(const Reference& r) {
+  std::size_t n = 0;
+  for (const auto& [name, b] : r.buffers) n += b.is_floating_point() ? 0 : 1;
+  return n;
+}
+
+// train: --module-mode train against the module in train() mode, the running statistics (the .so's buffers)
+// compared after the forward too.
+// `path`: a TorchScript file; `extra`: more compile flags (--shapes).
+void check_model(const std::string& path, const std::vector<std::string>& requires_grad, bool train,
+                 const std::string& extra = "") {
+  const std::string model = fs::path(path).stem().string();
   CAPTURE(model);
-  fs::path dir = tmp_dir(model);
-  std::string flags = "--autograd";
+  CAPTURE(train);
+  fs::path dir = tmp_dir(model + (train ? "_train" : ""));
+  std::string flags = train ? "--autograd --module-mode train" : "--autograd";
   for (const std::string& n : requires_grad) flags += " --requires-grad " + n;
-  fs::path so = compile(model + ".pt", dir, flags);
+  fs::path so = dir / (model + ".so");
+  {
+    Result r = run_thunderc(path + " -o " + so.string() + " " + flags + " " + extra);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+  }
   thunderc::Model compiled(so.string());
   REQUIRE(compiled.is_training());
   at::manual_seed(5);
@@ -156,7 +176,7 @@ void check_sample(const std::string& model, const std::vector<std::string>& requ
   }
   std::vector<thunderc::HostTensor> grads = compiled.backward(ctx, host_gy);
 
-  Reference ref = torch_gradients(sample(model + ".pt"), inputs, compiled.input_names(), requires_grad, grad_outputs);
+  Reference ref = torch_gradients(path, inputs, compiled.input_names(), requires_grad, grad_outputs, train);
   REQUIRE(ref.outputs.size() == outs.size());
   for (std::size_t j = 0; j < outs.size(); ++j) check_grad(as_tensor(outs[j]), ref.outputs[j], "output " + std::to_string(j));
   const std::vector<std::string> names = compiled.gradient_names();
@@ -170,7 +190,51 @@ void check_sample(const std::string& model, const std::vector<std::string>& requ
     ++matched;
   }
   CHECK(matched == names.size());
-  CHECK(names.size() >= compiled.num_parameters());
+  // Buffers: the running statistics after one training forward.
+  std::size_t buffers = 0;
+  for (std::size_t i = 0; i < compiled.num_parameters(); ++i) {
+    if (compiled.parameter_is_trainable(i)) continue;
+    const std::string name = compiled.parameter_names()[i];
+    REQUIRE_MESSAGE(ref.buffers.count(name), "buffer ", name, " has no counterpart in LibTorch");
+    const DLTensor view = compiled.parameter(i);
+    const at::Tensor ours = at::from_blob(view.data, std::vector<std::int64_t>(view.shape, view.shape + view.ndim), at::kFloat);
+    check_grad(ours, ref.buffers.at(name), "buffer " + name);
+    ++buffers;
+  }
+  CHECK(buffers == (train ? ref.buffers.size() - count_int_buffers(ref) : 0));
+}
+
+void check_sample(const std::string& model, const std::vector<std::string>& requires_grad, bool train = false) {
+  check_model(sample(model + ".pt"), requires_grad, train);
+}
+
+// A scripted module whose batch norms follow self.training (a traced one has eval mode baked in, so LibTorch
+// could not run it in train mode): conv -> BatchNorm2d -> relu -> mean -> linear -> BatchNorm1d (momentum
+// 0.3, eps 1e-3), saved to `path`.
+void save_batch_norm_module(const std::string& path) {
+  at::manual_seed(11);
+  torch::jit::Module m("TrainNet");
+  m.register_attribute("training", c10::BoolType::get(), true);
+  m.register_parameter("conv_w", (at::randn({4, 3, 3, 3}) * 0.3).requires_grad_(), false);
+  m.register_parameter("bn_w", (at::rand({4}) + 0.5).requires_grad_(), false);
+  m.register_parameter("bn_b", (at::randn({4}) * 0.1).requires_grad_(), false);
+  m.register_buffer("bn_rm", at::randn({4}) * 0.1);
+  m.register_buffer("bn_rv", at::rand({4}) + 0.5);
+  m.register_parameter("fc_w", (at::randn({5, 4}) * 0.5).requires_grad_(), false);
+  m.register_parameter("bn1_w", (at::rand({5}) + 0.5).requires_grad_(), false);
+  m.register_parameter("bn1_b", (at::randn({5}) * 0.1).requires_grad_(), false);
+  m.register_buffer("bn1_rm", at::randn({5}) * 0.1);
+  m.register_buffer("bn1_rv", at::rand({5}) + 0.5);
+  m.define(R"(
+def forward(self, x):
+    y = torch.conv2d(x, self.conv_w, None, [1, 1], [1, 1], [1, 1], 1)
+    y = torch.batch_norm(y, self.bn_w, self.bn_b, self.bn_rm, self.bn_rv, self.training, 0.1, 1e-5, False)
+    z = torch.relu(y).mean([2, 3])
+    z = torch.linear(z, self.fc_w, None)
+    return torch.batch_norm(z, self.bn1_w, self.bn1_b, self.bn1_rm, self.bn1_rv, self.training, 0.3, 1e-3, False)
+)");
+  m.eval();
+  m.save(path);
 }
 
 }  // namespace
@@ -185,4 +249,71 @@ TEST_CASE("--autograd samples: gradients match LibTorch autograd") {
   check_sample("distilbert_tiny", {});
   check_sample("gpt2_tiny", {});
   check_sample("cnn", {"x"});
+}
+
+TEST_CASE("--autograd: parameters equal in value stay distinct (freezing would pool them)") {
+  // Three zero biases and a LayerNorm weight of ones, as a freshly initialized model has: each gets its own
+  // gradient (b1's is about 0 through the LayerNorm, ln_b's and b2's are sums of the output gradient).
+  const fs::path dir = tmp_dir("equal_params_source");
+  const std::string path = (dir / "equal_params.pt").string();
+  at::manual_seed(3);
+  torch::jit::Module m("EqualParams");
+  m.register_attribute("training", c10::BoolType::get(), false);
+  m.register_parameter("w1", at::randn({4, 3}).requires_grad_(), false);
+  m.register_parameter("b1", at::zeros({4}).requires_grad_(), false);
+  m.register_parameter("ln_w", at::ones({4}).requires_grad_(), false);
+  m.register_parameter("ln_b", at::zeros({4}).requires_grad_(), false);
+  m.register_parameter("w2", at::randn({4, 4}).requires_grad_(), false);
+  m.register_parameter("b2", at::zeros({4}).requires_grad_(), false);
+  m.define(R"(
+def forward(self, x):
+    y = torch.layer_norm(torch.linear(x, self.w1, self.b1), [4], self.ln_w, self.ln_b, 1e-5, False)
+    return torch.linear(y, self.w2, self.b2)
+)");
+  m.save(path);
+  check_model(path, {"x"}, false, "--shapes x=5x3");
+}
+
+TEST_CASE("--module-mode train: batch norm normalizes with batch statistics and updates its running statistics") {
+  const fs::path dir = tmp_dir("train_mode");
+  const std::string bn = (dir / "batch_norm_net.pt").string();
+  save_batch_norm_module(bn);
+  check_model(bn, {"x"}, true, "--shapes x=6x3x5x4");
+  check_model(bn, {"x"}, false, "--shapes x=6x3x5x4");  // eval mode: running statistics, no buffers
+  {
+    // The state carries over: three training forwards (run() is one too) of a freshly opened model move the
+    // running statistics as three LibTorch train-mode forwards do.
+    thunderc::Model compiled((fs::path(THUNDERC_TEST_TMP) / "training" / "batch_norm_net_train" / "batch_norm_net.so").string());
+    torch::jit::Module ref = torch::jit::load(bn);
+    ref.train(true);
+    at::NoGradGuard no_grad;
+    for (int step = 0; step < 3; ++step) {
+      const at::Tensor x = at::randn({6, 3, 5, 4}) * (step + 1) + step;
+      ref.forward({x});
+      if (step == 2) compiled.run(std::vector<thunderc::HostTensor>{as_host(x)});
+      else compiled.forward_train(std::vector<thunderc::HostTensor>{as_host(x)});
+    }
+    std::map<std::string, at::Tensor> expected;
+    for (const auto& b : ref.named_buffers(true)) expected[b.name] = b.value;
+    std::size_t checked = 0;
+    for (std::size_t i = 0; i < compiled.num_parameters(); ++i) {
+      if (compiled.parameter_is_trainable(i)) continue;
+      const std::string name = compiled.parameter_names()[i];
+      const DLTensor view = compiled.parameter(i);
+      const at::Tensor ours = at::from_blob(view.data, std::vector<std::int64_t>(view.shape, view.shape + view.ndim), at::kFloat);
+      check_grad(ours, expected.at(name), "buffer " + name + " after 3 forwards");
+      ++checked;
+    }
+    CHECK(checked == 4);
+  }
+  // Models without batch norm compile the same program as in eval mode (no buffers); dropout with p > 0 is
+  // refused, naming it.
+  check_sample("mlp", {"x"}, true);
+  Result r = run_thunderc(sample("gpt_block.pt") + " --autograd --module-mode train -o " + (dir / "b.so").string());
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.out.find("dropout with p = ") != std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find("--module-mode eval") != std::string::npos, r.out);
+  Result no_autograd = run_thunderc(sample("cnn.pt") + " --module-mode train -o " + (dir / "c.so").string());
+  CHECK(no_autograd.code == 1);
+  CHECK_MESSAGE(no_autograd.out.find("needs --autograd") != std::string::npos, no_autograd.out);
 }

@@ -224,8 +224,13 @@ THUNDERC_API thunderc_status thunderc_model_prepare_device(thunderc_model* model
  * NULL). thunderc_model_run / run_alloc work on a training model too: they run the training forward with
  * the live parameters and discard what it saved (a training-mode forward, without a context).
  *
- * Thread safety: forward_train, backward and run may run concurrently on one model (they only read the
- * parameters). Writing a parameter must not race with any of them, nor with another write to it. */
+ * Buffers: a model compiled with --module-mode train also holds state without gradients (batch norm's
+ * running statistics, parameter_is_trainable 0), which every training forward (forward_train, run) updates
+ * once it has computed its outputs, as PyTorch's train() mode does.
+ *
+ * Thread safety: forward_train, backward and run may run concurrently on one model when it has no buffers
+ * (they only read the parameters); with buffers, forward_train and run write them and must not overlap each
+ * other. Writing a parameter must not race with any call, nor with another write to it. */
 
 /* 1 for a model compiled with thunderc --autograd, else 0 (also for NULL). */
 THUNDERC_API int32_t thunderc_model_is_training(const thunderc_model* model);
@@ -233,6 +238,9 @@ THUNDERC_API int32_t thunderc_model_is_training(const thunderc_model* model);
 /* The parameters (manifest training.parameters order); 0 / NULL for an inference model or a bad index. */
 THUNDERC_API size_t thunderc_model_num_parameters(const thunderc_model* model);
 THUNDERC_API const char* thunderc_model_parameter_name(const thunderc_model* model, size_t index);
+/* 1 for a trainable parameter (it has a gradient), 0 for a buffer (updated by the training forward), -1 for
+ * a bad index or an inference model. */
+THUNDERC_API int32_t thunderc_model_parameter_is_trainable(const thunderc_model* model, size_t index);
 /* Fills *out with a view of parameter `index`'s live state: data points into the model's 64-byte aligned
  * buffer, shape is owned by the model, strides NULL, byte_offset 0, device {kDLCPU, 0}; valid until
  * thunderc_model_close. The caller reads and writes the values in place (no copies); a write must not race

@@ -331,6 +331,9 @@ class Model {
     for (size_t i = 0; i < num_parameters(); ++i) v.emplace_back(thunderc_model_parameter_name(m_, i));
     return v;
   }
+  // false for a buffer (batch norm's running statistics in --module-mode train): no gradient, updated by
+  // every training forward.
+  bool parameter_is_trainable(size_t i) const { return thunderc_model_parameter_is_trainable(m_, i) == 1; }
   // A view of parameter i's live state (valid until the model is closed): read and write it in place between
   // calls, e.g. an optimizer step (not while a call runs the model).
   DLTensor parameter(size_t i) {

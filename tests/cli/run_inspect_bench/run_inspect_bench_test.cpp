@@ -552,3 +552,36 @@ TEST_CASE("compiled sample with symbolic dimensions: inspect, run and bench take
   REQUIRE(j.contains("max_abs_diff"));
   CHECK(j["max_abs_diff"].get<double>() < 1e-4);
 }
+
+TEST_CASE("compiled training sample: bench times a training step and --compare checks the gradients") {
+  const std::string so = compile_sample("compiled_bert_train", "bert_tiny.pt", {"--autograd"});
+  const std::string pt = std::string(THUNDERC_SAMPLES) + "/bert_tiny.pt";
+  const std::string ids = std::string(THUNDERC_SAMPLES) + "/bert_tiny.input_ids.npy";
+  const std::string mask = std::string(THUNDERC_SAMPLES) + "/bert_tiny.attention_mask.npy";
+  json j = [&] {
+    Result r = run_cli_stdout({"bench", so, "--input", "input_ids=" + ids, "--input", "attention_mask=" + mask, "--json",
+                               "--iterations", "3", "--warmup", "1", "--threads", "1", "--compare", pt});
+    REQUIRE_MESSAGE(r.code == 0, r.cmd << "\n" << r.out);
+    return json::parse(r.out);
+  }();
+  CHECK(j["mode"] == "training step");
+  CHECK(j["gradients"].get<int>() == 39);
+  // The sample's ids hold its padding_idx (0), whose embedding row gets no gradient in PyTorch.
+  REQUIRE(j["max_rel_grad_diff"].is_number());
+  CHECK(j["max_rel_grad_diff"].get<double>() < 1e-5);
+  CHECK(j["max_abs_diff"].get<double>() < 1e-4);
+
+  Result text = run_cli({"bench", so, "--input", "input_ids=" + ids, "--input", "attention_mask=" + mask,
+                         "--iterations", "2", "--warmup", "0", "--threads", "1"});
+  CHECK_MESSAGE(text.code == 0, text.out);
+  CHECK_OUTPUT(text, "training step (forward_train + backward");
+  CHECK_OUTPUT(text, "2 from --input");
+
+  Result bad = run_cli({"bench", so, "--input", "nope=" + ids, "--iterations", "1"});
+  CHECK(bad.code == 1);
+  CHECK_OUTPUT(bad, "unknown input 'nope'");
+  Result wrong_dtype = run_cli({"bench", so, "--input", "input_ids=" + std::string(THUNDERC_SAMPLES) + "/mlp.input.npy",
+                                "--iterations", "1"});
+  CHECK(wrong_dtype.code == 1);
+  CHECK_OUTPUT(wrong_dtype, "no available variant");
+}
