@@ -481,6 +481,13 @@ void register_cpp_impls(Executor& cpp) {
   }
   cpp.register_impl("embedding_bag", cpu_sampling);
   cpp.register_impl("max_pool2d_backward", cpu_max_pool_backward);
+  for (const char* name : {"im2col", "col2im"}) {  // codegen/cpp/conv_columns.cpp: float32/float64 (the meta's floats)
+    cpp.register_impl(name, [](const Trace& t, const BoundSymbol& s) {
+      const DType d = t.type(s.outputs[0]).dtype;
+      return moves<DeviceKind::CPU>(t, s) && (d == DType::Float32 || d == DType::Float64);
+    });
+    cpp.run_alone(name);
+  }
   cpp.run_alone("max_pool2d_backward");
   for (const char* name : {"fft_r2c", "fft_c2r", "fft_c2c", "view_as_real", "view_as_complex"})
     cpp.register_impl(name, cpu_spectral);

@@ -182,13 +182,11 @@ ValueId spread_windows(VjpBuilder& b, ValueId g, const Shape& x, const std::vect
   return b.emit("matmul", {T(indicator(win[0], x[rank - 2], true)), T(rows)});
 }
 
-// conv2d's gradients (ATen's convolution_backward), as convolutions themselves, for any stride, padding,
-// dilation and groups:
-//  - input: the output gradient, zero-dilated by the stride and padded by dilation * (kernel - 1) - padding
-//    (then to the input's size), convolved with the weight flipped in space and transposed per group;
-//  - weight: the input as [C/g, g*N, H, W] (the batch as channels) convolved with the output gradient as
-//    [K, N, OH, OW], groups g, stride = dilation, dilation = stride, the forward's padding; the result
-//    [C/g, K, >= R, >= S] cut to the kernel's size and transposed;
+// conv2d's gradients (ATen's convolution_backward) for any stride, padding, dilation and groups, as GEMMs
+// around im2col / col2im (as ATen's own slow path, without the zero-dilated gradient a transposed convolution
+// would need at stride > 1). With L = OH*OW output positions, g groups of K/g filters over C/g channels:
+//  - input: columns = W^T [g, C/g*R*S, K/g] @ grad [N, g, K/g, L], added back into the image by col2im;
+//  - weight: grad [g, K/g, N*L] @ im2col(x)^T [g, N*L, C/g*R*S] -> [K, C/g, R, S];
 //  - bias: the output gradient summed over N, OH, OW.
 void conv2d_vjp(VjpBuilder& b) {
   const Attrs& a = b.attrs();
@@ -202,47 +200,30 @@ void conv2d_vjp(VjpBuilder& b) {
     g = b.reshape(g, {1, gs[0], gs[1], gs[2]});
   }
   const Shape xs = b.shape(x), ws = b.shape(w), gs = b.shape(g);
-  const std::int64_t n = xs[0], c = xs[1], k = ws[0], cg = ws[1], oh = gs[2], ow = gs[3];
-  const std::int64_t kernel[2] = {ws[2], ws[3]}, in[2] = {xs[2], xs[3]}, out[2] = {oh, ow};
-  auto conv = [&](ValueId input, ValueId weight, IntList stride, IntList padding, IntList dilation) {
-    return b.emit("conv2d", {T(input), T(weight), Operand::none()},
-                  {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}});
-  };
+  const std::int64_t n = xs[0], c = xs[1], k = ws[0], cg = ws[1], kg = k / groups, l = gs[2] * gs[3];
+  const std::int64_t patch = cg * ws[2] * ws[3];  // one group's column height
+  const Attrs window{{"kernel_size", IntList{ws[2], ws[3]}}, {"dilation", d}, {"padding", p}, {"stride", s}};
+  // The output gradient per group: [N, g, K/g, L] (N = 1: [g, K/g, L]).
+  const ValueId gm = n == 1 ? b.reshape(g, {groups, kg, l}) : b.reshape(g, {n, groups, kg, l});
   if (b.wants(0)) {
-    // [K, C/g, R, S] -> [C, K/g, R, S]: within each group, input and output channels swap.
-    ValueId wt = groups == 1 ? b.permute(w, {1, 0, 2, 3})
-                             : b.reshape(b.permute(b.reshape(w, {groups, k / groups, cg, kernel[0], kernel[1]}), {0, 2, 1, 3, 4}),
-                                         {c, k / groups, kernel[0], kernel[1]});
-    if (kernel[0] > 1 || kernel[1] > 1) wt = b.emit("flip", {T(wt)}, {{"dims", IntList{2, 3}}});
-    ValueId gd = g;
-    if (s[0] > 1 || s[1] > 1) {  // zero-dilation: s - 1 zeros after every element, as a pad of [.., OH, 1, OW, 1]
-      gd = b.reshape(g, {n, k, oh, 1, ow, 1});
-      gd = b.emit("constant_pad_nd", {T(gd)}, {{"pad", IntList{0, s[1] - 1, 0, 0, 0, s[0] - 1}}});
-      gd = b.reshape(gd, {n, k, oh * s[0], ow * s[1]});
-    }
-    // The dilated gradient has OH * s positions; padded to before + OH * s + after = H + d * (R - 1).
-    IntList conv_pad(2), extra(4, 0);
-    bool any_extra = false;
-    for (int i = 0; i < 2; ++i) {
-      const std::int64_t before = d[i] * (kernel[i] - 1) - p[i], after = in[i] + p[i] - out[i] * s[i];
-      conv_pad[i] = std::max<std::int64_t>(0, std::min(before, after));
-      const std::size_t at = i == 0 ? 2 : 0;  // constant_pad_nd pairs go from the last dim
-      extra[at] = before - conv_pad[i], extra[at + 1] = after - conv_pad[i];
-      any_extra = any_extra || extra[at] != 0 || extra[at + 1] != 0;
-    }
-    if (any_extra) gd = b.emit("constant_pad_nd", {T(gd)}, {{"pad", extra}});
-    b.give(0, b.reshape(conv(gd, wt, {1, 1}, conv_pad, d), x_shape));
+    const ValueId wt = b.transpose_last2(b.reshape(w, {groups, kg, patch}));  // [g, C/g*R*S, K/g]
+    ValueId cols = b.emit("matmul", {T(wt), T(gm)});                        // [(N,) g, C/g*R*S, L]
+    cols = b.reshape(cols, {n, c * ws[2] * ws[3], l});
+    Attrs fold = window;
+    fold.set("output_size", IntList{xs[2], xs[3]});
+    ValueId gx = b.emit("col2im", {T(cols)}, fold);
+    b.give(0, x_shape.size() == 3 ? b.reshape(gx, x_shape) : gx);
   }
   if (b.wants(1)) {
-    ValueId xb = groups == 1 ? b.permute(x, {1, 0, 2, 3})
-                             : b.reshape(b.permute(b.reshape(x, {n, groups, cg, in[0], in[1]}), {2, 1, 0, 3, 4}),
-                                         {cg, groups * n, in[0], in[1]});
-    ValueId gw = conv(xb, b.permute(g, {1, 0, 2, 3}), d, p, s);  // [C/g, K, >= R, >= S]
-    for (int i = 0; i < 2; ++i)
-      if (b.shape(gw)[2 + static_cast<std::size_t>(i)] != kernel[i])
-        gw = b.emit("slice", {T(gw)}, {{"dim", std::int64_t{2 + i}}, {"start", std::int64_t{0}}, {"end", kernel[i]},
-                                       {"step", std::int64_t{1}}});
-    b.give(1, b.permute(gw, {1, 0, 2, 3}));
+    const ValueId cols = b.emit("im2col", {T(x)}, window);  // [N, C*R*S, L]
+    ValueId lhs = gm, rhs;
+    if (n == 1) {
+      rhs = b.transpose_last2(b.reshape(cols, {groups, patch, l}));  // [g, L, C/g*R*S]
+    } else {  // the batch joins the contraction: [g, K/g, N*L] @ [g, N*L, C/g*R*S]
+      lhs = b.reshape(b.permute(gm, {1, 2, 0, 3}), {groups, kg, n * l});
+      rhs = b.reshape(b.permute(b.reshape(cols, {n, groups, patch, l}), {1, 0, 3, 2}), {groups, n * l, patch});
+    }
+    b.give(1, b.reshape(b.emit("matmul", {T(lhs), T(rhs)}), ws));
   }
   if (b.wants(2)) b.give(2, b.sum(g, {0, 2, 3}, false));
 }
@@ -281,6 +262,18 @@ void register_nn_vjps(OpRegistry& r) {
     if (b.wants(2)) b.give(2, b.emit("matmul", {T(b.transpose_last2(b.in(1))), T(ga)}));
   });
   set_vjp(r, "conv2d", conv2d_vjp);
+  // im2col and col2im are each other's adjoint.
+  set_vjp(r, "im2col", [](V& b) {
+    Attrs a = b.attrs();
+    const Shape xs = b.shape(b.in(0));
+    a.set("output_size", IntList{xs[2], xs[3]});
+    b.give(0, b.emit("col2im", {T(b.g())}, a));
+  });
+  set_vjp(r, "col2im", [](V& b) {
+    Attrs a;
+    for (const char* name : {"kernel_size", "dilation", "padding", "stride"}) a.set(name, b.attrs().get_ints(name));
+    b.give(0, b.emit("im2col", {T(b.g())}, a));
+  });
   // The gradient goes to the position ATen's max_pool2d_with_indices picks in each window, accumulating where
   // windows overlap: a loop of its own (max_pool2d_backward).
   set_vjp(r, "max_pool2d", [](V& b) {
@@ -465,6 +458,58 @@ void register_nn_ops(OpRegistry& r) {
           {"padding", AttrType::IntList, false, IntList{0, 0}}, {"dilation", AttrType::IntList, false, IntList{1, 1}},
           {"ceil_mode", AttrType::Bool, false, false}},
          [](const MetaArgs& m) { return pool_meta(m, true); }, "2-D max pooling (stride [] = kernel_size)"});
+  // ATen's im2col / col2im (F.unfold / F.fold) on [N, C, H, W] images, 2-value attributes; conv2d's VJP builds
+  // its gradients as GEMMs around them.
+  const std::vector<AttrSpec> window = {{"kernel_size", AttrType::IntList}, {"dilation", AttrType::IntList},
+                                       {"padding", AttrType::IntList}, {"stride", AttrType::IntList}};
+  // The number of window positions along each spatial dim of an [.., H, W] image, or a UserError.
+  auto positions = [](const Attrs& a, std::int64_t h, std::int64_t w, const char* op) {
+    std::int64_t out[2];
+    const std::int64_t in[2] = {h, w};
+    for (const char* name : {"kernel_size", "dilation", "padding", "stride"})
+      if (a.get_ints(name).size() != 2) user_error(op, ": ", name, " must have 2 values, got ", shape_str(a.get_ints(name)));
+    for (int i = 0; i < 2; ++i) {
+      const std::int64_t k = a.get_ints("kernel_size")[i], d = a.get_ints("dilation")[i], p = a.get_ints("padding")[i],
+                         s = a.get_ints("stride")[i];
+      if (k < 1 || d < 1 || s < 1 || p < 0)
+        user_error(op, ": kernel_size, dilation and stride must be positive and padding non-negative");
+      const std::int64_t span = in[i] + 2 * p - d * (k - 1) - 1;
+      if (span < 0) user_error(op, ": the window (", k, " with dilation ", d, ") does not fit the padded size ", in[i] + 2 * p);
+      out[i] = span / s + 1;
+    }
+    return std::make_pair(out[0], out[1]);
+  };
+  r.add({"im2col", OpCategory::Indexing, {{"a"}}, window,
+         [positions](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType& a = m.tensor(0);
+           require_floating(a, "im2col", "the input");
+           if (a.rank() != 4) user_error("im2col: expected an [N, C, H, W] input, got ", shape_str(a.shape));
+           const auto [oh, ow] = positions(m.attrs, a.shape[2], a.shape[3], "im2col");
+           const IntList& k = m.attrs.get_ints("kernel_size");
+           TensorType t = a;
+           t.shape = {a.shape[0], a.shape[1] * k[0] * k[1], oh * ow};
+           return {t};
+         },
+         "the input's patches as columns: [N, C, H, W] -> [N, C*kh*kw, OH*OW] (zeros where a window leaves the "
+         "image), as F.unfold"});
+  std::vector<AttrSpec> fold = window;
+  fold.insert(fold.begin(), AttrSpec{"output_size", AttrType::IntList});
+  r.add({"col2im", OpCategory::Indexing, {{"a"}}, fold,
+         [positions](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType& a = m.tensor(0);
+           require_floating(a, "col2im", "the input");
+           const IntList &size = m.attrs.get_ints("output_size"), &k = m.attrs.get_ints("kernel_size");
+           if (size.size() != 2) user_error("col2im: output_size must have 2 values, got ", shape_str(size));
+           if (a.rank() != 3) user_error("col2im: expected [N, C*kh*kw, L] columns, got ", shape_str(a.shape));
+           const auto [oh, ow] = positions(m.attrs, size[0], size[1], "col2im");
+           if (k[0] * k[1] < 1 || a.shape[1] % (k[0] * k[1]) != 0 || a.shape[2] != oh * ow)
+             user_error("col2im: columns ", shape_str(a.shape), " are not [N, C*", k[0] * k[1], ", ", oh * ow,
+                        "] for a ", shape_str(size), " image with these windows");
+           TensorType t = a;
+           t.shape = {a.shape[0], a.shape[1] / (k[0] * k[1]), size[0], size[1]};
+           return {t};
+         },
+         "the adjoint of im2col: columns [N, C*kh*kw, L] summed back into [N, C, H, W] images, as F.fold"});
   // max_pool2d's gradient (its VJP rule emits it): max_pool2d's attributes, the output gradient and the input.
   r.add({"max_pool2d_backward", OpCategory::Pooling, {{"grad"}, {"a"}}, r.find("max_pool2d")->attrs,
          [](const MetaArgs& m) -> std::vector<TensorType> {

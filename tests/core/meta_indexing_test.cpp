@@ -122,7 +122,7 @@ OPS_TEST_CASE("meta 3-D pooling", "max_pool3d", "avg_pool3d", "adaptive_avg_pool
                    "positive");
 }
 
-OPS_TEST_CASE("meta max_pool2d_backward: the input's type; the gradient must be max_pool2d's output", "max_pool2d_backward") {
+OPS_TEST_CASE("meta max_pool2d_backward: the input's type, the gradient must be max_pool2d's output", "max_pool2d_backward") {
   const Attrs a = {{"kernel_size", IntList{3}}, {"stride", IntList{2}}, {"padding", IntList{1}}};
   CHECK(meta1("max_pool2d_backward", {T(f4, {2, 3, 4, 4}), T(f4, {2, 3, 7, 8})}, a) == tt(f4, {2, 3, 7, 8}));
   CHECK(meta1("max_pool2d_backward", {T(f8, {3, 4, 4}), T(f8, {3, 7, 8})}, a) == tt(f8, {3, 7, 8}));
@@ -131,6 +131,19 @@ OPS_TEST_CASE("meta max_pool2d_backward: the input's type; the gradient must be 
   CHECK_USER_ERROR(meta_error("max_pool2d_backward", {T(f8, {2, 3, 4, 4}), T(f4, {2, 3, 7, 8})}, a), "max_pool2d_backward",
                    "float64");
   CHECK_USER_ERROR(meta_error("max_pool2d_backward", {T(i8, {2, 3, 4, 4}), T(i8, {2, 3, 7, 8})}, a), "max_pool2d_backward");
+}
+
+OPS_TEST_CASE("meta im2col and col2im: window positions, column shapes", "im2col", "col2im") {
+  const Attrs w = {{"kernel_size", IntList{3, 2}}, {"dilation", IntList{1, 2}}, {"padding", IntList{1, 0}}, {"stride", IntList{2, 1}}};
+  // OH = (7 + 2 - 2 - 1) / 2 + 1 = 4, OW = (6 - 2 - 1) / 1 + 1 = 4.
+  CHECK(meta1("im2col", {T(f4, {2, 3, 7, 6})}, w) == tt(f4, {2, 18, 16}));
+  Attrs f = w;
+  f.set("output_size", IntList{7, 6});
+  CHECK(meta1("col2im", {T(f8, {2, 18, 16})}, f) == tt(f8, {2, 3, 7, 6}));
+  CHECK_USER_ERROR(meta_error("im2col", {T(f4, {3, 7, 6})}, w), "im2col", "[N, C, H, W]");
+  CHECK_USER_ERROR(meta_error("im2col", {T(f4, {1, 1, 1, 1})}, w), "im2col", "does not fit");
+  CHECK_USER_ERROR(meta_error("col2im", {T(f4, {2, 18, 15})}, f), "col2im", "are not [N, C*6, 16]");
+  CHECK_USER_ERROR(meta_error("im2col", {T(i8, {2, 3, 7, 6})}, w), "im2col");
 }
 
 OPS_TEST_CASE("meta grid_sampler_2d and embedding_bag", "grid_sampler_2d", "embedding_bag") {

@@ -418,8 +418,8 @@ TEST_CASE("autodiff: the rules' coverage is what docs/training.md lists") {
     if (d->vjp) with_rule.push_back(d->name);
   const std::vector<std::string> expected = {
       "abs", "adaptive_avg_pool2d", "add", "addmm", "amax", "amin", "avg_pool2d", "batch_norm", "bmm", "cat", "ceil",
-      "clamp", "conv2d", "cos", "div", "embedding", "erf", "exp", "expand", "expm1", "flip", "floor", "gelu",
-      "hardsigmoid", "hardswish", "hardtanh", "layer_norm", "leaky_relu", "linear", "log", "log10", "log1p", "log2",
+      "clamp", "col2im", "conv2d", "cos", "div", "embedding", "erf", "exp", "expand", "expm1", "flip", "floor", "gelu",
+      "hardsigmoid", "hardswish", "hardtanh", "im2col", "layer_norm", "leaky_relu", "linear", "log", "log10", "log1p", "log2",
       "log_softmax", "masked_fill", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "neg", "permute",
       "pow", "reciprocal", "relu", "reshape", "round", "rsqrt", "select", "sigmoid", "sign", "silu", "sin", "slice",
       "softmax", "sqrt", "sub", "sum", "tanh", "to_dtype", "trunc", "where"};
@@ -464,6 +464,17 @@ TEST_CASE("autodiff: convolution, pooling and batch norm") {
     std::vector<In> in = {{c.x}, {c.w}};
     if (c.bias) in.push_back({{c.w[0]}});
     check_gradients(c.name, in, build, ref);
+  }
+
+  // im2col and col2im (conv2d's rule is built on them): each other's adjoint.
+  {
+    const Attrs w{{"kernel_size", IntList{3, 2}}, {"dilation", IntList{1, 2}}, {"padding", IntList{1, 0}}, {"stride", IntList{2, 1}}};
+    check_gradients("im2col", {{{2, 3, 7, 6}}}, one("im2col", w),
+                    torch1([](auto& v) { return at::im2col(v[0], {3, 2}, {1, 2}, {1, 0}, {2, 1}); }));
+    Attrs f = w;
+    f.set("output_size", IntList{7, 6});
+    check_gradients("col2im", {{{2, 18, 16}}}, one("col2im", f),
+                    torch1([](auto& v) { return at::col2im(v[0], {7, 6}, {3, 2}, {1, 2}, {1, 0}, {2, 1}); }));
   }
 
   // max_pool2d: ties everywhere (Fill::Coarse); the gradient goes to ATen's index, summed where windows overlap.

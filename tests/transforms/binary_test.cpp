@@ -76,7 +76,7 @@ TEST_CASE("--help documents the transform flags and --disable-torch-autograd") {
   CHECK(r.code == 0);
   for (const char* flag : {"--transforms", "--list-transforms", "--dump-traces", "--time-passes", "--verbose",
                            "--disable-torch-autograd", "forward-only", "--autograd", "training variant",
-                           "--requires-grad"})
+                           "--requires-grad", "--module-mode"})
     CHECK_OUTPUT(r, flag);
 }
 
@@ -94,6 +94,9 @@ TEST_CASE("--autograd: contradicting or misplaced flags are clear errors before 
   r = thunderc({sample("mlp.pt"), "--autograd", "--shapes", "x=Bx64", "--dim", "B=1:4", "--cache", "symbolic values", "-o", out});
   CHECK(r.code == 1);
   CHECK_OUTPUT(r, "--autograd compiles fixed shapes only for now");
+  r = thunderc({sample("mlp.pt"), "--autograd", "--module-mode", "training", "-o", out});
+  CHECK(r.code == 1);
+  CHECK_OUTPUT(r, "--module-mode must be eval or train, got 'training'");
 }
 
 TEST_CASE("an unknown transform name is a clear error listing the known ones") {

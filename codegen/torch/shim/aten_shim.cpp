@@ -287,6 +287,13 @@ const std::unordered_map<std::string, OpFn>& ops() {
                             a.get_bool("ceil_mode"), a.get_bool("count_include_pad"), opt_int(a, "divisor_override"));
     };
     t["adaptive_avg_pool2d"] = [](A x, T a) { return at::adaptive_avg_pool2d(x[0], a.get_ints("output_size")); };
+    t["im2col"] = [](A x, T a) {
+      return at::im2col(x[0], a.get_ints("kernel_size"), a.get_ints("dilation"), a.get_ints("padding"), a.get_ints("stride"));
+    };
+    t["col2im"] = [](A x, T a) {
+      return at::col2im(x[0], a.get_ints("output_size"), a.get_ints("kernel_size"), a.get_ints("dilation"),
+                        a.get_ints("padding"), a.get_ints("stride"));
+    };
     // max_pool2d's gradient: ATen's indices of the input, then its backward kernel.
     t["max_pool2d_backward"] = [](A x, T a) {
       const IntList &k = a.get_ints("kernel_size"), &s = a.get_ints("stride"), &p = a.get_ints("padding"),
