@@ -50,10 +50,10 @@ TEST_CASE("fold-batchnorm: golden trace before and after") {
   o.show_constants = false;
   CHECK(print_trace(n.t, o) == R"(def forward(x: "cpu f32[2, 4, 7, 7]"):
   t0 = conv2d(x, conv1_weight, None, stride=[2, 2], padding=[1, 1], dilation=[1, 1], groups=2)  # t0: "cpu f32[2, 6, 4, 4]"
-  t1 = batch_norm(t0, bn1_weight, bn1_bias, bn1_running_mean, bn1_running_var, eps=0.001)  # t1: "cpu f32[2, 6, 4, 4]"
+  t1 = batch_norm(t0, bn1_weight, bn1_bias, bn1_running_mean, bn1_running_var, eps=0.001, momentum=0.1)  # t1: "cpu f32[2, 6, 4, 4]"
   t2 = relu(t1)  # t2: "cpu f32[2, 6, 4, 4]"
   t3 = conv2d(t2, conv2_weight, None, stride=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1)  # t3: "cpu f32[2, 6, 4, 4]"
-  t4 = batch_norm(t3, None, None, bn1_running_mean, bn1_running_var, eps=1e-05)  # t4: "cpu f32[2, 6, 4, 4]"
+  t4 = batch_norm(t3, None, None, bn1_running_mean, bn1_running_var, eps=1e-05, momentum=0.1)  # t4: "cpu f32[2, 6, 4, 4]"
   return (t2, t4, t3)
 )");
   // The first batch_norm is folded (its conv gets new constants and writes t1 directly); the second
@@ -72,7 +72,7 @@ def forward(x: "cpu f32[2, 4, 7, 7]"):
   t1 = conv2d(x, conv1_weight_bnfold, conv1_weight_bnfold_bias, stride=[2, 2], padding=[1, 1], dilation=[1, 1], groups=2)  # t1: "cpu f32[2, 6, 4, 4]"
   t2 = relu(t1)  # t2: "cpu f32[2, 6, 4, 4]"
   t3 = conv2d(t2, conv2_weight, None, stride=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1)  # t3: "cpu f32[2, 6, 4, 4]"
-  t4 = batch_norm(t3, None, None, bn1_running_mean, bn1_running_var, eps=1e-05)  # t4: "cpu f32[2, 6, 4, 4]"
+  t4 = batch_norm(t3, None, None, bn1_running_mean, bn1_running_var, eps=1e-05, momentum=0.1)  # t4: "cpu f32[2, 6, 4, 4]"
   return (t2, t4, t3)
 )");
 }
