@@ -249,9 +249,10 @@ TorchScriptTrainingTiming bench_torchscript_training(const std::string& pt_path,
                    " but ", shape_str(ours.sizes()), " in the compiled model");
       const double scale = ref.numel() ? std::max(1.0, ref.abs().nan_to_num(0).max().item<double>()) : 1.0;
       const double d = max_abs_diff(ref, ours) / scale;
-      if (k == 0 || std::isnan(d) || (!std::isnan(result.max_rel_grad_diff) && d > result.max_rel_grad_diff))
-        result.worst_gradient = g.name;
-      result.max_rel_grad_diff = worse(result.max_rel_grad_diff, d);
+      const double before = result.max_rel_grad_diff;
+      result.max_rel_grad_diff = worse(before, d);
+      // A larger difference, or the first NaN, names the gradient.
+      if (k == 0 || (!std::isnan(before) && result.max_rel_grad_diff != before)) result.worst_gradient = g.name;
     }
     result.num_gradients = expected_gradients.size();
   } catch (const c10::Error& e) {
