@@ -572,9 +572,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   } else if (out.cuda_arch_option && out.cuda_arch_option->count() > 0) {
     user_error("--cuda-arch applies to CUDA variants only; add --device cuda (or --executors nvfuser)");
   }
-  if (out.cpu_target != "x86-64" && out.cpu_target != "x86-64-v2" && out.cpu_target != "x86-64-v3" &&
-      out.cpu_target != "x86-64-v4")
-    user_error("--cpu-target must be x86-64, x86-64-v2, x86-64-v3 or x86-64-v4, got '", out.cpu_target, "'");
+  const std::vector<std::string> cpu_targets = parse_cpu_targets(out.cpu_target);
   if (out.conv_algorithm != "auto" && out.conv_algorithm != "direct")
     user_error("--conv-algorithm must be auto or direct, got ", quote_text(out.conv_algorithm));
   if (options.device.kind != DeviceKind::CUDA && out.cuda_graphs)
@@ -604,6 +602,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
       key_parts = toolchain_key_parts(toolchain);
       key_parts.push_back("model-sha256=" + sha256_file(flags.model));
       key_parts.insert(key_parts.end(), out.key_options.begin(), out.key_options.end());
+      for (const std::string& level : cpu_targets) key_parts.push_back("cpu-target=" + level);  // native, resolved
       key = cache_key(key_parts);
       if (compile_cache->fetch(key, out_so, out_json)) {
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -631,7 +630,8 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.options.transforms = r.transforms;
   request.options.disable_torch_autograd = out.disable_torch_autograd;
   request.options.cuda_graphs = out.cuda_graphs;
-  request.options.cpu_target = out.cpu_target;
+  request.options.cpu_target = cpu_targets.front();
+  request.options.cpu_targets = cpu_targets;
   request.options.conv_algorithm = out.conv_algorithm;
   request.options.cache = r.symbolic ? std::string("symbolic values") : cache;
   request.options.sharp_edges = sharp_edge_mode_name(options.sharp_edges);
@@ -819,9 +819,11 @@ int run(int argc, char** argv) {
           ->type_name("DIR");
   app.add_option("--cpu-target", out.cpu_target,
                  "instruction set of the model's host code (its CPU kernels): x86-64-v3 (default: AVX2, FMA; every "
-                 "x86-64 server CPU since 2013-2015), x86-64-v4 (AVX-512), x86-64-v2 (SSE4.2) or x86-64 (any); the "
-                 "runtime runs none of its variants on a CPU that lacks it, naming what is missing")
-      ->type_name("LEVEL");
+                 "x86-64 server CPU since 2013-2015), x86-64-v4 (AVX-512), x86-64-v2 (SSE4.2), x86-64 (any) or "
+                 "native (the highest of these this machine has); a comma-separated list (x86-64-v3,x86-64-v4) "
+                 "builds the code once per level into the one .so and the runtime runs the best level the CPU "
+                 "has; it runs none of the variants on a CPU below every level, naming what is missing")
+      ->type_name("LEVEL[,LEVEL...]");
   app.add_option("--conv-algorithm", out.conv_algorithm,
                  "how the onednn executor computes convolutions: auto (default: in bounded variants, Winograd "
                  "F(2x2,3x3) for dense 3x3 stride-1 convolutions of 32+ channels whose output map is large next to "

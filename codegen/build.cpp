@@ -23,12 +23,14 @@
 #include "codegen/onednn/onednn_backend.h"
 #include "codegen/resources.h"
 #include "core/ir/error.h"
+#include "runtime/src/cpu_isa.hpp"
 
 extern char** environ;
 
 namespace thunderc {
 
 namespace fs = std::filesystem;
+using rt::cpu_target_symbol_suffix;
 
 Toolchain Toolchain::from_build() {
   Toolchain t;
@@ -39,6 +41,7 @@ Toolchain Toolchain::from_build() {
     std::istringstream words(launcher);
     for (std::string w; words >> w;) t.cxx_launcher.push_back(w);
   }
+  if (const char* objcopy = std::getenv("THUNDERC_OBJCOPY"); objcopy && *objcopy) t.objcopy = objcopy;
   t.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const ResourcePaths& r = resource_paths();
   t.include_dirs = {r.runtime_include, r.codegen_include, THUNDERC_DLPACK_INCLUDE_DIR};
@@ -86,6 +89,8 @@ std::string read_text(const fs::path& path) {
 // directory never changes, so other threads and relative paths of the caller are unaffected.
 // `hint` says what to do when it cannot start.
 constexpr char kCompilerHint[] = "set THUNDERC_CXX or CXX to a working compiler";
+constexpr char kObjcopyHint[] =
+    "a --cpu-target with several levels needs binutils' objcopy: install binutils or set THUNDERC_OBJCOPY";
 
 pid_t spawn_in(const fs::path& dir, const std::vector<std::string>& argv, const std::string& log_name,
                const std::string& hint = kCompilerHint) {
@@ -128,20 +133,42 @@ bool is_keep_sources_file(const std::string& name) {
     return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   if (name.rfind("model_part", 0) == 0 && (ends_with(".cpp") || ends_with(".o") || ends_with(".log"))) return true;
+  if (name.rfind("model.", 0) == 0 && ends_with(".o")) return true;  // model.x86-64-v4.o
+  if (name.rfind("cpu_", 0) == 0 && (ends_with(".o") || ends_with(".syms") || ends_with(".keep"))) return true;
   return name.rfind("cuda_", 0) == 0 && (ends_with(".cubin") || ends_with(".ptx"));
 }
 
 // The commands that turn a written source set into model.so, all run in its directory with relative names:
-// one compile per C++ file (independent: they run in parallel), the assembler file, then the link.
+// one compile per C++ file and level (independent: they run in parallel), the assembler file, for each level
+// above the first its objects combined into one (cpu_<level>.o), then the link.
 struct BuildCommands {
   struct Step {
     std::string output;                 // "model.o"
     std::vector<std::string> inputs;    // what it reads besides headers ("model.cpp"; the .incbin'd files)
     std::vector<std::string> argv;
+    const char* hint = kCompilerHint;  // when argv[0] cannot be started
   };
-  std::vector<Step> compiles;  // C++ files and model_data.S
+  std::vector<Step> compiles;  // C++ files (per level) and model_data.S
+  std::vector<Step> combines;  // in order, after every compile: per further level, a relocatable link and objcopy
+  std::vector<std::string> level_objects;  // the combines' final objects, checked before the link
   Step link;
 };
+
+// The files a further level's combine reads, written with the sources: the entries it renames (objcopy
+// --redefine-syms: "old new" per line) and the only symbols it leaves global (--keep-global-symbols).
+std::string level_file_stem(const std::string& level) { return "cpu_" + level; }
+
+std::string level_syms_text(const GeneratedModule& module, const std::string& level) {
+  std::string text;
+  for (const std::string& e : module.entries) text += e + " " + e + cpu_target_symbol_suffix(level) + "\n";
+  return text;
+}
+
+std::string level_keep_text(const GeneratedModule& module, const std::string& level) {
+  std::string text;
+  for (const std::string& e : module.entries) text += e + cpu_target_symbol_suffix(level) + "\n";
+  return text;
+}
 
 BuildCommands build_commands(const GeneratedModule& module, const Toolchain& toolchain) {
   BuildCommands b;
@@ -149,30 +176,69 @@ BuildCommands build_commands(const GeneratedModule& module, const Toolchain& too
   for (const auto& d : toolchain.include_dirs) cxx_flags.push_back("-I" + d);
   for (const auto& d : module.link.include_dirs) cxx_flags.push_back("-I" + d);
   cxx_flags.insert(cxx_flags.end(), module.link.compile_flags.begin(), module.link.compile_flags.end());
-  cxx_flags.insert(cxx_flags.end(), toolchain.extra_flags.begin(), toolchain.extra_flags.end());
   std::vector<std::string> sources = {"model.cpp"};
   for (std::size_t k = 0; k < module.part_sources.size(); ++k) sources.push_back(part_source_name(k));
-  auto compile = [&](const std::string& source, std::vector<std::string> inputs) {
+  // level "": no -march (the compiler's default); the object of a further level is named model.<level>.o.
+  std::vector<std::string> first_level_objects;  // linked directly
+  auto compile = [&](const std::string& source, std::vector<std::string> inputs, const std::string& level,
+                     bool first_level) {
     BuildCommands::Step step;
-    step.output = fs::path(source).replace_extension(".o").string();
+    fs::path out = fs::path(source).replace_extension(first_level ? ".o" : "." + level + ".o");
+    step.output = out.string();
     step.inputs = std::move(inputs);
     step.argv = toolchain.cxx_launcher;
     step.argv.push_back(toolchain.cxx);
     step.argv.insert(step.argv.end(), cxx_flags.begin(), cxx_flags.end());
+    if (!level.empty()) step.argv.push_back("-march=" + level);
+    step.argv.insert(step.argv.end(), toolchain.extra_flags.begin(), toolchain.extra_flags.end());
     for (const std::string& a : {std::string("-c"), source, std::string("-o"), step.output}) step.argv.push_back(a);
+    if (first_level) first_level_objects.push_back(step.output);
     b.compiles.push_back(std::move(step));
   };
-  for (const std::string& source : sources) compile(source, {source});
+  const std::vector<std::string> levels = module.cpu_targets.empty() ? std::vector<std::string>{""} : module.cpu_targets;
+  // GCC gives the static locals of inline functions STB_GNU_UNIQUE binding, which objcopy cannot make local
+  // and the dynamic loader would merge across the levels' copies; -fno-gnu-unique makes them ordinary weak
+  // symbols (clang never uses that binding and does not know the flag).
+  const bool gcc = levels.size() > 1 && compiler_identity(toolchain).find("clang") == std::string::npos;
+  for (std::size_t l = 0; l < levels.size(); ++l) {
+    std::vector<std::string> objects;
+    for (const std::string& source : sources) {
+      compile(source, {source}, levels[l], l == 0);
+      if (l > 0 && gcc) b.compiles.back().argv.insert(b.compiles.back().argv.end() - 4, "-fno-gnu-unique");
+      objects.push_back(b.compiles.back().output);
+    }
+    if (l == 0) continue;
+    // One relocatable object of the level's code, its COMDAT groups resolved inside it (so the final link
+    // cannot swap in the first level's copy of an inline function, or this one's for it), then every symbol
+    // hidden but the renamed entries.
+    const std::string stem = level_file_stem(levels[l]);
+    BuildCommands::Step combine;
+    combine.output = stem + ".r.o";
+    combine.inputs = objects;
+    combine.argv = {toolchain.cxx, "-r", "-nostdlib", "-Wl,--force-group-allocation", "-o", combine.output};
+    combine.argv.insert(combine.argv.end(), objects.begin(), objects.end());
+    b.combines.push_back(combine);
+    BuildCommands::Step hide;
+    hide.output = stem + ".o";
+    hide.inputs = {combine.output, stem + ".syms", stem + ".keep"};
+    hide.argv = {toolchain.objcopy, "--redefine-syms=" + stem + ".syms", "--keep-global-symbols=" + stem + ".keep",
+                 combine.output, hide.output};
+    hide.hint = kObjcopyHint;
+    b.combines.push_back(hide);
+    b.level_objects.push_back(hide.output);
+  }
   std::vector<std::string> data = {"model_data.S", "weights.bin", "manifest.json"};
   for (const CudaImageFile& image : module.cuda_images) data.push_back(image.file);
-  compile("model_data.S", data);
+  compile("model_data.S", data, "", true);
   b.compiles.back().argv = {toolchain.cxx, "-c", "model_data.S", "-o", "model_data.o"};  // no C++ flags, no launcher
 
   b.link.output = "model.so";
   b.link.argv = {toolchain.cxx, "-shared", "-fPIC", "-o", "model.so"};
-  for (const BuildCommands::Step& c : b.compiles) {
-    b.link.inputs.push_back(c.output);
-    b.link.argv.push_back(c.output);
+  std::vector<std::string> link_objects = first_level_objects;
+  link_objects.insert(link_objects.end(), b.level_objects.begin(), b.level_objects.end());
+  for (const std::string& o : link_objects) {
+    b.link.inputs.push_back(o);
+    b.link.argv.push_back(o);
   }
   for (const auto& lib : module.link.libraries) b.link.argv.push_back(lib);
   b.link.argv.insert(b.link.argv.end(), module.link.link_flags.begin(), module.link.link_flags.end());
@@ -185,6 +251,32 @@ std::string command_text(const std::vector<std::string>& argv) {
   std::string cmd;
   for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
   return cmd;
+}
+
+// A further level's object is linked into a .so that opens on CPUs without that level: nothing in it may run
+// at load (a static constructor compiled for AVX-512 would die with SIGILL in dlopen on an AVX2 CPU).
+// Generated code has no dynamic initializers; this checks it, reading the ELF section names.
+void check_no_load_time_code(const fs::path& object) {
+  const std::string bytes = read_text(object);
+  auto u16 = [&](std::size_t at) { std::uint16_t v = 0; std::memcpy(&v, bytes.data() + at, 2); return v; };
+  auto u32 = [&](std::size_t at) { std::uint32_t v = 0; std::memcpy(&v, bytes.data() + at, 4); return v; };
+  auto u64 = [&](std::size_t at) { std::uint64_t v = 0; std::memcpy(&v, bytes.data() + at, 8); return v; };
+  THUNDERC_CHECK(bytes.size() >= 64 && bytes.compare(0, 4, "\x7f" "ELF") == 0 && bytes[4] == 2,
+                 object.string(), " is not a 64-bit ELF object");
+  const std::uint64_t shoff = u64(0x28);
+  const std::uint16_t shentsize = u16(0x3a), shnum = u16(0x3c), shstrndx = u16(0x3e);
+  THUNDERC_CHECK(shentsize >= 64 && shstrndx < shnum && shoff + std::uint64_t{shnum} * shentsize <= bytes.size(),
+                 object.string(), ": bad section header table");
+  const std::uint64_t strtab = u64(shoff + std::uint64_t{shstrndx} * shentsize + 0x18);
+  for (std::uint16_t i = 0; i < shnum; ++i) {
+    const std::uint64_t name_at = strtab + u32(shoff + std::uint64_t{i} * shentsize);
+    THUNDERC_CHECK(name_at < bytes.size(), object.string(), ": bad section name");
+    const std::string name(bytes.c_str() + name_at);
+    for (const char* forbidden : {".init_array", ".preinit_array", ".ctors", ".init"})
+      THUNDERC_CHECK(name != forbidden && name.rfind(std::string(forbidden) + ".", 0) != 0, object.string(),
+                     " has a ", name, " section: the generated code has a static constructor, which would run "
+                     "at load on CPUs without this --cpu-target level (bug)");
+  }
 }
 
 // Runs the build in `dir`: the compiles, up to `jobs` at once, then the link. compile.log gets every
@@ -221,13 +313,22 @@ void run_build(const BuildCommands& b, const fs::path& dir, int jobs, bool keep_
     log += out;
     if (status[i] != 0) fail(b.compiles[i].argv, status[i], out);
   }
-  const int rc = wait_child(spawn_in(dir, b.link.argv, ".link.log"));
-  const std::string out = read_text(dir / ".link.log");
-  std::error_code ec;
-  fs::remove(dir / ".link.log", ec);
-  log += out;
+  // A step after the compiles: its output goes to compile.log; on failure, that log is written too.
+  auto run_step = [&](const BuildCommands::Step& step, const std::string& log_name) {
+    const int rc = wait_child(spawn_in(dir, step.argv, log_name, step.hint));
+    const std::string out = read_text(dir / log_name);
+    std::error_code ec;
+    fs::remove(dir / log_name, ec);
+    log += out;
+    if (rc != 0) {
+      write_file(dir / "compile.log", log.data(), log.size());
+      fail(step.argv, rc, out);
+    }
+  };
+  for (const BuildCommands::Step& c : b.combines) run_step(c, ".combine.log");
+  for (const std::string& object : b.level_objects) check_no_load_time_code(dir / object);
+  run_step(b.link, ".link.log");
   write_file(dir / "compile.log", log.data(), log.size());
-  if (rc != 0) fail(b.link.argv, rc, out);
 }
 
 // A ninja word: '$', ' ' and ':' escaped.
@@ -271,6 +372,7 @@ std::string ninja_file(const BuildCommands& b) {
     n += "\n\n";
   };
   for (const auto& c : b.compiles) edge(c, "CXX");
+  for (const auto& c : b.combines) edge(c, c.argv[0] == b.link.argv[0] ? "LINK -r" : "OBJCOPY");
   edge(b.link, "LINK");
   n += "build model.json: copy manifest.json\n\n";
   n += "default model.so model.json\n";
@@ -397,6 +499,13 @@ void write_sources(const GeneratedModule& module, const fs::path& dir) {
   write_file(dir / "model_data.S", module.assembly.data(), module.assembly.size());
   write_file(dir / "weights.bin", module.weights.data(), module.weights.size());
   write_file(dir / "manifest.json", module.manifest.data(), module.manifest.size());
+  for (std::size_t l = 1; l < module.cpu_targets.size(); ++l) {
+    const std::string stem = level_file_stem(module.cpu_targets[l]);
+    const std::string syms = level_syms_text(module, module.cpu_targets[l]);
+    const std::string keep = level_keep_text(module, module.cpu_targets[l]);
+    write_file(dir / (stem + ".syms"), syms.data(), syms.size());
+    write_file(dir / (stem + ".keep"), keep.data(), keep.size());
+  }
   if (!module.cuda_source.empty()) write_file(dir / "kernels.cu", module.cuda_source.data(), module.cuda_source.size());
   for (const CudaImageFile& image : module.cuda_images) {
     THUNDERC_CHECK(!image.data.empty(), "the CUDA image ", image.file, " was not compiled");

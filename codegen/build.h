@@ -22,6 +22,9 @@ struct Toolchain {
   // distcc, icecc). The link and the assembler file run without it.
   std::vector<std::string> cxx_launcher;
   int jobs = 1;                             // compile steps run at once (-j)
+  // binutils' objcopy ($THUNDERC_OBJCOPY, else objcopy): a model built for several --cpu-target levels hides
+  // each further level's copy of the code but its entries, renamed.
+  std::string objcopy = "objcopy";
 
   // Locations this thunderc was built with.
   static Toolchain from_build();

@@ -4,13 +4,43 @@
 
 #include "codegen/nvfuser/nvrtc.h"
 #include "core/ir/error.h"
+#include "runtime/src/cpu_isa.hpp"
 
 namespace thunderc {
 
+std::vector<std::string> parse_cpu_targets(const std::string& text) {
+  std::vector<std::string> levels;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    std::string word = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (word == "native") {
+      // The highest level this machine runs: a named level, never -march=native (which would bake in every
+      // extension of this CPU, unchecked at open).
+      for (const auto& [level, features] : rt::cpu_isa_levels())
+        if (rt::missing_cpu_features(level, rt::host_cpu_supports).empty()) word = level;
+      if (word == "native") user_error("--cpu-target native: this machine runs none of the x86-64 levels");
+    }
+    if (!rt::is_cpu_isa_level(word))
+      user_error("--cpu-target takes x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or native, or a comma-separated list "
+                 "of them (e.g. x86-64-v3,x86-64-v4); got '", word, "'");
+    if (std::find(levels.begin(), levels.end(), word) == levels.end()) levels.push_back(word);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::sort(levels.begin(), levels.end(),
+            [](const std::string& a, const std::string& b) { return rt::cpu_isa_rank(a) < rt::cpu_isa_rank(b); });
+  return levels;
+}
+
 CompileSummary compile_model(const CompileRequest& request, const Toolchain& build_toolchain) {
-  // The host code's instruction set (the manifest records it; the runtime checks it at open).
-  Toolchain toolchain = build_toolchain;
-  toolchain.extra_flags.insert(toolchain.extra_flags.begin(), "-march=" + request.options.cpu_target);
+  // The host code's instruction set: its levels go to the build (one copy of the code per level) and the
+  // manifest; the runtime checks them at open.
+  const Toolchain& toolchain = build_toolchain;
+  std::vector<std::string> cpu_targets = request.options.cpu_targets;
+  if (cpu_targets.empty()) cpu_targets = {request.options.cpu_target};
+  THUNDERC_CHECK(cpu_targets.front() == request.options.cpu_target, "cpu_targets begins with ", cpu_targets.front(),
+                 ", cpu_target is ", request.options.cpu_target);
   BackendSet backends = make_backends(toolchain, request.options.precision, request.options.conv_algorithm);
   ModulePlan plan = plan_module(request.variants, backends);
   // --autograd: the parameters' initial values follow the weights, each 64-byte aligned; the runtime copies
@@ -34,6 +64,7 @@ CompileSummary compile_model(const CompileRequest& request, const Toolchain& bui
   }
   GeneratedModule module = generate_module(request.variants, plan, backends, "source model: " + request.source.path,
                                            request.cuda_archs, request.split_lines);
+  module.cpu_targets = cpu_targets;
   if (training) {
     module.cpp += "\n// --autograd: the parameters' initial values (the manifest's training.parameters give offsets).\n";
     module.cpp += "extern \"C\" THUNDERC_EXPORT const unsigned char* thunderc_parameters(size_t* len) {\n";

@@ -39,4 +39,9 @@ struct CompileSummary {
 
 CompileSummary compile_model(const CompileRequest& request, const Toolchain& toolchain);
 
+// --cpu-target's value: x86-64 micro-architecture levels, comma-separated (x86-64, x86-64-v2, x86-64-v3,
+// x86-64-v4; `native`: the highest level this machine has), as the ascending list without repeats that
+// ManifestOptions::cpu_targets holds. UserError naming the bad word.
+std::vector<std::string> parse_cpu_targets(const std::string& text);
+
 }  // namespace thunderc

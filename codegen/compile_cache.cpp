@@ -91,6 +91,7 @@ std::vector<std::string> toolchain_key_parts(const Toolchain& toolchain) {
   parts.push_back("headers=" + headers_digest());
   parts.push_back("compiler=" + compiler_identity(toolchain));
   for (const std::string& f : toolchain.extra_flags) parts.push_back("compiler-flag=" + f);
+  parts.push_back("objcopy=" + toolchain.objcopy);
   parts.push_back("aten-shim=" + toolchain.aten_shim.library + " " + digest_or_missing(toolchain.aten_shim.library));
   const OnednnLocation onednn = OnednnLocation::from_build();
   parts.push_back("onednn=" + file_stamp(onednn.library) + " " +

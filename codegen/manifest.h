@@ -24,7 +24,10 @@ struct ManifestOptions {
   bool cuda_graphs = false;                   // --cuda-graphs: the runtime replays captured CUDA graphs
   std::string sharp_edges = "allow";          // --sharp-edges
   std::string precision = "fp32";             // --precision (tf32: library calls may use tensor cores)
-  std::string cpu_target = "x86-64-v3";       // --cpu-target: -march of the host code; checked at open
+  std::string cpu_target = "x86-64-v3";       // --cpu-target: -march of the host code (its lowest level); checked at open
+  // --cpu-target with several levels: all of them, ascending, cpu_target first (the manifest lists them when
+  // there is more than one; the runtime runs the best the CPU has). Empty or one entry: cpu_target alone.
+  std::vector<std::string> cpu_targets;
   std::string conv_algorithm = "auto";        // --conv-algorithm: auto (oneDNN's Winograd where it pays) or direct
   bool skip_inplace_alias_updates = false;    // --skip-inplace-alias-updates
 };

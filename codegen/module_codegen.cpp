@@ -457,8 +457,10 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
   out.line();
   KernelSink sink;
   std::vector<PartSource> parts;
-  for (std::size_t i = 0; i < variants.size(); ++i)
+  for (std::size_t i = 0; i < variants.size(); ++i) {
     emit_variant(i, variants[i], plan.memory[i], backends, sink, split_lines, out, parts);
+    m.entries.push_back(variant_entry(i));
+  }
   for (std::size_t k = 0; k < parts.size(); ++k) {
     SourceWriter part;
     begin_source(part, part_source_name(k) + ": a part of model.cpp's variant code (--split-lines)", parts[k].executors);

@@ -99,6 +99,10 @@ struct GeneratedModule {
   std::vector<std::size_t> library_call_variant;
   std::string cuda_source;                // empty: no CUDA variant
   std::vector<CudaImageFile> cuda_images;
+  std::vector<std::string> entries;       // the exported variant entries, variant_entry(i) for each variant
+  // The host code's -march levels: cpu_targets[0] for every source, and each further level's build of
+  // model.cpp and its parts, whose entries carry the level's suffix (set by compile_model; empty: no -march).
+  std::vector<std::string> cpu_targets;
 };
 
 // Lines of operation code above which a CPU variant is split into parts, one source file each, so that a

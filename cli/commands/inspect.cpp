@@ -113,6 +113,23 @@ void print_summary(std::ostream& os, const std::string& so_path, const json& m, 
     os << "  (none recorded)\n";
   }
 
+  // Which level of the host code runs here (the runtime's choice among --cpu-target's levels).
+  if (model) {
+    std::string levels;
+    if (auto o = m.find("options"); o != m.end() && o->is_object()) {
+      if (auto t = o->find("cpu_targets"); t != o->end() && t->is_array())
+        for (const json& l : *t) levels += (levels.empty() ? "" : ", ") + value_text(l);
+      else if (auto t1 = o->find("cpu_target"); t1 != o->end())
+        levels = value_text(*t1);
+    }
+    if (!levels.empty()) {
+      const std::string runs = model->cpu_target();
+      os << "host code: " << (runs.empty() ? std::string("none of ") + levels + " runs on this CPU"
+                                           : runs + " runs here (compiled for " + levels + ")")
+         << "\n";
+    }
+  }
+
   auto io_line = [](const json& list) {
     std::string s;
     for (const json& t : list) s += (s.empty() ? "" : ", ") + field(t, "name") + ": " + field(t, "dtype");
@@ -131,10 +148,12 @@ void print_summary(std::ostream& os, const std::string& so_path, const json& m, 
   os << "variants:  " << variants.size() << " (a call runs the first, in id order, whose guards match)\n";
   for (std::size_t i = 0; i < variants.size(); ++i) {
     const json& v = variants[i];
-    os << "  #" << field(v, "id") << "  " << field(v, "entry");
     if (model && i < model->num_variants()) {
       const VariantInfo info = model->variant(i);
+      os << "  #" << field(v, "id") << "  " << info.entry;  // the entry of the level that runs here
       if (!info.available) os << "  (unavailable here: no " << commands::device_text(info.device) << ")";
+    } else {
+      os << "  #" << field(v, "id") << "  " << field(v, "entry");
     }
     os << "\n";
     std::string guards;

@@ -98,6 +98,7 @@ _PROTOTYPES = {
     "thunderc_model_path": (ctypes.c_char_p, [_model]),
     "thunderc_model_manifest": (ctypes.c_void_p, [_model, ctypes.POINTER(_size)]),
     "thunderc_model_num_threads": (ctypes.c_int32, [_model]),
+    "thunderc_model_cpu_target": (ctypes.c_char_p, [_model]),
     "thunderc_model_num_inputs": (_size, [_model]),
     "thunderc_model_num_outputs": (_size, [_model]),
     "thunderc_model_input_name": (ctypes.c_char_p, [_model, _size]),

@@ -107,6 +107,7 @@ class Model:
         h = self._handle
         self._path = os.fsdecode(lib.thunderc_model_path(h))
         self._num_threads = lib.thunderc_model_num_threads(h)
+        self._cpu_target = (lib.thunderc_model_cpu_target(h) or b"").decode()
         size = ctypes.c_size_t()
         text = ctypes.string_at(lib.thunderc_model_manifest(h, ctypes.byref(size)), size.value)
         self._manifest_text = text.decode("utf-8")
@@ -155,6 +156,12 @@ class Model:
     def num_threads(self) -> int:
         """Threads each call's kernels may use (num_threads=, else $THUNDERC_NUM_THREADS, else all cores)."""
         return self._num_threads
+
+    @property
+    def cpu_target(self) -> str:
+        """The instruction-set level whose code runs ("x86-64-v4"): the best of those compiled (--cpu-target)
+        this CPU has, capped by $THUNDERC_MAX_CPU_TARGET; "" when none fits."""
+        return self._cpu_target
 
     @property
     def inputs(self) -> Tuple[TensorInfo, ...]:

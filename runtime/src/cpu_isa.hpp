@@ -44,6 +44,35 @@ inline std::string missing_cpu_features(const std::string& level, const std::fun
   return missing;
 }
 
+// Position of `level` in cpu_isa_levels() (each level includes the ones before it); -1 when unknown.
+inline int cpu_isa_rank(const std::string& level) {
+  const auto& levels = cpu_isa_levels();
+  for (size_t i = 0; i < levels.size(); ++i)
+    if (levels[i].first == level) return static_cast<int>(i);
+  return -1;
+}
+
+// A model built for several levels (--cpu-target x86-64-v3,x86-64-v4) exports each entry once per level: the
+// lowest level's under the manifest's name, every other level's with this suffix ("__x86_64_v4").
+inline std::string cpu_target_symbol_suffix(const std::string& level) {
+  std::string s = "__" + level;
+  for (char& c : s)
+    if (c == '-') c = '_';
+  return s;
+}
+
+// The best of `levels` (ascending, as the manifest lists them) that `supports` grants and that is not above
+// `cap` (THUNDERC_MAX_CPU_TARGET; "" for none); "" when none is.
+inline std::string choose_cpu_target(const std::vector<std::string>& levels,
+                                     const std::function<bool(const char*)>& supports, const std::string& cap = "") {
+  std::string best;
+  for (const std::string& level : levels) {
+    if (!cap.empty() && cpu_isa_rank(level) > cpu_isa_rank(cap)) continue;
+    if (missing_cpu_features(level, supports).empty()) best = level;
+  }
+  return best;
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // The BF16 features, read from CPUID leaf 7 directly: __builtin_cpu_supports does not name them on every
 // compiler this file is built with (clang 14 rejects "amx-bf16" at compile time).

@@ -189,6 +189,10 @@ struct Manifest {
   CacheMode cache = CacheMode::ConstantValues;
   bool cuda_graphs = false;  // options.cuda_graphs (--cuda-graphs): CUDA variants replay a captured graph
   std::string cpu_target;    // options.cpu_target (--cpu-target): "x86-64-v3", ...; empty in older manifests
+  // options.cpu_targets: every level the host code was built for, ascending, cpu_target first (a one-level
+  // model: just cpu_target; empty in older manifests). Entries of the levels above the first carry
+  // cpu_target_symbol_suffix(level).
+  std::vector<std::string> cpu_targets;
   std::string precision = "fp32";  // options.precision (--precision): CPU variants in bf16 need BF16 instructions
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;

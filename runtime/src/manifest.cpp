@@ -308,6 +308,26 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
         v.error("options.cpu_target", "'" + m.cpu_target + "' is not a CPU target this runtime knows (x86-64, "
                                       "x86-64-v2, x86-64-v3, x86-64-v4)");
     }
+    if (auto targets = opts->find("cpu_targets"); targets != opts->end()) {
+      if (!targets->is_array() || targets->empty())
+        v.error("options.cpu_targets", "expected a non-empty array of CPU targets, got " + Validator::type_of(*targets));
+      if (m.cpu_target.empty()) v.error("options.cpu_targets", "given without options.cpu_target, its lowest level");
+      for (size_t i = 0; i < targets->size(); ++i) {
+        const json& t = (*targets)[i];
+        const std::string path = Validator::index("options.cpu_targets", i);
+        if (!t.is_string()) v.error(path, "expected a string, got " + Validator::type_of(t));
+        const std::string level = t.get<std::string>();
+        if (!is_cpu_isa_level(level))
+          v.error(path, "'" + level + "' is not a CPU target this runtime knows (x86-64, x86-64-v2, x86-64-v3, x86-64-v4)");
+        if (i == 0 && level != m.cpu_target)
+          v.error(path, "'" + level + "' differs from options.cpu_target '" + m.cpu_target + "' (the lowest level comes first)");
+        if (i > 0 && cpu_isa_rank(level) <= cpu_isa_rank(m.cpu_targets.back()))
+          v.error(path, "'" + level + "' does not come after '" + m.cpu_targets.back() + "' (levels are listed ascending, once each)");
+        m.cpu_targets.push_back(level);
+      }
+    } else if (!m.cpu_target.empty()) {
+      m.cpu_targets = {m.cpu_target};
+    }
     if (auto precision = opts->find("precision"); precision != opts->end()) {
       if (!precision->is_string()) v.error("options.precision", "expected a string, got " + Validator::type_of(*precision));
       m.precision = precision->get<std::string>();

@@ -96,6 +96,8 @@ struct thunderc_model {
   void* handle = nullptr;
   Manifest manifest;
   int32_t num_threads = 1;
+  // The level of the host code that runs (options.cpu_targets, THUNDERC_MAX_CPU_TARGET); "" when none can.
+  std::string cpu_target;
   // Cache modes: the variant the last call used (constant values: tried first; same input: reused
   // without checks once set). -1: none yet.
   mutable std::atomic<long> memo{-1};
@@ -377,19 +379,40 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
 
   // The host code's instruction set: a CPU that lacks it runs no variant (each says why), rather than dying
   // with SIGILL in a call. The model still opens, to be inspected, as one whose device is missing does.
+  // A model built for several levels runs the best one this CPU has (THUNDERC_MAX_CPU_TARGET caps it).
   std::string isa_missing;
-  if (!model->manifest.cpu_target.empty()) {
-    const std::string missing = missing_cpu_features(model->manifest.cpu_target, host_cpu_supports);
-    if (!missing.empty())
-      isa_missing = "compiled for " + model->manifest.cpu_target + " (--cpu-target), but this CPU lacks " + missing +
-                    "; recompile with a lower --cpu-target (x86-64-v2 runs on every x86-64 CPU since 2009, x86-64 "
-                    "on all)";
+  std::string entry_suffix;
+  if (!model->manifest.cpu_targets.empty()) {
+    std::string cap;
+    if (const char* env = std::getenv("THUNDERC_MAX_CPU_TARGET"); env && *env) {
+      cap = env;
+      if (!is_cpu_isa_level(cap))
+        fail(THUNDERC_STATUS_INVALID_ARGUMENT, "THUNDERC_MAX_CPU_TARGET='" + cap + "' is not a CPU target (x86-64, "
+                                               "x86-64-v2, x86-64-v3, x86-64-v4)");
+    }
+    model->cpu_target = choose_cpu_target(model->manifest.cpu_targets, host_cpu_supports, cap);
+    const std::string& lowest = model->manifest.cpu_targets.front();
+    if (model->cpu_target.empty()) {
+      const std::string missing = missing_cpu_features(lowest, host_cpu_supports);
+      if (!missing.empty())
+        isa_missing = "compiled for " + lowest + " (--cpu-target), but this CPU lacks " + missing +
+                      "; recompile with a lower --cpu-target (x86-64-v2 runs on every x86-64 CPU since 2009, x86-64 "
+                      "on all)";
+      else
+        isa_missing = "THUNDERC_MAX_CPU_TARGET=" + cap + " is below " + lowest + ", the lowest level the model was "
+                      "compiled for (--cpu-target)";
+    } else if (model->cpu_target != lowest) {
+      entry_suffix = cpu_target_symbol_suffix(model->cpu_target);
+    }
   }
 
   // 5. Entries and devices.
   size_t cuda_workspace = 0;
   std::string cuda_variants;
   for (Variant& v : model->manifest.variants) {
+    // Every entry is host code (a CUDA variant's launches too): each level has its own copy.
+    v.entry += entry_suffix;
+    if (model->manifest.is_training()) v.training.backward_entry += entry_suffix;
     dlerror();
     v.fn = reinterpret_cast<thunderc_entry_fn>(dlsym(model->handle, v.entry.c_str()));
     if (!v.fn) {
@@ -1021,6 +1044,10 @@ THUNDERC_API const char* thunderc_model_manifest(const thunderc_model* model, si
 
 THUNDERC_API int32_t thunderc_model_num_threads(const thunderc_model* model) {
   return model ? model->num_threads : 0;
+}
+
+THUNDERC_API const char* thunderc_model_cpu_target(const thunderc_model* model) {
+  return model ? model->cpu_target.c_str() : nullptr;
 }
 
 THUNDERC_API size_t thunderc_model_num_inputs(const thunderc_model* model) {

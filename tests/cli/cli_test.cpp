@@ -31,6 +31,13 @@ Result thunderc(const std::vector<std::string>& args, const std::string& cwd = "
   return r;
 }
 
+// The same after `env` assignments ("A=1"; none when empty), through the shell.
+Result thunderc_env(const std::string& env, const std::vector<std::string>& args) {
+  Result r = thunderc_test::run_shell(env + (env.empty() ? "" : " ") + thunderc_test::command_line(THUNDERC_BIN, args));
+  REQUIRE(r.code >= 0);
+  return r;
+}
+
 std::string sample(const std::string& name) { return std::string(THUNDERC_SAMPLES) + "/" + name; }
 
 std::string tmp_file(const std::string& name, const std::string& content) {
@@ -317,9 +324,70 @@ TEST_CASE("errors") {
     Result run = thunderc({"run", so, sample("mlp.input.npy"), "--expect", sample("mlp.expected.npy"), "--output-dir",
                            std::string(THUNDERC_TEST_TMP) + "/cpu_target_v2_out"});
     CHECK(run.code == 0);
-    Result bad = thunderc({sample("mlp.pt"), "--cpu-target", "native", "-o", so});
+    Result bad = thunderc({sample("mlp.pt"), "--cpu-target", "x86-64-v3,avx512", "-o", so});
     CHECK(bad.code == 1);
-    CHECK_OUTPUT(bad, "--cpu-target must be x86-64, x86-64-v2, x86-64-v3 or x86-64-v4, got 'native'");
+    CHECK_OUTPUT(bad, "--cpu-target takes x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or native, or a comma-separated "
+                      "list of them (e.g. x86-64-v3,x86-64-v4); got 'avx512'");
+    Result empty = thunderc({sample("mlp.pt"), "--cpu-target", "x86-64-v3,", "-o", so});
+    CHECK(empty.code == 1);
+    CHECK_OUTPUT(empty, "got ''");
+  }
+  SUBCASE("--cpu-target native: the highest named level this machine has, recorded as that level") {
+    const std::string so = std::string(THUNDERC_TEST_TMP) + "/cpu_target_native.so";
+    Result ok = thunderc({sample("mlp.pt"), "--cpu-target", "native", "-o", so});
+    REQUIRE(ok.code == 0);
+    const std::string json = read_text(std::string(THUNDERC_TEST_TMP) + "/cpu_target_native.json");
+    const bool v4 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                    __builtin_cpu_supports("avx512vl");
+    const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
+    const std::string expected = v4 ? "x86-64-v4" : v3 ? "x86-64-v3" : "x86-64-v";
+    CHECK(json.find("\"cpu_target\": \"" + expected) != std::string::npos);
+    CHECK(json.find("native") == std::string::npos);
+  }
+  SUBCASE("--cpu-target x86-64-v2,x86-64-v4 (cpp, onednn, blas): one .so, each level's entries; the runtime runs the "
+          "best level, THUNDERC_MAX_CPU_TARGET caps it, both agree with PyTorch") {
+    for (const std::string name : {"mlp", "cnn"}) {
+      CAPTURE(name);
+      const std::string base = std::string(THUNDERC_TEST_TMP) + "/cpu_targets_" + name;
+      std::filesystem::remove_all(base + "_src");
+      // Given out of order and repeated: recorded ascending, once each.
+      Result ok = thunderc({sample(name + ".pt"), "--cpu-target", "x86-64-v4,x86-64-v2,x86-64-v4", "-o", base + ".so",
+                            "--keep-sources", base + "_src"});
+      REQUIRE(ok.code == 0);
+      const std::string json = read_text(base + ".json");
+      CHECK(json.find("\"cpu_target\": \"x86-64-v2\"") != std::string::npos);
+      CHECK(json.find("\"cpu_targets\": [\n      \"x86-64-v2\",\n      \"x86-64-v4\"\n    ]") != std::string::npos);
+      // The v4 copy: renamed entries kept global, everything else hidden; its combine files beside the sources.
+      CHECK(std::filesystem::exists(base + "_src/cpu_x86-64-v4.o"));
+      CHECK(read_text(base + "_src/cpu_x86-64-v4.keep").find("thunderc_variant_0__x86_64_v4\n") != std::string::npos);
+      const bool v4 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512vl");
+      for (const std::string cap : {"", "x86-64-v2", "x86-64-v3"}) {
+        CAPTURE(cap);
+        const std::string env = cap.empty() ? "" : "THUNDERC_MAX_CPU_TARGET=" + cap;
+        Result run = thunderc_env(env, {"run", base + ".so", sample(name + ".input.npy"), "--expect",
+                                        sample(name + ".expected.npy"), "--output-dir", base + "_out"});
+        CHECK(run.code == 0);
+        Result info = thunderc_env(env, {"inspect", base + ".so"});
+        REQUIRE(info.code == 0);
+        // Uncapped on an AVX-512 machine the v4 copy runs; capped, or elsewhere, the v2 one (under the plain names).
+        const bool runs_v4 = cap.empty() && v4;
+        const std::string runs = std::string("host code: ") + (runs_v4 ? "x86-64-v4" : "x86-64-v2") +
+                                 " runs here (compiled for x86-64-v2, x86-64-v4)";
+        CHECK_OUTPUT(info, runs);
+        CHECK((info.out.find("#0  thunderc_variant_0__x86_64_v4\n") != std::string::npos) == runs_v4);
+      }
+      Result below = thunderc_env("THUNDERC_MAX_CPU_TARGET=x86-64", {"run", base + ".so", sample(name + ".input.npy"),
+                                                                     "--output-dir", base + "_out"});
+      CHECK(below.code == 1);
+      CHECK_OUTPUT(below, "THUNDERC_MAX_CPU_TARGET=x86-64 is below x86-64-v2, the lowest level the model was compiled for");
+      Result wrong = thunderc_env("THUNDERC_MAX_CPU_TARGET=v4", {"run", base + ".so", sample(name + ".input.npy"),
+                                                                "--output-dir", base + "_out"});
+      CHECK(wrong.code == 1);
+      CHECK_OUTPUT(wrong, "THUNDERC_MAX_CPU_TARGET='v4' is not a CPU target");
+    }
   }
   SUBCASE("--conv-algorithm: recorded in the manifest and in each oneDNN call's spec; an unknown one refused") {
     const std::string dir = std::string(THUNDERC_TEST_TMP) + "/conv_direct";

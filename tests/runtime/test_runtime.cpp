@@ -583,6 +583,32 @@ TEST_CASE("--cpu-target levels: the features each needs, and what a CPU lacks") 
     }
 }
 
+TEST_CASE("a model built for several CPU levels runs the best one the CPU has, at most the cap") {
+  using thunderc::rt::choose_cpu_target;
+  const std::vector<std::string> levels = {"x86-64-v2", "x86-64-v3", "x86-64-v4"};
+  auto cpu = [](std::vector<std::string> has) {
+    return [has](const char* f) { return std::find(has.begin(), has.end(), f) != has.end(); };
+  };
+  const std::vector<std::string> v2 = {"popcnt", "sse3", "ssse3", "sse4.1", "sse4.2"};
+  std::vector<std::string> v3 = v2;
+  for (const char* f : {"avx", "avx2", "bmi", "bmi2", "fma"}) v3.push_back(f);
+  std::vector<std::string> v4 = v3;
+  for (const char* f : {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}) v4.push_back(f);
+  std::vector<std::string> knl = v3;  // AVX-512F without BW/DQ/VL (Xeon Phi): not v4
+  knl.push_back("avx512f");
+  CHECK(choose_cpu_target(levels, cpu(v4)) == "x86-64-v4");
+  CHECK(choose_cpu_target(levels, cpu(knl)) == "x86-64-v3");
+  CHECK(choose_cpu_target(levels, cpu(v2)) == "x86-64-v2");
+  CHECK(choose_cpu_target(levels, cpu({"sse3"})) == "");
+  CHECK(choose_cpu_target({"x86-64-v3", "x86-64-v4"}, cpu(v2)) == "");
+  CHECK(choose_cpu_target(levels, cpu(v4), "x86-64-v3") == "x86-64-v3");
+  CHECK(choose_cpu_target(levels, cpu(v4), "x86-64") == "");
+  CHECK(thunderc::rt::cpu_target_symbol_suffix("x86-64-v4") == "__x86_64_v4");
+  CHECK(thunderc::rt::cpu_isa_rank("x86-64") == 0);
+  CHECK(thunderc::rt::cpu_isa_rank("x86-64-v4") == 3);
+  CHECK(thunderc::rt::cpu_isa_rank("native") == -1);
+}
+
 TEST_CASE("--precision bf16 CPU variants need AVX512_BF16 or AMX-BF16") {
   using thunderc::rt::missing_bf16_features;
   CHECK(missing_bf16_features([](const char* f) { return std::strcmp(f, "avx512bf16") == 0; }) == "");
@@ -619,6 +645,19 @@ TEST_CASE("corrupt or invalid manifests") {
        "options.cpu_target: 'x86-64-v9' is not a CPU target this runtime knows"},
       {"cpu_target type", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cpu_target\": 3,"),
        "options.cpu_target: expected a string, got integer"},
+      {"cpu_targets without cpu_target", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cpu_targets\": [\"x86-64\"],"),
+       "options.cpu_targets: given without options.cpu_target"},
+      {"cpu_targets type", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cpu_target\": \"x86-64\", \"cpu_targets\": \"x86-64\","),
+       "options.cpu_targets: expected a non-empty array of CPU targets, got string"},
+      {"cpu_targets first", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cpu_target\": \"x86-64\", \"cpu_targets\": [\"x86-64-v2\"],"),
+       "options.cpu_targets[0]: 'x86-64-v2' differs from options.cpu_target 'x86-64'"},
+      {"cpu_targets order", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cpu_target\": \"x86-64\", \"cpu_targets\": [\"x86-64\", \"x86-64-v3\", \"x86-64-v2\"],"),
+       "options.cpu_targets[2]: 'x86-64-v2' does not come after 'x86-64-v3'"},
+      {"cpu_targets unknown", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cpu_target\": \"x86-64\", \"cpu_targets\": [\"x86-64\", \"zen4\"],"),
+       "options.cpu_targets[1]: 'zen4' is not a CPU target this runtime knows"},
+      // Every x86-64 CPU this runs on has v2: the runtime looks for the v2 copy, which this .so lacks.
+      {"cpu_targets entry missing", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cpu_target\": \"x86-64\", \"cpu_targets\": [\"x86-64\", \"x86-64-v2\"],"),
+       "does not export 'thunderc_variant_0__x86_64_v2', the entry of variant #0"},
       {"precision unknown", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"precision\": \"fp8\","),
        "options.precision: 'fp8' is not a precision this runtime knows"},
       {"precision type", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"precision\": 16,"),
@@ -665,7 +704,8 @@ TEST_CASE("corrupt or invalid manifests") {
     CHECK(m == nullptr);
     CHECK(st.code() == c.code);
     CHECK_MESSAGE(st.message().find(c.expect) != std::string::npos, st.message());
-    if (c.code == THUNDERC_STATUS_MANIFEST && c.name != "empty")
+    // (A missing entry is found after parsing: its message names the .so.)
+    if (c.code == THUNDERC_STATUS_MANIFEST && c.name != "empty" && c.name != "cpu_targets entry missing")
       CHECK(st.message().find("manifest of '" + model_path("env_manifest") + "'") == 0);
   }
 }

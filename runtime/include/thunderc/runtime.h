@@ -98,6 +98,10 @@ THUNDERC_API const char* thunderc_model_path(const thunderc_model* model);
 /* The manifest JSON exactly as embedded (not NUL-terminated in the file, but NUL-terminated here). */
 THUNDERC_API const char* thunderc_model_manifest(const thunderc_model* model, size_t* out_len);
 THUNDERC_API int32_t thunderc_model_num_threads(const thunderc_model* model);
+/* The instruction-set level whose host code this model runs, e.g. "x86-64-v4": the best of the levels it was
+ * compiled for (--cpu-target, a list builds several) that this CPU has, at most $THUNDERC_MAX_CPU_TARGET when
+ * set; "" when none fits (its variants are then unavailable) or the manifest predates --cpu-target. */
+THUNDERC_API const char* thunderc_model_cpu_target(const thunderc_model* model);
 
 THUNDERC_API size_t thunderc_model_num_inputs(const thunderc_model* model);
 THUNDERC_API size_t thunderc_model_num_outputs(const thunderc_model* model);

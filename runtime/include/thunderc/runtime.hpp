@@ -244,6 +244,8 @@ class Model {
     return std::string(p, n);
   }
   int32_t num_threads() const { return thunderc_model_num_threads(m_); }
+  // The level of host code that runs ("x86-64-v4"; "" when none fits): thunderc_model_cpu_target.
+  std::string cpu_target() const { return thunderc_model_cpu_target(m_); }
   size_t num_inputs() const { return thunderc_model_num_inputs(m_); }
   size_t num_outputs() const { return thunderc_model_num_outputs(m_); }
   std::vector<std::string> input_names() const {
