@@ -710,6 +710,11 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
               format_bytes(summary.weight_bytes).c_str(),
               sources_note.c_str(),
               seconds);
+  if (cpu_targets.size() > 1) {
+    std::string levels;
+    for (const std::string& l : cpu_targets) levels += (levels.empty() ? "" : ", ") + l;
+    std::printf("  host code for %s (one copy each; the runtime runs the best level the CPU has)\n", levels.c_str());
+  }
   if (options.device.kind == DeviceKind::CUDA) {
     std::string archs;
     for (const std::string& a : request.cuda_archs) archs += (archs.empty() ? "" : ", ") + a;

@@ -147,6 +147,7 @@ struct BuildCommands {
     std::vector<std::string> inputs;    // what it reads besides headers ("model.cpp"; the .incbin'd files)
     std::vector<std::string> argv;
     const char* hint = kCompilerHint;  // when argv[0] cannot be started
+    const char* what = "CXX";           // build.ninja's description
   };
   std::vector<Step> compiles;  // C++ files (per level) and model_data.S
   std::vector<Step> combines;  // in order, after every compile: per further level, a relocatable link and objcopy
@@ -181,7 +182,7 @@ BuildCommands build_commands(const GeneratedModule& module, const Toolchain& too
   // level "": no -march (the compiler's default); the object of a further level is named model.<level>.o.
   std::vector<std::string> first_level_objects;  // linked directly
   auto compile = [&](const std::string& source, std::vector<std::string> inputs, const std::string& level,
-                     bool first_level) {
+                     bool first_level, bool no_gnu_unique = false) {
     BuildCommands::Step step;
     fs::path out = fs::path(source).replace_extension(first_level ? ".o" : "." + level + ".o");
     step.output = out.string();
@@ -190,6 +191,7 @@ BuildCommands build_commands(const GeneratedModule& module, const Toolchain& too
     step.argv.push_back(toolchain.cxx);
     step.argv.insert(step.argv.end(), cxx_flags.begin(), cxx_flags.end());
     if (!level.empty()) step.argv.push_back("-march=" + level);
+    if (no_gnu_unique) step.argv.push_back("-fno-gnu-unique");
     step.argv.insert(step.argv.end(), toolchain.extra_flags.begin(), toolchain.extra_flags.end());
     for (const std::string& a : {std::string("-c"), source, std::string("-o"), step.output}) step.argv.push_back(a);
     if (first_level) first_level_objects.push_back(step.output);
@@ -203,8 +205,7 @@ BuildCommands build_commands(const GeneratedModule& module, const Toolchain& too
   for (std::size_t l = 0; l < levels.size(); ++l) {
     std::vector<std::string> objects;
     for (const std::string& source : sources) {
-      compile(source, {source}, levels[l], l == 0);
-      if (l > 0 && gcc) b.compiles.back().argv.insert(b.compiles.back().argv.end() - 4, "-fno-gnu-unique");
+      compile(source, {source}, levels[l], l == 0, l > 0 && gcc);
       objects.push_back(b.compiles.back().output);
     }
     if (l == 0) continue;
@@ -215,6 +216,7 @@ BuildCommands build_commands(const GeneratedModule& module, const Toolchain& too
     BuildCommands::Step combine;
     combine.output = stem + ".r.o";
     combine.inputs = objects;
+    combine.what = "LINK -r";
     combine.argv = {toolchain.cxx, "-r", "-nostdlib", "-Wl,--force-group-allocation", "-o", combine.output};
     combine.argv.insert(combine.argv.end(), objects.begin(), objects.end());
     b.combines.push_back(combine);
@@ -224,6 +226,7 @@ BuildCommands build_commands(const GeneratedModule& module, const Toolchain& too
     hide.argv = {toolchain.objcopy, "--redefine-syms=" + stem + ".syms", "--keep-global-symbols=" + stem + ".keep",
                  combine.output, hide.output};
     hide.hint = kObjcopyHint;
+    hide.what = "OBJCOPY";
     b.combines.push_back(hide);
     b.level_objects.push_back(hide.output);
   }
@@ -371,8 +374,8 @@ std::string ninja_file(const BuildCommands& b) {
     for (const std::string& a : s.argv) n += " " + ninja_command_word(a);
     n += "\n\n";
   };
-  for (const auto& c : b.compiles) edge(c, "CXX");
-  for (const auto& c : b.combines) edge(c, c.argv[0] == b.link.argv[0] ? "LINK -r" : "OBJCOPY");
+  for (const auto& c : b.compiles) edge(c, c.what);
+  for (const auto& c : b.combines) edge(c, c.what);
   edge(b.link, "LINK");
   n += "build model.json: copy manifest.json\n\n";
   n += "default model.so model.json\n";

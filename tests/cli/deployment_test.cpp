@@ -115,6 +115,30 @@ TEST_CASE("--emit-build: ninja builds the bytes thunderc writes") {
   CHECK_MESSAGE(contains(bad_j.out, "-j/--jobs must be 1 or more"), bad_j.out);
 }
 
+TEST_CASE("--cpu-target with two levels and split sources: every part per level, ninja builds the same bytes") {
+  const fs::path dir = tmp_dir("levels");
+  ProcessResult direct = thunderc({sample("gpt_block.pt2"), "-o", (dir / "direct.so").string(), "--split-lines", "40",
+                                   "--cpu-target", "x86-64-v2,x86-64-v3", "--executors", "cpp,blas", "--keep-sources",
+                                   (dir / "src").string()});
+  REQUIRE_MESSAGE(direct.code == 0, direct.out);
+  const std::size_t parts = count_parts(dir / "src");
+  REQUIRE(parts >= 3);
+  // The v3 copy of each part went into the combined object whose only global symbols are the renamed entries.
+  for (std::size_t k = 0; k < parts; ++k)
+    CHECK(fs::exists(dir / "src" / ("model_part" + std::to_string(k) + ".x86-64-v3.o")));
+  CHECK(read_file(dir / "src" / "cpu_x86-64-v3.syms") == "thunderc_variant_0 thunderc_variant_0__x86_64_v3\n");
+  CHECK(read_file(dir / "src" / "cpu_x86-64-v3.keep") == "thunderc_variant_0__x86_64_v3\n");
+  check_parity(dir / "direct.so");
+
+  ProcessResult emit = thunderc({sample("gpt_block.pt2"), "--emit-build", (dir / "b").string(), "--split-lines", "40",
+                                 "--cpu-target", "x86-64-v2,x86-64-v3", "--executors", "cpp,blas"});
+  REQUIRE_MESSAGE(emit.code == 0, emit.out);
+  CHECK(contains(read_file(dir / "b" / "build.ninja"), "desc = OBJCOPY cpu_x86-64-v3.o"));
+  ProcessResult ninja = thunderc_test::run_shell("ninja -C " + thunderc_test::shell_quote((dir / "b").string()));
+  REQUIRE_MESSAGE(ninja.code == 0, ninja.out);
+  CHECK(read_file(dir / "b" / "model.so") == read_file(dir / "direct.so"));
+}
+
 TEST_CASE("THUNDERC_CXX_LAUNCHER prefixes the C++ compiles, in thunderc's build and in build.ninja") {
   const fs::path dir = tmp_dir("launcher");
   const fs::path launcher = dir / "launcher.sh";

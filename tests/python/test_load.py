@@ -127,6 +127,8 @@ class IntrospectionTest(unittest.TestCase):
         with thunderc.load(so, num_threads=1) as m:
             self.assertEqual(m.path, str(so))
             self.assertEqual(m.num_threads, 1)
+            # Compiled for the default x86-64-v3 alone (the variant below is available, so this CPU has it).
+            self.assertEqual(m.cpu_target, "x86-64-v3")
             self.assertEqual(m.inputs, (thunderc.TensorInfo("x", "float32"),))
             self.assertEqual([(t.name, t.dtype) for t in m.outputs], [("output0", "float32")])
             self.assertEqual(len(m.variants), 1)
