@@ -553,6 +553,28 @@ TEST_CASE("compiled sample with symbolic dimensions: inspect, run and bench take
   CHECK(j["max_abs_diff"].get<double>() < 1e-4);
 }
 
+TEST_CASE("a training .so built for two CPU levels: both levels' gradients match LibTorch autograd") {
+  const std::string so = compile_sample("compiled_mlp_train_levels", "mlp.pt",
+                                        {"--autograd", "--cpu-target", "x86-64-v2,x86-64-v4"});
+  const std::string pt = std::string(THUNDERC_SAMPLES) + "/mlp.pt";
+  // Uncapped: the v4 copy on an AVX-512 machine (the v2 one elsewhere); capped: the v2 copy, whose forward and
+  // backward entries are the manifest's own names.
+  for (const std::string env : {"", "THUNDERC_MAX_CPU_TARGET=x86-64-v2 "}) {
+    CAPTURE(env);
+    Result r = thunderc_test::run_shell(env + command_line(THUNDERC_CMDS_BIN, {"bench", so, "--json", "--iterations", "2",
+                                                                                "--warmup", "0", "--threads", "1",
+                                                                                "--compare", pt}),
+                                        false);
+    REQUIRE_MESSAGE(r.code == 0, r.cmd << "\n" << r.out);
+    const json j = json::parse(r.out);
+    CHECK(j["mode"] == "training step");
+    CHECK(j["gradients"].get<int>() == 6);
+    REQUIRE(j["max_rel_grad_diff"].is_number());
+    CHECK(j["max_rel_grad_diff"].get<double>() < 1e-5);
+    CHECK(j["max_abs_diff"].get<double>() < 1e-5);
+  }
+}
+
 TEST_CASE("compiled training sample: bench times a training step and --compare checks the gradients") {
   const std::string so = compile_sample("compiled_bert_train", "bert_tiny.pt", {"--autograd"});
   const std::string pt = std::string(THUNDERC_SAMPLES) + "/bert_tiny.pt";
