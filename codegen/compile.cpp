@@ -17,9 +17,8 @@ std::vector<std::string> parse_cpu_targets(const std::string& text) {
     if (word == "native") {
       // The highest level this machine runs: a named level, never -march=native (which would bake in every
       // extension of this CPU, unchecked at open).
-      for (const auto& [level, features] : rt::cpu_isa_levels())
-        if (rt::missing_cpu_features(level, rt::host_cpu_supports).empty()) word = level;
-      if (word == "native") user_error("--cpu-target native: this machine runs none of the x86-64 levels");
+      word = rt::choose_cpu_target(rt::cpu_isa_level_names(), rt::host_cpu_supports);
+      if (word.empty()) user_error("--cpu-target native: this machine runs none of the x86-64 levels");
     }
     if (!rt::is_cpu_isa_level(word))
       user_error("--cpu-target takes x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or native, or a comma-separated list "

@@ -52,6 +52,13 @@ inline int cpu_isa_rank(const std::string& level) {
   return -1;
 }
 
+// Every level's name, ascending.
+inline std::vector<std::string> cpu_isa_level_names() {
+  std::vector<std::string> names;
+  for (const auto& level : cpu_isa_levels()) names.push_back(level.first);
+  return names;
+}
+
 // A model built for several levels (--cpu-target x86-64-v3,x86-64-v4) exports each entry once per level: the
 // lowest level's under the manifest's name, every other level's with this suffix ("__x86_64_v4").
 inline std::string cpu_target_symbol_suffix(const std::string& level) {
