@@ -166,7 +166,8 @@ struct ModelFlags {
     app.add_option("--module-mode", module_mode,
                    "with --autograd: eval (default: batch norm with its running statistics, dropout an identity, as "
                    "the module was saved) or train (batch norm with the batch's statistics, updating its running "
-                   "statistics as state; dropout with p > 0 is refused for now)")
+                   "statistics as state; dropout draws its masks from a counter-based RNG whose seed and offset are call "
+                   "arguments, `thunderc grad --seed/--offset`)")
         ->type_name("eval|train");
   }
 
@@ -653,6 +654,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
       b.is_backward = true;
       request.variants[i].backward = n + i;
       request.variants[i].model_outputs = tt.num_outputs;
+      request.variants[i].rng_blocks = tt.rng_blocks;
       request.variants.push_back(b);
       ops += tt.backward.symbols().size();
       if (i == 0) {

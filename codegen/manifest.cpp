@@ -147,6 +147,7 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
                                            {"workspace_bytes", plan.memory[b].workspace_bytes},
                                            {"executors", bcounts},
                                            {"gradient_shapes", grad_shapes}}}};
+      if (variants[i].rng_blocks > 0) variant["training"]["rng_blocks"] = variants[i].rng_blocks;
     }
     vs.push_back(variant);
   }

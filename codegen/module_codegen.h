@@ -32,6 +32,9 @@ struct ModuleVariant {
   std::optional<std::size_t> backward;
   bool is_backward = false;
   std::size_t model_outputs = 0;
+  // Dropout: the Philox counter blocks one call of this training forward draws (TrainingTraces::rng_blocks);
+  // > 0: the forward's last input is the RNG state.
+  std::uint64_t rng_blocks = 0;
 };
 
 // --autograd: the parameters' initial values (embedded after the weights, exported as thunderc_parameters)

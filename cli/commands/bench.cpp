@@ -376,6 +376,7 @@ void bench_command(const BenchFlags& f) {
     j["median_ms"] = ours.median;
     j["min_ms"] = ours.min;
     j["p90_ms"] = ours.p90;
+    if (training && model.rng_blocks(v.id) > 0) j["rng_blocks"] = model.rng_blocks(v.id);
     j["iterations"] = f.iterations;
     j["warmup"] = f.warmup;
     j["threads"] = threads;
@@ -417,6 +418,12 @@ void bench_command(const BenchFlags& f) {
   if (training)
     std::cout << "mode:        training step (forward_train + backward, output gradients of ones, "
               << model.num_gradients() << " gradients)\n";
+  if (training && model.rng_blocks(v.id) > 0)
+    std::cout << "dropout:     each step draws new masks (" << model.rng_blocks(v.id) << " Philox counter blocks)"
+              << (ref ? "; LibTorch's module runs in eval mode, without dropout, so the differences below are not "
+                        "a parity check"
+                      : "")
+              << "\n";
   std::cout << "iterations:  " << f.iterations << " timed, after " << f.warmup << " warmup\n";
   std::cout << "thunderc:    min " << ms(ours.min) << ", median " << ms(ours.median) << ", p90 " << ms(ours.p90)
             << "\n";

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -23,6 +24,7 @@ struct GradFlags {
   std::vector<std::string> grad_outputs;  // --grad-output G.npy, one per output in order
   std::string output_dir;
   int threads = 0;
+  std::uint64_t seed = 0, offset = 0;  // dropout's RNG state (--seed, --offset)
 };
 
 // A file name for a gradient: the parameter's or input's name with path separators replaced.
@@ -39,8 +41,9 @@ void grad_command(const GradFlags& f) {
                "`thunderc MODEL --autograd` (docs/training.md)");
   const std::vector<HostTensor> inputs = commands::read_inputs(model, f.model, f.named, f.positional);
   Model::ForwardTrainResult fwd;
+  const Model::RngState rng{f.seed, f.offset};
   try {
-    fwd = model.forward_train(inputs);
+    fwd = model.forward_train(inputs, &rng);
   } catch (const Error& e) {
     throw UserError(commands::runtime_message(e, "the forward of '" + f.model + "' failed", f.model));
   }
@@ -124,6 +127,13 @@ void add_grad_command(CLI::App& app) {
   cmd->add_option("--output-dir", flags->output_dir,
                   "directory for output<i>.npy and grad_<name>.npy (created if missing; default: current directory)")
       ->type_name("DIR");
+  cmd->add_option("--seed", flags->seed,
+                  "dropout's RNG seed (--module-mode train; default 0): the same seed and offset give the same masks")
+      ->type_name("N");
+  cmd->add_option("--offset", flags->offset,
+                  "dropout's first Philox counter block (default 0); a further step of the same run starts where the "
+                  "last ended: offset + the variant's training.rng_blocks (manifest)")
+      ->type_name("N");
   cmd->add_option("--threads", flags->threads,
                   "threads the model may use (default 0: $THUNDERC_NUM_THREADS, else all cores)")
       ->type_name("N");

@@ -270,7 +270,7 @@ class CppRegion : public RegionLowering {
 
 LinkInputs CppBackend::link_inputs() const {
   LinkInputs in;
-  in.includes = {"algorithm", "cmath", "cstdio", "cstring", "limits", "vector", "omp.h", "thunderc/cpp_math.h", "thunderc/fft.h"};
+  in.includes = {"algorithm", "cmath", "cstdio", "cstring", "limits", "vector", "omp.h", "thunderc/cpp_math.h", "thunderc/fft.h", "thunderc/philox.h"};
   in.include_dirs = {resource_paths().cpp_include};
   // -fno-trapping-math lets GCC if-convert comparisons (relu, clamp, the math helpers) so loops vectorize;
   // it changes no result, it only assumes no floating-point trap handler is watching.

@@ -3,6 +3,7 @@
 #include "codegen/cpp/embedding.h"
 #include "codegen/cpp/own_code.h"
 #include "codegen/cpp/conv_columns.h"
+#include "codegen/cpp/dropout.h"
 #include "codegen/cpp/pool3d.h"
 #include "codegen/cpp/resample.h"
 #include "codegen/cpp/scatter.h"
@@ -261,7 +262,7 @@ bool is_cpp_indexing_op(const std::string& name) {
   return name == "index_select" || name == "gather" || name == "argmax" || name == "argmin" || name == "cumsum" ||
          name == "prod" || name == "sort" || name == "topk" || name == "diagonal" || is_cpp_scatter_op(name) ||
          name == "embedding" || name == "embedding_bag" || name == "upsample_bilinear2d" || name == "grid_sampler_2d" ||
-         is_cpp_pool3d_op(name) || is_cpp_conv_columns_op(name);
+         is_cpp_pool3d_op(name) || is_cpp_conv_columns_op(name) || is_cpp_dropout_op(name);
 }
 
 void emit_cpp_indexing(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
@@ -282,6 +283,7 @@ void emit_cpp_indexing(const EmitContext& ctx, const BoundSymbol& sym, SourceWri
   else if (name == "grid_sampler_2d") emit_cpp_grid_sampler_2d(ctx, sym, out);
   else if (is_cpp_pool3d_op(name)) emit_cpp_pool3d(ctx, sym, out);
   else if (is_cpp_conv_columns_op(name)) emit_cpp_conv_columns(ctx, sym, out);
+  else if (is_cpp_dropout_op(name)) emit_cpp_dropout_mask(ctx, sym, out);
   else if (name == "embedding") emit_cpp_embedding(ctx, sym, out);
   else if (name == "embedding_bag") emit_cpp_embedding_bag(ctx, sym, out);
   else internal_error("cpp codegen: ", name, " is not an indexing operator");

@@ -489,6 +489,12 @@ void register_cpp_impls(Executor& cpp) {
     cpp.run_alone(name);
   }
   cpp.run_alone("max_pool2d_backward");
+  // codegen/cpp/dropout.cpp: float32/float64 masks drawn from an rng (autodiff gives every mask one).
+  cpp.register_impl("dropout_mask", [](const Trace& t, const BoundSymbol& s) {
+    const DType d = t.type(s.outputs[0]).dtype;
+    return s.inputs[0].is_tensor() && moves<DeviceKind::CPU>(t, s) && (d == DType::Float32 || d == DType::Float64);
+  });
+  cpp.run_alone("dropout_mask");
   for (const char* name : {"fft_r2c", "fft_c2r", "fft_c2c", "view_as_real", "view_as_complex"})
     cpp.register_impl(name, cpu_spectral);
 }

@@ -5,6 +5,8 @@
 //   col2im (F.fold)     a scatter-add (scatter_reduce "sum") by an index map; padding goes to a spare slot
 //   batch norm with     mean, biased var, rsqrt, then the affine map (training mode, or no running statistics)
 //   batch statistics
+//   dropout in          dropout_mask (Bernoulli(1 - p), drawn from the call's RNG state: docs/training.md), then
+//   training mode       ATen's arithmetic on it (plain, feature and alpha dropout)
 // M is the frontend's importer: emit(op, inputs, attrs), type(v), device(), constant(name, type, data).
 // `fail(message)` does not return; the arguments' own checks (PyTorch's errors) are made here, the frontend's
 // (argument parsing, what it knows of layouts) by its handler.
@@ -207,6 +209,32 @@ BatchStatsNorm batch_norm_batch_stats(M& m, ValueId x, Operand weight, Operand b
   if (weight.is_tensor()) y = m.emit("mul", {T(y), T(m.emit("reshape", {weight}, {{"shape", param_shape}}))});
   if (bias.is_tensor()) y = m.emit("add", {T(y), T(m.emit("reshape", {bias}, {{"shape", param_shape}}))});
   return {y, reshaped(m, mean, {channels}), reshaped(m, invstd, {channels})};
+}
+
+// Dropout in training mode (--module-mode train), with ATen's _dropout_impl arithmetic on the Bernoulli(1 - p)
+// noise: x * (noise / (1 - p)); alpha dropout x * (noise * a) + (noise - 1) * alpha * a + alpha * a * p; p = 1
+// gives x * 0 (NaN stays NaN). Feature dropout draws one value per [N, C] plane. The mask has no rng yet:
+// autodiff gives it the training forward's.
+template <class M, class Fail>
+ValueId dropout_in_training_mode(M& m, ValueId x, double p, bool feature, bool alpha_dropout, Fail fail) {
+  const TensorType xt = m.type(x);
+  if (!(p >= 0.0 && p <= 1.0)) fail("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (!is_floating(xt.dtype)) fail(std::string("needs a floating-point input, got ") + dtype_name(xt.dtype));
+  auto T = [](ValueId v) { return Operand::tensor(v); };
+  auto N = [](double v) { return Operand::number(Scalar(v)); };
+  if (p == 0.0 || xt.numel() == 0) return x;
+  if (p == 1.0) return m.emit("mul", {T(x), N(0.0)});
+  IntList noise(xt.shape.begin(), xt.shape.end());
+  if (feature) {
+    if (xt.rank() < 2) fail("is feature dropout, which requires at least 2 dimensions in the input");
+    for (std::size_t d = 2; d < noise.size(); ++d) noise[d] = 1;
+  }
+  const ValueId mask = m.emit("dropout_mask", {Operand::none()}, {{"shape", noise}, {"dtype", xt.dtype}, {"p", p}});
+  if (!alpha_dropout) return m.emit("mul", {T(x), T(m.emit("div", {T(mask), N(1.0 - p)}))});
+  constexpr double alpha = 1.7580993408473766;
+  const double a = 1.0 / std::sqrt((alpha * alpha * p + 1) * (1 - p));
+  const ValueId b = m.emit("add", {T(m.emit("mul", {T(m.emit("add", {T(mask), N(-1.0)})), N(alpha * a)})), N(alpha * a * p)});
+  return m.emit("add", {T(m.emit("mul", {T(x), T(m.emit("mul", {T(mask), N(a)}))})), T(b)});
 }
 
 }  // namespace thunderc::composite

@@ -406,14 +406,18 @@ void identity_ops(Table& t) {
     });
   for (const char* name : {"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout", "aten::feature_alpha_dropout",
                            "aten::dropout_", "aten::feature_dropout_", "aten::alpha_dropout_", "aten::feature_alpha_dropout_"})
-    t.raw(name, [](Importer& m, const Node* n) {
-      if (has_arg(m, n, "train") && m.bool_arg(n, need_arg(n, "train")))
-        m.fail(n, "is dropout in training mode (random); call model.eval() before saving");
-      if (m.training_mode() && m.float_arg(n, 1) > 0.0)
-        m.fail(n, "is dropout with p = " + std::to_string(m.float_arg(n, 1)) + ": in --module-mode train it draws "
-                  "random numbers, which --autograd does not support yet; compile with --module-mode eval (dropout "
-                  "as an identity, batch norm with running statistics)");
-      m.bind_tensor(n, 0, m.tensor(n, 0));
+    t.raw(name, [name](Importer& m, const Node* n) {
+      if (has_arg(m, n, "train") && m.bool_arg(n, need_arg(n, "train")) && !m.training_mode())
+        m.fail(n, "is dropout in training mode (random); call model.eval() before saving, or compile a training "
+                  "variant with --autograd --module-mode train");
+      const double p = m.float_arg(n, 1);
+      if (!m.training_mode() || p == 0.0) return m.bind_tensor(n, 0, m.tensor(n, 0));  // eval mode: an identity
+      const std::string kind(name);
+      const ValueId y = composite::dropout_in_training_mode(m, m.tensor(n, 0), p, kind.find("feature") != std::string::npos,
+                                                            kind.find("alpha") != std::string::npos,
+                                                            [&](const std::string& why) { m.fail(n, why); });
+      if (kind.back() == '_') m.bind_inplace_result(n, y);
+      else m.bind_tensor(n, 0, y);
     });
   auto to_dtype = [](Importer& m, const Node* n, std::optional<DType> dt) {
     ValueId x = m.tensor(n, 0);

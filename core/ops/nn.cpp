@@ -510,6 +510,33 @@ void register_nn_ops(OpRegistry& r) {
            return {t};
          },
          "the adjoint of im2col: columns [N, C*kh*kw, L] summed back into [N, C, H, W] images, as F.fold"});
+  // --module-mode train's dropout (docs/training.md): the Bernoulli(1 - p) mask ATen's dropout draws with
+  // bernoulli_, from the call's RNG state instead of a global generator. The importers emit it without `rng`;
+  // autodiff gives every mask the training forward's rng input and its own counter blocks (`block`).
+  r.add({"dropout_mask", OpCategory::Indexing, {{"rng", true}},
+         {{"shape", AttrType::IntList}, {"dtype", AttrType::DType}, {"p", AttrType::Float},
+          {"block", AttrType::Int, false, std::int64_t{0}}},
+         [](const MetaArgs& m) -> std::vector<TensorType> {
+           const double p = m.attrs.get_float("p");
+           if (!(p >= 0.0 && p <= 1.0))
+             user_error("dropout_mask: dropout probability has to be between 0 and 1, but got ", p);
+           if (m.attrs.get_int("block") < 0) user_error("dropout_mask: block must be non-negative");
+           TensorType t;
+           t.dtype = m.attrs.get_dtype("dtype");
+           t.shape = m.attrs.get_ints("shape");
+           require_floating(t, "dropout_mask", "the mask");
+           for (std::int64_t d : t.shape)
+             if (d < 0) user_error("dropout_mask: negative size in ", shape_str(t.shape));
+           if (!m.is_none(0)) {
+             const TensorType& rng = m.tensor(0);
+             if (rng.dtype != DType::Int64 || rng.shape != Shape{2})
+               user_error("dropout_mask: rng must be an int64 [2] tensor (seed, offset), got ", rng.str());
+             t.device = rng.device;
+           }
+           return {t};
+         },
+         "1 where an element is kept (probability 1 - p), else 0: Philox4x32-10 numbers of the call's RNG state "
+         "rng = [seed, offset] from counter block offset + block (codegen/include/thunderc/philox.h)"});
   // max_pool2d's gradient (its VJP rule emits it): max_pool2d's attributes, the output gradient and the input.
   r.add({"max_pool2d_backward", OpCategory::Pooling, {{"grad"}, {"a"}}, r.find("max_pool2d")->attrs,
          [](const MetaArgs& m) -> std::vector<TensorType> {

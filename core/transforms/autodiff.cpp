@@ -131,8 +131,10 @@ class FlowGraph {
 
 // Cheap enough to recompute in the backward instead of saving: pointwise math and data movement (which
 // the backward's fused loops absorb). Products, convolutions, normalizations and reductions are saved.
+// A dropout mask too: the backward draws it again from the saved 16-byte RNG state instead of saving it.
 bool recomputable(const BoundSymbol& s) {
-  return !s.is_region() && (s.op->category == OpCategory::Elementwise || s.op->category == OpCategory::Shape);
+  return !s.is_region() && (s.op->category == OpCategory::Elementwise || s.op->category == OpCategory::Shape ||
+                            s.op->name == "dropout_mask");
 }
 
 struct Rematerialization {
@@ -361,7 +363,21 @@ TrainingTraces build_training_traces(const Trace& imported, const std::vector<st
   }
   for (ValueId c : source.constants())
     if (!m.count(c)) constant_into(joint, source, c, m);
-  for (const BoundSymbol& s : source.symbols()) reemit(joint, s, m);
+  // Dropout (--module-mode train): every mask draws from the forward's RNG state input, each from counter
+  // blocks of its own, in trace order (docs/training.md "Dropout").
+  std::optional<ValueId> rng;
+  for (const BoundSymbol& s : source.symbols()) {
+    if (s.op->name != "dropout_mask" || s.inputs[0].is_tensor()) {
+      reemit(joint, s, m);
+      continue;
+    }
+    if (!rng) rng = joint.add_input("rng", TensorType{DType::Int64, {2}, Device::cpu()});
+    Attrs a = s.attrs;
+    a.set("block", static_cast<std::int64_t>(out.rng_blocks));
+    const ValueId mask = joint.emit(*s.op, {Operand::tensor(*rng)}, std::move(a), s.source)[0];
+    m[s.outputs[0]] = mask;
+    out.rng_blocks += static_cast<std::uint64_t>((joint.type(mask).numel() + 3) / 4);
+  }
   const std::size_t forward_symbols = joint.symbols().size();
   std::vector<ValueId> model_outputs, updated;
   for (std::size_t k = 0; k < num_model_outputs; ++k) model_outputs.push_back(mapped(m, source.outputs()[k]));
@@ -484,6 +500,7 @@ TrainingTraces build_training_traces(const Trace& imported, const std::vector<st
     fm[joint.inputs()[k]] = out.forward.add_input(joint.value(joint.inputs()[k]).source_name,
                                                   joint.type(joint.inputs()[k]));
   for (ValueId p : joint_params) fm[p] = out.forward.add_input(joint.value(p).source_name, joint.type(p));
+  if (rng) fm[*rng] = out.forward.add_input("rng", joint.type(*rng));
   for (std::size_t i = 0; i < forward_symbols; ++i) {
     const BoundSymbol& s = joint.symbols()[i];
     for (const Operand& o : s.inputs)

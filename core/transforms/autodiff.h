@@ -11,8 +11,9 @@
 // when `decompose` has a rule for them (scaled_dot_product_attention, rms_norm, ...); any left is a UserError
 // listing them all. With `buffer_names` (--module-mode train), batch norms whose running statistics are those
 // buffers normalize with batch statistics and the forward also outputs the buffers' updated values (after the
-// saved ones): forward(inputs..., parameters..., buffers...) -> (outputs..., saved..., buffers'...). See
-// docs/training.md.
+// saved ones): forward(inputs..., parameters..., buffers...) -> (outputs..., saved..., buffers'...). Dropout masks
+// (dropout_mask without an rng, as the importers emit them in training mode) draw from one more forward input
+// after the buffers, the RNG state (rng_blocks below). See docs/training.md.
 #pragma once
 
 #include <memory>
@@ -45,6 +46,11 @@ struct TrainingTraces {
   };
   std::vector<Gradient> gradients;  // backward's outputs, in this order
   std::vector<TensorType> saved;    // forward's outputs after the model's
+  // Dropout (--module-mode train): the counter blocks of Philox4x32-10 one training forward draws
+  // (codegen/include/thunderc/philox.h). When > 0 the forward takes one more input after the parameters,
+  // `rng`: int64 [2] = (seed, offset); its masks use blocks offset .. offset + rng_blocks - 1, so the next call's
+  // offset is offset + rng_blocks. The backward recomputes the masks from the saved rng.
+  std::uint64_t rng_blocks = 0;
   // Bytes the saved tensors would take if everything the backward reads were saved (rematerialization's
   // min-cut saves fewer: docs/training.md).
   std::size_t saved_bytes_without_remat = 0;

@@ -101,7 +101,7 @@ struct AffineDim {
   std::vector<std::pair<int, int64_t>> terms;
 };
 
-// ---- training models (thunderc --autograd, ABI 5; docs/manifest.md "Training models") -----------------
+// ---- training models (thunderc --autograd, ABI 5, dropout's RNG state ABI 6; docs/manifest.md "Training models") -----------------
 // One parameter: its initial value lies at [offset, offset + bytes) of the blob thunderc_parameters returns.
 struct ParameterDesc {
   std::string name;
@@ -143,6 +143,9 @@ struct VariantTraining {
   std::string backward_entry;
   size_t backward_workspace_bytes = 0;
   std::vector<std::vector<int64_t>> gradient_shapes;  // one per Training::gradients entry
+  // Dropout: Philox counter blocks one forward draws; > 0: the forward's last input is the RNG state, an
+  // int64 [2] (seed, offset) after the parameters (ABI 6).
+  uint64_t rng_blocks = 0;
   // Filled in by the loader.
   thunderc_entry_fn backward_fn = nullptr;
 };

@@ -231,6 +231,10 @@ void parse_variant_training(const Validator& v, const json& jt, const std::strin
     sp.shape = v.fixed_shape_field(saved[i], spath, sp.dtype, &sp.bytes);
     vt.saved.push_back(std::move(sp));
   }
+  if (jt.find("rng_blocks") != jt.end()) {
+    vt.rng_blocks = v.uint_field(jt, "rng_blocks", tpath, std::numeric_limits<int64_t>::max());
+    if (vt.rng_blocks == 0) v.error(Validator::join(tpath, "rng_blocks"), "must be positive (absent: no dropout)");
+  }
   const std::string bpath = Validator::join(tpath, "backward");
   const json& jb = v.field(jt, "backward", tpath);
   if (!jb.is_object()) v.error(bpath, "expected an object, got " + Validator::type_of(jb));

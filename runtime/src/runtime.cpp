@@ -112,6 +112,11 @@ struct thunderc_model {
   // (initialised from thunderc_parameters' blob at open), and DLTensor views of them (shape: the manifest's).
   std::vector<void*> parameters;
   std::vector<DLTensor> parameter_tensors;
+  // Dropout's generator (thunderc_model_set_rng_state): the seed, and the next call's first counter block.
+  // A training forward without explicit (seed, offset) takes its blocks with one fetch_add, so concurrent
+  // calls draw disjoint numbers.
+  std::atomic<uint64_t> rng_seed{0};
+  std::atomic<uint64_t> rng_offset{0};
 
   ~thunderc_model() {
     for (size_t slot = 0; slot < free_workspaces.size(); ++slot) {
@@ -793,15 +798,36 @@ void call_entry(thunderc_model* m, size_t vi, Entry which, const DLTensor* input
 // which are copied into the parameters' state when the entry succeeds: into `saved` (v.training.saved.size() host tensors the
 // caller allocated, a train context's), or, when `saved` is NULL (thunderc_model_run/run_alloc), into scratch
 // buffers discarded on return.
+// Dropout's RNG state for one training forward: explicit (thunderc_model_forward_train_seeded), or the
+// model's generator's seed and its next blocks.
+struct RngState {
+  uint64_t seed = 0, offset = 0;
+};
+
 void run_forward(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n, DLTensor* outs, size_t k,
-                 DLDevice device, void* stream, const DLTensor* saved = nullptr) {
+                 DLDevice device, void* stream, const DLTensor* saved = nullptr, const RngState* rng = nullptr) {
   if (!m->manifest.is_training()) return call_entry(m, vi, Entry::Forward, inputs, n, outs, k, device, stream);
   const Variant& v = m->manifest.variants[vi];
   const size_t np = m->parameter_tensors.size();
   const size_t ns = v.training.saved.size();
-  SmallVec<DLTensor> in(n + np);
+  const size_t nr = v.training.rng_blocks > 0 ? 1 : 0;
+  SmallVec<DLTensor> in(n + np + nr);
   for (size_t i = 0; i < n; ++i) in[i] = inputs[i];
   for (size_t i = 0; i < np; ++i) in[n + i] = m->parameter_tensors[i];
+  int64_t rng_values[2] = {0, 0};
+  int64_t rng_shape[1] = {2};
+  if (nr) {
+    const RngState state = rng ? *rng : RngState{m->rng_seed.load(), m->rng_offset.fetch_add(v.training.rng_blocks)};
+    rng_values[0] = static_cast<int64_t>(state.seed);
+    rng_values[1] = static_cast<int64_t>(state.offset);
+    DLTensor& t = in[n + np];
+    t = DLTensor{};
+    t.data = rng_values;
+    t.device = DLDevice{kDLCPU, 0};
+    t.ndim = 1;
+    t.dtype = DLDataType{kDLInt, 64, 1};
+    t.shape = rng_shape;
+  }
   const std::vector<size_t>& updates = m->manifest.training.updates;
   const size_t nu = updates.size();
   SmallVec<DLTensor> out(k + ns + nu);
@@ -816,7 +842,7 @@ void run_forward(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n,
     const ParameterDesc& p = m->manifest.training.parameters[updates[u]];
     out[k + ns + u] = host_view(scratch.alloc(p.bytes, "updated buffer"), p.dtype, p.shape);
   }
-  call_entry(m, vi, Entry::Forward, in.data(), n + np, out.data(), k + ns + nu, device, stream);
+  call_entry(m, vi, Entry::Forward, in.data(), n + np + nr, out.data(), k + ns + nu, device, stream);
   for (size_t u = 0; u < nu; ++u)
     std::memcpy(m->parameter_tensors[updates[u]].data, out[k + ns + u].data,
                 m->manifest.training.parameters[updates[u]].bytes);
@@ -1309,14 +1335,17 @@ THUNDERC_API DLDataType thunderc_model_gradient_dtype(const thunderc_model* mode
   return gradient_dtype(model->manifest, model->manifest.training.gradients[index]);
 }
 
-THUNDERC_API thunderc_status thunderc_model_forward_train(thunderc_model* model, const DLTensor* inputs,
-                                                          size_t num_inputs, DLTensor* outputs, size_t num_outputs,
-                                                          thunderc_train_context* out_context) {
+namespace {
+
+// thunderc_model_forward_train(_seeded): `rng` NULL draws dropout's numbers from the model's generator.
+thunderc_status forward_train(thunderc_model* model, const DLTensor* inputs, size_t num_inputs, DLTensor* outputs,
+                              size_t num_outputs, thunderc_train_context* out_context, const RngState* rng,
+                              const char* fn) {
   if (out_context) *out_context = nullptr;
   if (thunderc_status st = check_model(model)) return st;
   return guarded([&] {
-    require_training(model, "thunderc_model_forward_train");
-    if (!out_context) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "thunderc_model_forward_train: out_context is NULL");
+    require_training(model, fn);
+    if (!out_context) fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": out_context is NULL");
     const size_t vi = select_variant(model, inputs, num_inputs);
     const Variant& v = model->manifest.variants[vi];
     if (num_outputs != model->manifest.outputs.size())
@@ -1343,8 +1372,50 @@ THUNDERC_API thunderc_status thunderc_model_forward_train(thunderc_model* model,
       ctx->buffers.push_back(thunderc_model::acquire_buffer(DLDevice{kDLCPU, 0}, sp.bytes, "saved tensor"));
       ctx->saved.push_back(host_view(ctx->buffers.back(), sp.dtype, sp.shape));
     }
-    run_forward(model, vi, inputs, num_inputs, outs.data(), num_outputs, device, nullptr, ctx->saved.data());
+    run_forward(model, vi, inputs, num_inputs, outs.data(), num_outputs, device, nullptr, ctx->saved.data(), rng);
     *out_context = ctx.release();
+  });
+}
+
+}  // namespace
+
+THUNDERC_API thunderc_status thunderc_model_forward_train(thunderc_model* model, const DLTensor* inputs,
+                                                          size_t num_inputs, DLTensor* outputs, size_t num_outputs,
+                                                          thunderc_train_context* out_context) {
+  return forward_train(model, inputs, num_inputs, outputs, num_outputs, out_context, nullptr,
+                       "thunderc_model_forward_train");
+}
+
+THUNDERC_API thunderc_status thunderc_model_forward_train_seeded(thunderc_model* model, const DLTensor* inputs,
+                                                                 size_t num_inputs, DLTensor* outputs,
+                                                                 size_t num_outputs, uint64_t seed, uint64_t offset,
+                                                                 thunderc_train_context* out_context) {
+  const RngState rng{seed, offset};
+  return forward_train(model, inputs, num_inputs, outputs, num_outputs, out_context, &rng,
+                       "thunderc_model_forward_train_seeded");
+}
+
+THUNDERC_API uint64_t thunderc_model_rng_blocks(const thunderc_model* model, size_t variant) {
+  if (!model || !model->manifest.is_training() || variant >= model->manifest.variants.size()) return 0;
+  return model->manifest.variants[variant].training.rng_blocks;
+}
+
+THUNDERC_API thunderc_status thunderc_model_set_rng_state(thunderc_model* model, uint64_t seed, uint64_t offset) {
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    require_training(model, "thunderc_model_set_rng_state");
+    model->rng_seed.store(seed);
+    model->rng_offset.store(offset);
+  });
+}
+
+THUNDERC_API thunderc_status thunderc_model_rng_state(const thunderc_model* model, uint64_t* seed, uint64_t* offset) {
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    require_training(model, "thunderc_model_rng_state");
+    if (!seed || !offset) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "thunderc_model_rng_state: seed or offset is NULL");
+    *seed = model->rng_seed.load();
+    *offset = model->rng_offset.load();
   });
 }
 

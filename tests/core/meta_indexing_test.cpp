@@ -171,3 +171,21 @@ OPS_TEST_CASE("meta masked_scatter", "masked_scatter") {
   CHECK_USER_ERROR(meta_error("masked_scatter", {T(f4, {5, 7}), T(b1, {7}), T(f8, {40})}), "masked_scatter", "dtype");
   CHECK_USER_ERROR(meta_error("masked_scatter", {T(f4, {5, 7}), T(b1, {6}), T(f4, {40})}), "masked_scatter");
 }
+
+OPS_TEST_CASE("meta dropout_mask: the attributes' type, an int64 [2] rng", "dropout_mask") {
+  const Attrs a = {{"shape", IntList{4, 1, 3}}, {"dtype", DType::Float32}, {"p", 0.25}};
+  CHECK(meta1("dropout_mask", {N()}, a) == tt(f4, {4, 1, 3}));  // before autodiff gives it the rng
+  CHECK(meta1("dropout_mask", {T(i8, {2})}, a) == tt(f4, {4, 1, 3}));
+  Attrs d = a;
+  d.set("dtype", DType::Float64);
+  d.set("block", std::int64_t{12});
+  CHECK(meta1("dropout_mask", {T(i8, {2})}, d) == tt(f8, {4, 1, 3}));
+  CHECK_USER_ERROR(meta_error("dropout_mask", {T(i8, {3})}, a), "dropout_mask", "int64 [2]");
+  CHECK_USER_ERROR(meta_error("dropout_mask", {T(i4, {2})}, a), "dropout_mask", "int64 [2]");
+  Attrs bad = a;
+  bad.set("p", 1.5);
+  CHECK_USER_ERROR(meta_error("dropout_mask", {N()}, bad), "dropout_mask", "between 0 and 1");
+  bad = a;
+  bad.set("dtype", DType::Int32);
+  CHECK_USER_ERROR(meta_error("dropout_mask", {N()}, bad), "dropout_mask");
+}

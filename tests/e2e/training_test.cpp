@@ -3,8 +3,14 @@
 // output gradients). Gradients of every parameter (and of the input where --requires-grad names it) must agree:
 // |ours - torch| <= 1e-5 * max(1, max |torch|) + 1e-5 * |torch| per element (float32 through a dozen layers;
 // the backward's GEMMs sum in another order than ATen's).
+//
+// Dropout (--module-mode train): LibTorch's dropout draws its noise with bernoulli_ from a global generator,
+// thunderc's from Philox at the call's RNG state. For parity this binary replaces ATen's CPU bernoulli_.float
+// kernel with one that draws the .so's masks (thunderc/philox.h, the same counter blocks in the same order),
+// so LibTorch's own dropout arithmetic (scale, feature noise, alpha dropout) runs on the same noise.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/library.h>
 
 #include "doctest_with_torch.h"
 #include "common/run_process.h"
@@ -16,6 +22,7 @@
 
 #include "thunderc/aten.hpp"
 #include "thunderc/npy.hpp"
+#include "thunderc/philox.h"
 #include "thunderc/runtime.hpp"
 
 namespace fs = std::filesystem;
@@ -23,6 +30,24 @@ namespace fs = std::filesystem;
 namespace {
 
 using Result = thunderc_test::ProcessResult;
+
+// The RNG state LibTorch's dropout draws from (see the top): the seed, and the next mask's counter block.
+struct ReferenceRng {
+  std::uint64_t seed = 0;
+  std::uint64_t block = 0;
+  int draws = 0;  // bernoulli_ calls since the last reset
+} reference_rng;
+
+at::Tensor& philox_bernoulli_(at::Tensor& self, double keep, c10::optional<at::Generator>) {
+  if (!self.is_contiguous() || self.scalar_type() != at::kFloat)
+    throw std::runtime_error("test bernoulli_: expected a contiguous float32 tensor");
+  thunderc_dropout_mask(self.data_ptr<float>(), 0, self.numel(), reference_rng.seed, reference_rng.block, keep);
+  reference_rng.block += thunderc_dropout_blocks(self.numel());
+  ++reference_rng.draws;
+  return self;
+}
+
+TORCH_LIBRARY_IMPL(aten, CPU, m) { m.impl("bernoulli_.float", philox_bernoulli_); }
 
 Result run_thunderc(const std::string& args) {
   Result r = thunderc_test::run_shell(std::string(THUNDERC_BIN) + " " + args);
@@ -147,12 +172,13 @@ std::size_t count_int_buffers(const Reference& r) {
 // train: --module-mode train against the module in train() mode, the running statistics (the .so's buffers)
 // compared after the forward too.
 // `path`: a TorchScript file; `extra`: more compile flags (--shapes).
+// With `rng` (a model with dropout): the forward draws at that state, and LibTorch's dropout the same masks.
 void check_model(const std::string& path, const std::vector<std::string>& requires_grad, bool train,
-                 const std::string& extra = "") {
+                 const std::string& extra = "", const thunderc::Model::RngState* rng = nullptr) {
   const std::string model = fs::path(path).stem().string();
   CAPTURE(model);
   CAPTURE(train);
-  fs::path dir = tmp_dir(model + (train ? "_train" : ""));
+  fs::path dir = tmp_dir(model + (train ? "_train" : "") + (extra.find("--executors") != std::string::npos ? "_ex" : ""));
   std::string flags = train ? "--autograd --module-mode train" : "--autograd";
   for (const std::string& n : requires_grad) flags += " --requires-grad " + n;
   fs::path so = dir / (model + ".so");
@@ -167,7 +193,7 @@ void check_model(const std::string& path, const std::vector<std::string>& requir
   std::vector<at::Tensor> inputs = make_inputs(compiled);
   std::vector<thunderc::HostTensor> host_in;
   for (const at::Tensor& x : inputs) host_in.push_back(as_host(x));
-  auto [outs, ctx] = compiled.forward_train(host_in);
+  auto [outs, ctx] = compiled.forward_train(host_in, rng);
   std::vector<at::Tensor> grad_outputs;
   std::vector<thunderc::HostTensor> host_gy;
   for (const thunderc::HostTensor& o : outs) {
@@ -176,7 +202,10 @@ void check_model(const std::string& path, const std::vector<std::string>& requir
   }
   std::vector<thunderc::HostTensor> grads = compiled.backward(ctx, host_gy);
 
+  reference_rng = ReferenceRng{rng ? rng->seed : 0, rng ? rng->offset : 0, 0};
   Reference ref = torch_gradients(path, inputs, compiled.input_names(), requires_grad, grad_outputs, train);
+  // LibTorch drew one mask per dropout with 0 < p < 1, exactly the blocks the .so drew.
+  CHECK(reference_rng.block - (rng ? rng->offset : 0) == compiled.rng_blocks(0));
   REQUIRE(ref.outputs.size() == outs.size());
   for (std::size_t j = 0; j < outs.size(); ++j) check_grad(as_tensor(outs[j]), ref.outputs[j], "output " + std::to_string(j));
   const std::vector<std::string> names = compiled.gradient_names();
@@ -202,6 +231,31 @@ void check_model(const std::string& path, const std::vector<std::string>& requir
     ++buffers;
   }
   CHECK(buffers == (train ? ref.buffers.size() - count_int_buffers(ref) : 0));
+}
+
+// Every dropout form --module-mode train imports, in a scripted module whose dropouts follow self.training:
+// in place (dropout_) after a linear, plain after relu, alpha dropout, feature dropout on [N, C, 1] (one draw
+// per plane), and p = 1 (x * 0, no draw) as a second output.
+void save_dropout_module(const std::string& path) {
+  at::manual_seed(13);
+  torch::jit::Module m("DropoutNet");
+  m.register_attribute("training", c10::BoolType::get(), true);
+  m.register_parameter("w1", (at::randn({16, 8}) * 0.4).requires_grad_(), false);
+  m.register_parameter("b1", (at::randn({16}) * 0.1).requires_grad_(), false);
+  m.register_parameter("w2", (at::randn({5, 16}) * 0.3).requires_grad_(), false);
+  m.register_parameter("b2", (at::randn({5}) * 0.1).requires_grad_(), false);
+  m.define(R"(
+def forward(self, x):
+    y = torch.linear(x, self.w1, self.b1)
+    y = torch.dropout_(y, 0.4, self.training)
+    y = torch.dropout(torch.relu(y), 0.3, self.training)
+    y = torch.alpha_dropout(y, 0.2, self.training)
+    z = torch.linear(y, self.w2, self.b2)
+    z = torch.feature_dropout(z.unsqueeze(2), 0.5, self.training).squeeze(2)
+    return z, torch.dropout(x, 1.0, self.training)
+)");
+  m.eval();
+  m.save(path);
 }
 
 void check_sample(const std::string& model, const std::vector<std::string>& requires_grad, bool train = false) {
@@ -306,14 +360,96 @@ TEST_CASE("--module-mode train: batch norm normalizes with batch statistics and 
     }
     CHECK(checked == 4);
   }
-  // Models without batch norm compile the same program as in eval mode (no buffers); dropout with p > 0 is
-  // refused, naming it.
+  // Models without batch norm or dropout compile the same program as in eval mode (no buffers, no rng).
   check_sample("mlp", {"x"}, true);
-  Result r = run_thunderc(sample("gpt_block.pt") + " --autograd --module-mode train -o " + (dir / "b.so").string());
-  CHECK(r.code == 1);
-  CHECK_MESSAGE(r.out.find("dropout with p = ") != std::string::npos, r.out);
-  CHECK_MESSAGE(r.out.find("--module-mode eval") != std::string::npos, r.out);
   Result no_autograd = run_thunderc(sample("cnn.pt") + " --module-mode train -o " + (dir / "c.so").string());
   CHECK(no_autograd.code == 1);
   CHECK_MESSAGE(no_autograd.out.find("needs --autograd") != std::string::npos, no_autograd.out);
+}
+
+TEST_CASE("--module-mode train: dropout draws the masks LibTorch's dropout computes with, at the call's RNG state") {
+  const fs::path dir = tmp_dir("dropout");
+  const std::string path = (dir / "dropout_net.pt").string();
+  save_dropout_module(path);
+  // Outputs and every gradient against LibTorch autograd in train() mode on the same noise (see the top), with
+  // a seed using both key words and an offset past 2^32; the torch executor draws the same masks as cpp.
+  const thunderc::Model::RngState state{0x5eed1234abcd9876ull, (std::uint64_t{1} << 32) + 77};
+  check_model(path, {"x"}, true, "--shapes x=6x8", &state);
+  check_model(path, {"x"}, true, "--shapes x=6x8 --executors torch", &state);
+
+  thunderc::Model m((fs::path(THUNDERC_TEST_TMP) / "training" / "dropout_net_train" / "dropout_net.so").string());
+  // 96 elements (24 blocks) for each of the three elementwise dropouts, 30 planes (8 blocks) for the feature one.
+  const std::uint64_t blocks = m.rng_blocks(0);
+  CHECK(blocks == 3 * 24 + 8);
+  at::manual_seed(2);
+  const std::vector<thunderc::HostTensor> x = {as_host(at::randn({6, 8}))};
+  auto same = [](const thunderc::HostTensor& a, const thunderc::HostTensor& b) {
+    return a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+  };
+  // The model's generator starts at (0, 0); each training forward (run() too) takes its blocks.
+  CHECK(m.rng_state().seed == 0);
+  CHECK(m.rng_state().offset == 0);
+  auto first = m.forward_train(x);
+  auto second = m.forward_train(x);
+  CHECK(m.rng_state().offset == 2 * blocks);
+  CHECK_FALSE(same(first.outputs[0], second.outputs[0]));
+  const thunderc::Model::RngState at0{0, 0}, at1{0, blocks};
+  auto again0 = m.forward_train(x, &at0);
+  auto again1 = m.forward_train(x, &at1);
+  CHECK(m.rng_state().offset == 2 * blocks);  // explicit states leave the generator alone
+  CHECK(same(first.outputs[0], again0.outputs[0]));
+  CHECK(same(second.outputs[0], again1.outputs[0]));
+  m.run(x);
+  CHECK(m.rng_state().offset == 3 * blocks);
+  // A backward uses the masks of the forward that made its context, however the generator moved since.
+  const std::vector<thunderc::HostTensor> gy = {as_host(at::randn({6, 5})), as_host(at::randn({6, 8}))};
+  const std::vector<thunderc::HostTensor> g_first = m.backward(first.context, gy), g_again = m.backward(again0.context, gy),
+                                          g_second = m.backward(second.context, gy);
+  REQUIRE(g_first.size() == g_again.size());
+  bool differs = false;
+  for (std::size_t i = 0; i < g_first.size(); ++i) {
+    CHECK(same(g_first[i], g_again[i]));
+    differs = differs || !same(g_first[i], g_second[i]);
+  }
+  CHECK(differs);
+  m.set_rng_state({9, 5});
+  auto seeded = m.forward_train(x);
+  const thunderc::Model::RngState at9{9, 5};
+  CHECK(same(seeded.outputs[0], m.forward_train(x, &at9).outputs[0]));
+  CHECK(m.rng_state().seed == 9);
+  CHECK(m.rng_state().offset == 5 + blocks);
+}
+
+TEST_CASE("--module-mode train: the gpt_block sample's dropouts, and thunderc grad --seed/--offset") {
+  // gpt_block is traced (its dropouts' train flags are constants), so LibTorch cannot run it in train mode;
+  // what is checked: it compiles, draws 3 masks, differs from eval mode, and grad's state reproduces a step.
+  const fs::path dir = tmp_dir("gpt_block_dropout");
+  const fs::path so = dir / "gpt_block.so";
+  Result r = run_thunderc(sample("gpt_block.pt") + " --autograd --module-mode train -o " + so.string());
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  thunderc::Model m(so.string());
+  CHECK(m.rng_blocks(0) == 3 * 16 * 64 / 4);  // attention weights [1, 4, 16, 16] and two [1, 16, 64] residuals
+  const thunderc::HostTensor x = thunderc::npy::load(sample("gpt_block.input.npy"));
+  const thunderc::HostTensor eval = thunderc::npy::load(sample("gpt_block.expected.npy"));
+  const at::Tensor y = as_tensor(m.forward_train({x}).outputs[0]);
+  CHECK((y - as_tensor(eval)).abs().max().item<double>() > 1e-2);
+  thunderc::npy::save((dir / "gy.npy").string(), as_host(at::ones({1, 16, 64})));
+  auto grad = [&](const std::string& out, const std::string& state) {
+    Result g = run_thunderc("grad " + so.string() + " " + sample("gpt_block.input.npy") + " --grad-output " +
+                            (dir / "gy.npy").string() + " --output-dir " + (dir / out).string() + " " + state);
+    INFO(g.out);
+    REQUIRE(g.code == 0);
+    return as_tensor(thunderc::npy::load((dir / out / "grad_attn.qkv.weight.npy").string()));
+  };
+  const at::Tensor a = grad("a", "--seed 3 --offset 768"), b = grad("b", "--seed 3 --offset 768"), c = grad("c", "--seed 4");
+  CHECK(at::equal(a, b));
+  CHECK_FALSE(at::equal(a, c));
+  const thunderc::Model::RngState s3{3, 768};
+  const std::vector<thunderc::HostTensor> gy = {as_host(at::ones({1, 16, 64}))};
+  auto step = m.forward_train({x}, &s3);
+  const std::vector<std::string> names = m.gradient_names();
+  const std::size_t k = static_cast<std::size_t>(std::find(names.begin(), names.end(), "attn.qkv.weight") - names.begin());
+  REQUIRE(k < names.size());
+  CHECK(at::equal(as_tensor(m.backward(step.context, gy)[k]), a));
 }

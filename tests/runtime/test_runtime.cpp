@@ -82,7 +82,7 @@ T test_hook(const std::string& so, const char* name) {
 
 TEST_CASE("versions") {
   CHECK(thunderc_runtime_api_version() == THUNDERC_RUNTIME_API_VERSION);
-  CHECK(thunderc_runtime_abi_version() == 5u);
+  CHECK(thunderc_runtime_abi_version() == 6u);
   CHECK(std::string(thunderc_runtime_version()) == "0.1.0");
   CHECK(thunderc_status_code(nullptr) == THUNDERC_STATUS_OK);
   CHECK(std::string(thunderc_status_message(nullptr)) == "OK");
@@ -524,7 +524,7 @@ TEST_CASE("wrong ABI version, not a thunderc model, missing entry") {
   thunderc_model* m = nullptr;
   Status abi(thunderc_model_open(model_path("wrong_abi").c_str(), nullptr, &m));
   CHECK(abi.code() == THUNDERC_STATUS_ABI_MISMATCH);
-  CHECK(abi.message().find("built for thunderc ABI version 99, but this runtime supports ABI version 5") !=
+  CHECK(abi.message().find("built for thunderc ABI version 99, but this runtime supports ABI version 6") !=
         std::string::npos);
 
   Status plain(thunderc_model_open(model_path("not_a_model").c_str(), nullptr, &m));
@@ -639,7 +639,7 @@ TEST_CASE("corrupt or invalid manifests") {
       {"format", replace(good, "\"thunderc-manifest\"", "\"onnx\""), "format: expected \"thunderc-manifest\""},
       {"format_version", replace(good, "\"format_version\": 1", "\"format_version\": 7"),
        "format_version: version 7 is not supported"},
-      {"abi_version type", replace(good, "\"abi_version\": 5", "\"abi_version\": \"5\""),
+      {"abi_version type", replace(good, "\"abi_version\": 6", "\"abi_version\": \"6\""),
        "abi_version: expected a non-negative integer, got string"},
       {"cpu_target unknown", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cpu_target\": \"x86-64-v9\","),
        "options.cpu_target: 'x86-64-v9' is not a CPU target this runtime knows"},
@@ -664,8 +664,8 @@ TEST_CASE("corrupt or invalid manifests") {
        "options.precision: expected a string, got integer"},
       {"cuda_graphs type", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cuda_graphs\": \"yes\","),
        "options.cuda_graphs: expected true or false, got string"},
-      {"abi_version mismatch", replace(good, "\"abi_version\": 5", "\"abi_version\": 6"),
-       "abi_version 6 differs from the ABI version the .so reports (5)", THUNDERC_STATUS_ABI_MISMATCH},
+      {"abi_version mismatch", replace(good, "\"abi_version\": 6", "\"abi_version\": 7"),
+       "abi_version 7 differs from the ABI version the .so reports (6)", THUNDERC_STATUS_ABI_MISMATCH},
       {"inputs missing", replace(good, "\"inputs\"", "\"inputz\""), "inputs: missing"},
       {"input dtype", replace(good, "{\"dtype\": \"float32\", \"name\": \"x\"}", "{\"dtype\": \"complex32\", \"name\": \"x\"}"),
        "inputs[0].dtype: unknown dtype 'complex32'"},

@@ -377,6 +377,19 @@ TEST_CASE("training: argument errors") {
   // forward_train
   Context ctx;
   CHECK(Status(thunderc_model_forward_train(m, &in, 1, &out, 1, nullptr)).code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  CHECK(Status(thunderc_model_forward_train_seeded(m, &in, 1, &out, 1, 3, 4, nullptr)).code() ==
+        THUNDERC_STATUS_INVALID_ARGUMENT);
+  // The generator of a model without dropout: state kept as set, no blocks drawn.
+  uint64_t seed = 1, offset = 1;
+  CHECK(Status(thunderc_model_rng_state(m, nullptr, &offset)).code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  REQUIRE(Status(thunderc_model_rng_state(m, &seed, &offset)).ok());
+  CHECK((seed == 0 && offset == 0));
+  REQUIRE(Status(thunderc_model_set_rng_state(m, 11, 12)).ok());
+  CHECK(thunderc_model_rng_blocks(m, 0) == 0);
+  CHECK(thunderc_model_rng_blocks(m, 5) == 0);
+  REQUIRE(Status(thunderc_model_rng_state(m, &seed, &offset)).ok());
+  CHECK((seed == 11 && offset == 12));
+  CHECK(Status(thunderc_model_set_rng_state(nullptr, 1, 2)).code() == THUNDERC_STATUS_INVALID_ARGUMENT);
   {
     thunderc_train_context junk = reinterpret_cast<thunderc_train_context>(0x1);
     std::vector<float> x3(12, 0.0f);
@@ -523,6 +536,18 @@ TEST_CASE("training: an inference model refuses the training calls") {
                         "parameters, gradients or backward entries (recompile it with thunderc --autograd to train it)");
   CHECK(ctx == nullptr);
 
+  // Dropout's RNG state belongs to training models.
+  CHECK(thunderc_model_rng_blocks(m, 0) == 0);
+  CHECK(thunderc_model_rng_blocks(nullptr, 0) == 0);
+  Status sst(thunderc_model_set_rng_state(m, 1, 2));
+  CHECK(sst.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  CHECK(sst.message().find("thunderc_model_set_rng_state: two_variants.so was compiled without --autograd") == 0);
+  uint64_t seed = 7, offset = 7;
+  CHECK(Status(thunderc_model_rng_state(m, &seed, &offset)).code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  ctx = reinterpret_cast<thunderc_train_context>(0x1);
+  CHECK(Status(thunderc_model_forward_train_seeded(m, &in, 1, outs, 2, 1, 2, &ctx)).code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  CHECK(ctx == nullptr);
+
   DLTensor p{};
   Status pst(thunderc_model_parameter(m, 0, &p));
   CHECK(pst.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
@@ -617,6 +642,12 @@ TEST_CASE("training: invalid training manifests") {
        "does not export 'thunderc_variant_9', the backward entry of variant #1"},
       {"cuda training variant", replace(good, v0_guard, replace(v0_guard, "\"cpu\"", "\"cuda:0\"")),
        "variants[0].training: training variants run on the cpu only, this one is on cuda:0"},
+      {"rng_blocks zero", replace(good, "\"saved\": [{\"dtype\": \"float32\", \"shape\": [2, 4]}]",
+                                  "\"saved\": [{\"dtype\": \"float32\", \"shape\": [2, 4]}], \"rng_blocks\": 0"),
+       "variants[0].training.rng_blocks: must be positive (absent: no dropout)"},
+      {"rng_blocks negative", replace(good, "\"saved\": [{\"dtype\": \"float32\", \"shape\": [2, 4]}]",
+                                      "\"saved\": [{\"dtype\": \"float32\", \"shape\": [2, 4]}], \"rng_blocks\": -4"),
+       "variants[0].training.rng_blocks: expected a non-negative integer, got -4"},
       {"symbolic training variant",
        replace(replace(good, "\"id\": 0,", "\"id\": 0, \"dims\": {\"B\": {\"min\": 1, \"max\": 4}},"),
                "\"input\": \"x\", \"shape\": [2, 4]", "\"input\": \"x\", \"shape\": [\"B\", 4]"),

@@ -56,3 +56,31 @@ TEST_CASE("autodiff golden: products are saved, what follows them is recomputed"
   CHECK(tt.saved_bytes_without_remat == (2 * 4 + 2 * 2 * 3) * 4);
   CHECK(tt.gradients.size() == 2);
 }
+
+TEST_CASE("autodiff golden: dropout masks draw from the rng input, and the backward draws them again") {
+  // y = dropout(relu(x * w), 0.25) then dropout(y, 0.5) on [1, 4] planes (feature dropout's noise shape), as the
+  // importers emit them in --module-mode train: masks without an rng. autodiff gives both the forward's `rng`
+  // input and consecutive counter blocks (32 elements take 8 blocks, the next 4 one); the backward recomputes them
+  // from the saved rng (16 bytes) instead of saving the masks (2 x 128 bytes).
+  Trace t;
+  ValueId x = t.add_input("x", f32({4, 8}));
+  ValueId w = parameter(t, "w", {8});
+  ValueId h = t.emit1(op("relu"), {T(t.emit1(op("mul"), {T(x), T(w)}, {}))}, {});
+  auto mask = [&](Shape shape, double p) {
+    return t.emit1(op("dropout_mask"), {Operand::none()}, {{"shape", shape}, {"dtype", DType::Float32}, {"p", p}});
+  };
+  ValueId y = t.emit1(op("mul"), {T(h), T(t.emit1(op("div"), {T(mask({4, 8}, 0.25)), Operand::number(0.75)}, {}))}, {});
+  ValueId z = t.emit1(op("mul"), {T(y), T(t.emit1(op("div"), {T(mask({4, 1}, 0.5)), Operand::number(0.5)}, {}))}, {});
+  t.set_outputs({t.emit1(op("sum"), {T(z)}, {})});
+  TrainingTraces tt = build_training_traces(t, {"w"}, {"x"}, {"x"});
+  check_split("autodiff_dropout", t, tt);
+  CHECK(tt.rng_blocks == 8 + 1);
+  REQUIRE(tt.forward.inputs().size() == 3);  // x, w, rng
+  CHECK(tt.forward.value(tt.forward.inputs()[2]).source_name == "rng");
+  std::size_t saved_bytes = 0;
+  for (const TensorType& s : tt.saved) saved_bytes += s.nbytes();
+  CHECK(saved_bytes == 4 * 8 * 4 + 16);  // x (for relu's and w's gradients) and the rng
+  std::size_t masks = 0;
+  for (const BoundSymbol& s : tt.backward.symbols()) masks += s.op->name == "dropout_mask";
+  CHECK(masks == 2);
+}

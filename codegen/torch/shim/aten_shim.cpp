@@ -1,6 +1,7 @@
 // libthunderc_aten_shim: runs one catalog operator with ATen on caller-owned contiguous buffers.
 // Inputs are wrapped without copying (from_blob); the result is copied into the output buffer.
 #include "thunderc/aten_shim.h"
+#include "thunderc/philox.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -293,6 +294,18 @@ const std::unordered_map<std::string, OpFn>& ops() {
     t["col2im"] = [](A x, T a) {
       return at::col2im(x[0], a.get_ints("output_size"), a.get_ints("kernel_size"), a.get_ints("dilation"),
                         a.get_ints("padding"), a.get_ints("stride"));
+    };
+    // Dropout's mask (--module-mode train): the same Philox draws as the cpp executor's (thunderc/philox.h).
+    t["dropout_mask"] = [](A x, T a) {
+      if (!x[0].defined()) internal_error("dropout_mask without an rng (autodiff gives every mask one)");
+      const IntList& shape = a.get_ints("shape");
+      at::Tensor rng = x[0].to(at::kLong).contiguous();
+      at::Tensor mask = at::empty(shape, at::TensorOptions().dtype(at::kDouble));
+      const std::int64_t* state = rng.data_ptr<std::int64_t>();
+      thunderc_dropout_mask(mask.data_ptr<double>(), 0, mask.numel(), static_cast<std::uint64_t>(state[0]),
+                            static_cast<std::uint64_t>(state[1]) + static_cast<std::uint64_t>(a.get_int("block")),
+                            1.0 - a.get_float("p"));
+      return mask.to(to_torch(static_cast<std::int32_t>(a.get_dtype("dtype"))));
     };
     // max_pool2d's gradient: ATen's indices of the input, then its backward kernel.
     t["max_pool2d_backward"] = [](A x, T a) {

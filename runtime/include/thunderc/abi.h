@@ -41,7 +41,12 @@
  *             outputs = the gradients in training.gradients order (shapes
  *             variants[v].training.backward.gradient_shapes; dtype of the input or parameter each belongs
  *             to); workspace: training.backward.workspace_bytes.
- * Training variants run on the CPU only; every tensor is dense row-major in 64-byte aligned buffers. */
+ * Training variants run on the CPU only; every tensor is dense row-major in 64-byte aligned buffers.
+ *
+ * Version 6 added dropout to training forwards (thunderc --autograd --module-mode train). A variant whose
+ * manifest has training.rng_blocks = B > 0 takes one more forward input after the parameters: the RNG state,
+ * an int64 [2] tensor (seed, offset). Its masks draw Philox4x32-10 counter blocks offset .. offset + B - 1
+ * under key seed (codegen/include/thunderc/philox.h); the runtime passes offset + B to the next call. */
 #ifndef THUNDERC_ABI_H_
 #define THUNDERC_ABI_H_
 
@@ -53,7 +58,7 @@
 extern "C" {
 #endif
 
-#define THUNDERC_ABI_VERSION 5u
+#define THUNDERC_ABI_VERSION 6u
 
 /* Returned by thunderc_device_api.gemm/conv2d/sdpa when the library cannot run this operation here (not
  * installed, too old, no engine for the problem on this GPU): nothing was enqueued and the caller runs its

@@ -212,7 +212,7 @@ THUNDERC_API thunderc_status thunderc_model_prepare_device(thunderc_model* model
                                                            const char** out_image);
 
 /* ---- training (models compiled with thunderc --autograd) ----------------------------------------- *
- * A training model (ABI 5) has parameters, the trainable tensors it was compiled with, and every variant is
+ * A training model (ABI 5; dropout ABI 6) has parameters, the trainable tensors it was compiled with, and every variant is
  * a training forward with a backward entry. At open the runtime copies each parameter's initial value into a
  * 64-byte aligned host buffer the model owns: these are the live parameters, which every call of the model
  * reads (thunderc_model_run too) and which the application updates in place between calls (an optimizer
@@ -231,6 +231,14 @@ THUNDERC_API thunderc_status thunderc_model_prepare_device(thunderc_model* model
  * Buffers: a model compiled with --module-mode train also holds state without gradients (batch norm's
  * running statistics, parameter_is_trainable 0), which every training forward (forward_train, run) updates
  * once it has computed its outputs, as PyTorch's train() mode does.
+ *
+ * Dropout: in a model compiled with --module-mode train whose forward has dropout (p > 0), each training
+ * forward draws its masks from a counter-based generator (Philox4x32-10) at an RNG state (seed, offset): the
+ * same state gives the same masks, and backward uses the masks of the forward that made its context. A call
+ * takes thunderc_model_rng_blocks(m, variant) counter blocks from offset. thunderc_model_forward_train and
+ * run draw from the model's generator (seed 0, offset 0 at open; each call advances the offset by its blocks,
+ * atomically, so concurrent calls draw distinct masks); thunderc_model_forward_train_seeded takes the state
+ * as arguments and leaves the generator alone.
  *
  * Thread safety: forward_train, backward and run may run concurrently on one model when it has no buffers
  * (they only read the parameters); with buffers, forward_train and run write them and must not overlap each
@@ -269,6 +277,23 @@ typedef struct thunderc_train_context_s* thunderc_train_context;
 THUNDERC_API thunderc_status thunderc_model_forward_train(thunderc_model* model, const DLTensor* inputs,
                                                           size_t num_inputs, DLTensor* outputs, size_t num_outputs,
                                                           thunderc_train_context* out_context);
+
+/* thunderc_model_forward_train with dropout's RNG state given: the masks of counter blocks offset ..
+ * offset + thunderc_model_rng_blocks(model, variant) - 1 under `seed` (the model's generator is not used or
+ * advanced). For a model without dropout the state is ignored. */
+THUNDERC_API thunderc_status thunderc_model_forward_train_seeded(thunderc_model* model, const DLTensor* inputs,
+                                                                 size_t num_inputs, DLTensor* outputs,
+                                                                 size_t num_outputs, uint64_t seed, uint64_t offset,
+                                                                 thunderc_train_context* out_context);
+
+/* Counter blocks one training forward of variant `variant` draws: the step between two calls' offsets. 0 for
+ * a variant without dropout, an inference model or a bad index. */
+THUNDERC_API uint64_t thunderc_model_rng_blocks(const thunderc_model* model, size_t variant);
+
+/* The model's generator (torch.manual_seed's counterpart): the seed and the offset of the next call that draws
+ * from it. Setting it must not race with a training call. INVALID_ARGUMENT for an inference model. */
+THUNDERC_API thunderc_status thunderc_model_set_rng_state(thunderc_model* model, uint64_t seed, uint64_t offset);
+THUNDERC_API thunderc_status thunderc_model_rng_state(const thunderc_model* model, uint64_t* seed, uint64_t* offset);
 
 /* Shape of gradient `gradient` for the variant that made `context` (manifest gradient_shapes): writes
  * *out_ndim, and the extents into shape[0 .. *out_ndim) when capacity suffices (else INVALID_ARGUMENT). */

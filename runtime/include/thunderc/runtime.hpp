@@ -360,11 +360,30 @@ class Model {
     return std::vector<int64_t>(shape, shape + ndim);
   }
 
-  // Caller-provided outputs (see thunderc_model_forward_train).
-  TrainContext forward_train(const std::vector<DLTensor>& inputs, std::vector<DLTensor>& outputs) {
+  // Dropout's RNG state (see thunderc_model_forward_train_seeded): the seed and the first counter block.
+  struct RngState {
+    uint64_t seed = 0;
+    uint64_t offset = 0;
+  };
+  // Caller-provided outputs (see thunderc_model_forward_train); with `rng`, dropout draws from that state
+  // instead of the model's generator.
+  TrainContext forward_train(const std::vector<DLTensor>& inputs, std::vector<DLTensor>& outputs,
+                             const RngState* rng = nullptr) {
     thunderc_train_context c = nullptr;
-    check(thunderc_model_forward_train(m_, inputs.data(), inputs.size(), outputs.data(), outputs.size(), &c));
+    if (rng)
+      check(thunderc_model_forward_train_seeded(m_, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
+                                                rng->seed, rng->offset, &c));
+    else
+      check(thunderc_model_forward_train(m_, inputs.data(), inputs.size(), outputs.data(), outputs.size(), &c));
     return TrainContext(c);
+  }
+  // Counter blocks one training forward of variant v draws (0: no dropout).
+  uint64_t rng_blocks(size_t v) const { return thunderc_model_rng_blocks(m_, v); }
+  void set_rng_state(RngState state) { check(thunderc_model_set_rng_state(m_, state.seed, state.offset)); }
+  RngState rng_state() const {
+    RngState r;
+    check(thunderc_model_rng_state(m_, &r.seed, &r.offset));
+    return r;
   }
   // Caller-provided gradients (see thunderc_model_backward).
   void backward(const TrainContext& ctx, const std::vector<DLTensor>& grad_outputs, std::vector<DLTensor>& gradients) {
@@ -377,7 +396,7 @@ class Model {
     TrainContext context;
   };
   // Host tensors in, freshly allocated outputs and the context for backward out.
-  ForwardTrainResult forward_train(const std::vector<HostTensor>& inputs) {
+  ForwardTrainResult forward_train(const std::vector<HostTensor>& inputs, const RngState* rng = nullptr) {
     std::vector<DLTensor> in = dl_views(inputs);
     const VariantInfo v = variant(select_variant(in));
     ForwardTrainResult r;
@@ -386,7 +405,7 @@ class Model {
       r.outputs.push_back(allocate(v.outputs[i].dtype, v.outputs[i].shape, "output", i, v.outputs[i].name));
     std::vector<DLTensor> out_dl;
     for (HostTensor& t : r.outputs) out_dl.push_back(t.dl());
-    r.context = forward_train(in, out_dl);
+    r.context = forward_train(in, out_dl, rng);
     return r;
   }
   // One gradient per gradient_names() entry, allocated with the context's gradient shapes. ctx may be used again.
