@@ -129,12 +129,21 @@ void emit_call(const EmitContext& ctx, const BoundSymbol& sym, const char* kerne
   out.line("}");
 }
 
-// The spec's fields: the sizes, then activation, alpha and beta.
-std::string spec_fields(const std::vector<std::int64_t>& sizes, const ActivationCode& act) {
+// The spec's fields: the sizes, then activation, alpha and beta, then (convolutions) the trailing sizes.
+std::string spec_fields(const std::vector<std::int64_t>& sizes, const ActivationCode& act,
+                        const std::vector<std::int64_t>& trailing = {}) {
   std::string fields;
   for (std::int64_t v : sizes) fields += (fields.empty() ? "" : ", ") + ll(v);
-  return fields + ", " + act.code + ", static_cast<float>(" + c_number_literal(act.alpha) +
-         "), static_cast<float>(" + c_number_literal(act.beta) + ")";
+  fields += ", " + std::string(act.code) + ", static_cast<float>(" + c_number_literal(act.alpha) +
+            "), static_cast<float>(" + c_number_literal(act.beta) + ")";
+  for (std::int64_t v : trailing) fields += ", " + ll(v);
+  return fields;
+}
+
+// A conv2d's attribute as its two values.
+IntList two(const BoundSymbol& conv, const char* name) {
+  const IntList& v = conv.attrs.get_ints(name);
+  return v.size() == 1 ? IntList{v[0], v[0]} : v;
 }
 
 }  // namespace
@@ -142,7 +151,36 @@ std::string spec_fields(const std::vector<std::int64_t>& sizes, const Activation
 void OnednnBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
   const BoundSymbol& head = sym.is_region() ? sym.subsymbols[0] : sym;
   if (head.op->name == "linear") return emit_linear(ctx, sym, out);
+  if (head.op->name == "conv2d_backward_input" || head.op->name == "conv2d_backward_weight")
+    return emit_conv2d_backward(ctx, sym, out);
   emit_conv2d(ctx, sym, out);
+}
+
+void OnednnBackend::emit_conv2d_backward(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
+  const Trace& t = ctx.trace();
+  THUNDERC_CHECK(!sym.is_region(), "onednn: a region around '", sym.op->name, "'");
+  const bool weights = sym.op->name == "conv2d_backward_weight";
+  const TensorType &g = t.type(sym.inputs[0].value), &b = t.type(sym.inputs[1].value), &r = t.type(sym.outputs[0]);
+  const TensorType &x = weights ? b : r, &w = weights ? r : b;
+  THUNDERC_CHECK(x.rank() == 4 && w.rank() == 4 && g.rank() == 4, "onednn: ", sym.op->name, " of rank ", x.rank());
+  const IntList st = two(sym, "stride"), pd = two(sym, "padding"), dl = two(sym, "dilation");
+  const std::vector<std::int64_t> sizes = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2],
+                                          w.shape[3], st[0], st[1], pd[0], pd[1], dl[0], dl[1],
+                                          sym.attrs.get_int("groups"), g.shape[2], g.shape[3], 0, 0, 0, 0};
+  const std::string what = std::string(weights ? "conv2d weight gradient " : "conv2d input gradient ") +
+                           shape_str(g.shape) + " -> " + shape_str(r.shape) + ", kernel " + std::to_string(w.shape[2]) +
+                           "x" + std::to_string(w.shape[3]);
+  auto data = [&](ValueId v) { return "static_cast<const float*>(" + ctx.buffer(v) + ".data)"; };
+  out.line("{  " + c_comment("oneDNN: " + what));
+  out.indent();
+  out.line(std::string("static thunderc_onednn::Conv2dBackward<") + (weights ? "true" : "false") + "> op;");
+  out.line("const thunderc_onednn::Conv2dSpec spec = {" + spec_fields(sizes, ActivationCode{}, {1}) + "};");
+  out.line("if (op.run(spec, " + data(sym.inputs[0].value) + ", " + data(sym.inputs[1].value) + ", static_cast<float*>(" +
+           ctx.buffer(sym.outputs[0]) + ".data), call->num_threads, call->error, call->error_capacity) != 0) {");
+  out.line("  " + ctx.on_failure());
+  out.line("}");
+  out.dedent();
+  out.line("}");
 }
 
 void OnednnBackend::emit_linear(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
@@ -174,11 +212,7 @@ void OnednnBackend::emit_conv2d(const EmitContext& ctx, const BoundSymbol& sym, 
   THUNDERC_CHECK(x.rank() == 4 && w.rank() == 4, "onednn: conv2d of rank ", x.rank());
   if (channels_last)  // [n, h, w, c] -> the NCHW sizes the spec lists
     for (TensorType* v : {&x, &y}) v->shape = {v->shape[0], v->shape[3], v->shape[1], v->shape[2]};
-  auto pair = [&](const char* name) {
-    const IntList& v = conv.attrs.get_ints(name);
-    return v.size() == 1 ? IntList{v[0], v[0]} : v;
-  };
-  const IntList st = pair("stride"), pd = pair("padding"), dl = pair("dilation");
+  const IntList st = two(conv, "stride"), pd = two(conv, "padding"), dl = two(conv, "dilation");
   const bool bias = conv.inputs.size() > 2 && conv.inputs[2].is_tensor();
   // Fusion marks the convolutions whose output a bounded variant keeps finite (Winograd turns inf into NaN).
   const bool winograd = winograd_ && winograd_marked(sym);
@@ -190,7 +224,10 @@ void OnednnBackend::emit_conv2d(const EmitContext& ctx, const BoundSymbol& sym, 
                      std::to_string(w.shape[2]) + "x" + std::to_string(w.shape[3]) + (bias ? " +bias" : "") +
                      (residual ? " +residual" : "") + act.what + (channels_last ? ", NHWC" : "") +
                      (winograd ? ", Winograd where it pays" : "");
-  emit_call(ctx, sym, "Conv2d", what, spec_fields(sizes, act), epilogue, out);
+  // Weights that are not constants (a training variant's parameters) are reordered by every call.
+  const bool weights_vary = t.value(conv.inputs[1].value).origin != ValueOrigin::Constant;
+  if (weights_vary) what += ", weights reordered per call";
+  emit_call(ctx, sym, "Conv2d", what, spec_fields(sizes, act, {weights_vary ? 1 : 0}), epilogue, out);
 }
 
 }  // namespace thunderc

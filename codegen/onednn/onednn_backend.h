@@ -32,6 +32,7 @@ class OnednnBackend : public Backend {
  private:
   void emit_conv2d(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const;
   void emit_linear(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const;
+  void emit_conv2d_backward(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const;
 
   OnednnLocation location_;
   bool winograd_;

@@ -93,9 +93,9 @@ Availability probe_onednn() {
 #endif
 }
 
-// onednn (codegen/onednn): float32 CPU operands, none empty, and every operand after the first (weights, bias)
-// a constant: reordered into oneDNN's layout once, when the model first runs.
-bool onednn_operands(const Trace& trace, const BoundSymbol& sym) {
+// onednn (codegen/onednn): float32 CPU operands, none empty, and (constant_weights) every operand after the first
+// (weights, bias) a constant: reordered into oneDNN's layout once, when the model first runs.
+bool onednn_operands(const Trace& trace, const BoundSymbol& sym, bool constant_weights) {
   for (const Operand& in : sym.inputs) {
     if (!in.is_tensor()) continue;
     const TensorType& t = trace.type(in.value);
@@ -103,21 +103,53 @@ bool onednn_operands(const Trace& trace, const BoundSymbol& sym) {
   }
   const TensorType& y = trace.type(sym.outputs[0]);
   if (y.dtype != DType::Float32 || y.device.kind != DeviceKind::CPU || y.numel() == 0) return false;
+  if (!constant_weights) return true;
   for (std::size_t i = 1; i < sym.inputs.size(); ++i)
     if (sym.inputs[i].is_tensor() && trace.value(sym.inputs[i].value).origin != ValueOrigin::Constant) return false;
   return true;
 }
 
-// onednn conv2d: 4-D input.
+// The multiply-adds of a convolution, or of one of its gradients (the same count): output (or output gradient)
+// elements times one filter's size.
+double conv_macs(const Trace& trace, const BoundSymbol& sym) {
+  const std::string& name = sym.op->name;
+  const bool forward = name == "conv2d" || name == "conv2d_nhwc";
+  const Shape& y = forward ? trace.type(sym.outputs[0]).shape : trace.type(sym.inputs[0].value).shape;
+  const Shape& w = name == "conv2d_backward_weight" ? trace.type(sym.outputs[0]).shape
+                                                    : trace.type(sym.inputs[1].value).shape;
+  double macs = 1;
+  for (std::int64_t d : y) macs *= static_cast<double>(d);
+  for (std::size_t i = 1; i < w.size(); ++i) macs *= static_cast<double>(w[i]);
+  return macs;
+}
+
+// A training variant's convolutions (weights that are parameters, and the gradients) below this many
+// multiply-adds stay with blas and decompose's im2col GEMMs: oneDNN's per-call weight reorders and primitive
+// overhead cost more than they save there. Measured on AVX-512 (scripts/bench_training.sh): the cnn sample's
+// training step (convolutions of 0.04-0.6 M multiply-adds) took 0.54 ms with oneDNN for all and 0.36 with this
+// rule; ResNet-18's (12-120 M) 135 ms with oneDNN and 200 with blas; mobilenet_v2's 62 ms with the rule at 2^21
+// and 51 at 2^19 (its depthwise convolutions of 0.5-2 M are faster on oneDNN).
+constexpr double kOnednnTrainingMinMacs = 1 << 19;
+
+// onednn conv2d: 4-D input. Weights that are not constants (a training variant's parameters) are reordered by
+// every call (Conv2dSpec::weights_vary), for convolutions of at least kOnednnTrainingMinMacs.
 bool onednn_conv_checker(const Trace& trace, const BoundSymbol& sym) {
-  return onednn_operands(trace, sym) && trace.type(sym.inputs[0].value).rank() == 4;
+  if (!onednn_operands(trace, sym, false) || trace.type(sym.inputs[0].value).rank() != 4) return false;
+  return trace.value(sym.inputs[1].value).origin == ValueOrigin::Constant ||
+         conv_macs(trace, sym) >= kOnednnTrainingMinMacs;
+}
+
+// onednn conv2d_backward_input / _weight (--autograd's convolution gradients): oneDNN's backward primitives, for
+// convolutions of at least kOnednnTrainingMinMacs.
+bool onednn_conv_backward_checker(const Trace& trace, const BoundSymbol& sym) {
+  return onednn_operands(trace, sym, false) && conv_macs(trace, sym) >= kOnednnTrainingMinMacs;
 }
 
 // onednn linear: a [N, K] weight (packed into the panels of oneDNN's GEMM kernel once). Every M: the kernel
 // takes M = 1 as a matrix-vector product, and a claim that does not depend on M keeps symbolic variants on one
 // executor (docs/onednn.md, "Linear").
 bool onednn_linear_checker(const Trace& trace, const BoundSymbol& sym) {
-  if (!onednn_operands(trace, sym)) return false;
+  if (!onednn_operands(trace, sym, true)) return false;
   const TensorType& w = trace.type(sym.inputs[1].value);
   return w.rank() == 2 && trace.type(sym.inputs[0].value).rank() >= 1;
 }
@@ -181,7 +213,7 @@ std::vector<std::unique_ptr<Executor>> make_executors() {
 
   Executor::Info onednn;
   onednn.name = "onednn";
-  onednn.description = "convolutions and linear layers through oneDNN (JIT kernels for the running CPU, weights "
+  onednn.description = "convolutions, their gradients and linear layers through oneDNN (JIT kernels for the running CPU, weights "
                        "prepacked once; bias and residual add fused, activations only in bounded variants: oneDNN's "
                        "turn NaN into numbers)";
   onednn.devices = {DeviceKind::CPU};
@@ -192,6 +224,8 @@ std::vector<std::unique_ptr<Executor>> make_executors() {
   dn1->register_impl("conv2d", onednn_conv_checker);
   dn1->register_impl("conv2d_nhwc", onednn_conv_checker);
   dn1->register_impl("linear", onednn_linear_checker);
+  dn1->register_impl("conv2d_backward_input", onednn_conv_backward_checker);
+  dn1->register_impl("conv2d_backward_weight", onednn_conv_backward_checker);
   out.push_back(std::move(dn1));
 
   Executor::Info nvfuser;

@@ -182,16 +182,11 @@ ValueId spread_windows(VjpBuilder& b, ValueId g, const Shape& x, const std::vect
   return b.emit("matmul", {T(indicator(win[0], x[rank - 2], true)), T(rows)});
 }
 
-// conv2d's gradients (ATen's convolution_backward) for any stride, padding, dilation and groups, as GEMMs
-// around im2col / col2im (as ATen's own slow path, without the zero-dilated gradient a transposed convolution
-// would need at stride > 1). With L = OH*OW output positions, g groups of K/g filters over C/g channels:
-//  - input: columns = W^T [g, C/g*R*S, K/g] @ grad [N, g, K/g, L], added back into the image by col2im;
-//  - weight: grad [g, K/g, N*L] @ im2col(x)^T [g, N*L, C/g*R*S] -> [K, C/g, R, S];
-//  - bias: the output gradient summed over N, OH, OW.
+// conv2d's gradients (ATen's convolution_backward) for any stride, padding, dilation and groups: the input's and
+// the weight's are operators of their own (conv2d_backward_input / _weight, on batched images; decompose gives
+// their GEMM forms), the bias's the output gradient summed over N, OH, OW.
 void conv2d_vjp(VjpBuilder& b) {
   const Attrs& a = b.attrs();
-  const IntList s = pair(a, "stride", "conv2d"), p = pair(a, "padding", "conv2d"), d = pair(a, "dilation", "conv2d");
-  const std::int64_t groups = a.get_int("groups");
   const Shape x_shape = b.shape(b.in(0));
   ValueId x = b.in(0), w = b.in(1), g = b.g();
   if (x_shape.size() == 3) {  // unbatched: a batch of one
@@ -199,31 +194,20 @@ void conv2d_vjp(VjpBuilder& b) {
     const Shape gs = b.shape(g);
     g = b.reshape(g, {1, gs[0], gs[1], gs[2]});
   }
-  const Shape xs = b.shape(x), ws = b.shape(w), gs = b.shape(g);
-  const std::int64_t n = xs[0], c = xs[1], k = ws[0], cg = ws[1], kg = k / groups, l = gs[2] * gs[3];
-  const std::int64_t patch = cg * ws[2] * ws[3];  // one group's column height
-  const Attrs window{{"kernel_size", IntList{ws[2], ws[3]}}, {"dilation", d}, {"padding", p}, {"stride", s}};
-  // The output gradient per group: [N, g, K/g, L] (N = 1: [g, K/g, L]).
-  const ValueId gm = n == 1 ? b.reshape(g, {groups, kg, l}) : b.reshape(g, {n, groups, kg, l});
+  Attrs window;
+  for (const char* name : {"stride", "padding", "dilation", "groups"}) window.set(name, a.get(name));
   if (b.wants(0)) {
-    const ValueId wt = b.transpose_last2(b.reshape(w, {groups, kg, patch}));  // [g, C/g*R*S, K/g]
-    ValueId cols = b.emit("matmul", {T(wt), T(gm)});                        // [(N,) g, C/g*R*S, L]
-    cols = b.reshape(cols, {n, c * ws[2] * ws[3], l});
-    Attrs fold = window;
-    fold.set("output_size", IntList{xs[2], xs[3]});
-    ValueId gx = b.emit("col2im", {T(cols)}, fold);
+    Attrs at = window;
+    const Shape xs = b.shape(x);
+    at.set("input_size", IntList(xs.begin(), xs.end()));
+    const ValueId gx = b.emit("conv2d_backward_input", {T(g), T(w)}, at);
     b.give(0, x_shape.size() == 3 ? b.reshape(gx, x_shape) : gx);
   }
   if (b.wants(1)) {
-    const ValueId cols = b.emit("im2col", {T(x)}, window);  // [N, C*R*S, L]
-    ValueId lhs = gm, rhs;
-    if (n == 1) {
-      rhs = b.transpose_last2(b.reshape(cols, {groups, patch, l}));  // [g, L, C/g*R*S]
-    } else {  // the batch joins the contraction: [g, K/g, N*L] @ [g, N*L, C/g*R*S]
-      lhs = b.reshape(b.permute(gm, {1, 2, 0, 3}), {groups, kg, n * l});
-      rhs = b.reshape(b.permute(b.reshape(cols, {n, groups, patch, l}), {1, 0, 3, 2}), {groups, n * l, patch});
-    }
-    b.give(1, b.reshape(b.emit("matmul", {T(lhs), T(rhs)}), ws));
+    Attrs at = window;
+    const Shape ws = b.shape(w);
+    at.set("weight_size", IntList(ws.begin(), ws.end()));
+    b.give(1, b.emit("conv2d_backward_weight", {T(g), T(x)}, at));
   }
   if (b.wants(2)) b.give(2, b.sum(g, {0, 2, 3}, false));
 }
@@ -537,6 +521,55 @@ void register_nn_ops(OpRegistry& r) {
          },
          "1 where an element is kept (probability 1 - p), else 0: Philox4x32-10 numbers of the call's RNG state "
          "rng = [seed, offset] from counter block offset + block (codegen/include/thunderc/philox.h)"});
+  // conv2d's gradients (its VJP rule emits them for batched images; decompose rewrites them into GEMMs around
+  // im2col / col2im where no executor runs them, and the onednn executor runs them as oneDNN's backward
+  // primitives): conv2d's attributes plus the shape of what is differentiated.
+  std::vector<AttrSpec> conv_grad = r.find("conv2d")->attrs;
+  // The output gradient must be conv2d's output for an input `a` and weight `w` of the given types.
+  auto check_conv_grad = [](const MetaArgs& m, const TensorType& g, const TensorType& a, const TensorType& w,
+                            const char* name) {
+    if (a.rank() != 4 || w.rank() != 4 || g.rank() != 4)
+      user_error(name, ": expected a 4-D gradient, input and weight, got ", shape_str(g.shape), ", ",
+                 shape_str(a.shape), " and ", shape_str(w.shape));
+    const std::vector<OperandInfo> inputs = {{OperandKind::Tensor, &a, {}}, {OperandKind::Tensor, &w, {}}, {}};
+    const OpDef& conv = op("conv2d");  // the finished catalog (meta functions run after it is built)
+    const TensorType y = conv.meta(MetaArgs{conv, inputs, m.attrs})[0];
+    if (g.shape != y.shape || g.dtype != y.dtype)
+      user_error(name, ": the gradient is ", dtype_name(g.dtype), " ", shape_str(g.shape), ", conv2d of ",
+                 shape_str(a.shape), " by ", shape_str(w.shape), " is ", dtype_name(y.dtype), " ", shape_str(y.shape));
+  };
+  auto size_attr = [](const MetaArgs& m, const char* name, const char* op) {
+    const IntList& v = m.attrs.get_ints(name);
+    if (v.size() != 4) user_error(op, ": ", name, " must have 4 values, got ", shape_str(v));
+    for (std::int64_t d : v)
+      if (d < 1) user_error(op, ": ", name, " ", shape_str(v), " has an extent below 1");
+    return Shape(v.begin(), v.end());
+  };
+  std::vector<AttrSpec> input_grad = conv_grad, weight_grad = conv_grad;
+  input_grad.push_back({"input_size", AttrType::IntList});
+  weight_grad.push_back({"weight_size", AttrType::IntList});
+  r.add({"conv2d_backward_input", OpCategory::Convolution, {{"grad"}, {"weight"}}, input_grad,
+         [check_conv_grad, size_attr](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType &g = m.tensor(0), &w = m.tensor(1);
+           require_floating(w, "conv2d_backward_input", "the weight");
+           TensorType a = w;
+           a.shape = size_attr(m, "input_size", "conv2d_backward_input");
+           a.device = common_device(m);
+           check_conv_grad(m, g, a, w, "conv2d_backward_input");
+           return {a};
+         },
+         "conv2d's input gradient [N, C, H, W] (H, W: input_size) from the output gradient and the weight"});
+  r.add({"conv2d_backward_weight", OpCategory::Convolution, {{"grad"}, {"a"}}, weight_grad,
+         [check_conv_grad, size_attr](const MetaArgs& m) -> std::vector<TensorType> {
+           const TensorType &g = m.tensor(0), &a = m.tensor(1);
+           require_floating(a, "conv2d_backward_weight", "the input");
+           TensorType w = a;
+           w.shape = size_attr(m, "weight_size", "conv2d_backward_weight");
+           w.device = common_device(m);
+           check_conv_grad(m, g, a, w, "conv2d_backward_weight");
+           return {w};
+         },
+         "conv2d's weight gradient [K, C/groups, R, S] from the output gradient and the input (the batch summed)"});
   // max_pool2d's gradient (its VJP rule emits it): max_pool2d's attributes, the output gradient and the input.
   r.add({"max_pool2d_backward", OpCategory::Pooling, {{"grad"}, {"a"}}, r.find("max_pool2d")->attrs,
          [](const MetaArgs& m) -> std::vector<TensorType> {

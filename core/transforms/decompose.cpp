@@ -62,7 +62,8 @@ class Decomposer {
                                             "rms_norm",  "batch_norm", "gelu",  "silu",    "hardswish",   "hardsigmoid",
                                             "scaled_dot_product_attention", "amin", "any", "all", "var",
                                             "repeat", "constant_pad_nd", "pad", "upsample_nearest2d", "group_norm",
-                                            "slice_scatter", "select_scatter"};
+                                            "slice_scatter", "select_scatter", "conv2d_backward_input",
+                                            "conv2d_backward_weight"};
     return r;
   }
 
@@ -348,6 +349,53 @@ ValueId Decomposer::rewrite(Trace& t, const BoundSymbol& s) {
     parts.push_back(src);
     if (end < size) parts.push_back(part(end, size));
     r = parts.size() == 1 ? emit(t, "reshape", {src}, {{"shape", a.shape}}) : emit(t, "cat", parts, {{"dim", dim}});
+  } else if (name == "conv2d_backward_input" || name == "conv2d_backward_weight") {
+    // GEMMs around im2col / col2im, as ATen's slow path (no zero-dilated gradient at stride > 1). With
+    // L = OH*OW output positions, g groups of K/g filters over C/g channels, the output gradient per group
+    // gm = [N, g, K/g, L] (N = 1: [g, K/g, L]):
+    //  - input: columns = W^T [g, C/g*R*S, K/g] @ gm, added back into the image by col2im;
+    //  - weight: gm [g, K/g, N*L] @ im2col(x)^T [g, N*L, C/g*R*S] -> [K, C/g, R, S].
+    auto reshape = [&](ValueId v, const Shape& shape) {
+      return emit(t, "reshape", {T(v)}, {{"shape", IntList(shape.begin(), shape.end())}});
+    };
+    auto permute = [&](ValueId v, const IntList& dims) { return emit(t, "permute", {T(v)}, {{"dims", dims}}); };
+    auto transpose_last2 = [&](ValueId v) {
+      IntList dims;
+      for (std::size_t d = 0; d < t.type(v).rank(); ++d) dims.push_back(static_cast<std::int64_t>(d));
+      std::swap(dims[dims.size() - 1], dims[dims.size() - 2]);
+      return permute(v, dims);
+    };
+    auto two = [&](const char* attr) {
+      const IntList& v = at.get_ints(attr);
+      return v.size() == 1 ? IntList{v[0], v[0]} : v;
+    };
+    const bool input = name == "conv2d_backward_input";
+    const Shape gs = type(0).shape, other = type(1).shape;  // the weight's or the input's
+    const IntList xs = input ? at.get_ints("input_size") : IntList(other.begin(), other.end());
+    const IntList ws = input ? IntList(other.begin(), other.end()) : at.get_ints("weight_size");
+    const std::int64_t groups = at.get_int("groups"), n = xs[0], c = xs[1], k = ws[0], kg = k / groups,
+                       l = gs[2] * gs[3], patch = ws[1] * ws[2] * ws[3];
+    const Attrs window{{"kernel_size", IntList{ws[2], ws[3]}}, {"dilation", two("dilation")},
+                       {"padding", two("padding")}, {"stride", two("stride")}};
+    const ValueId g = in(0).value;
+    const ValueId gm = n == 1 ? reshape(g, {groups, kg, l}) : reshape(g, {n, groups, kg, l});
+    if (input) {
+      const ValueId wt = transpose_last2(reshape(in(1).value, {groups, kg, patch}));  // [g, C/g*R*S, K/g]
+      const ValueId cols = reshape(emit(t, "matmul", {T(wt), T(gm)}), {n, c * ws[2] * ws[3], l});
+      Attrs fold = window;
+      fold.set("output_size", IntList{xs[2], xs[3]});
+      r = emit(t, "col2im", {T(cols)}, fold);
+    } else {
+      const ValueId cols = emit(t, "im2col", {in(1)}, window);  // [N, C*R*S, L]
+      ValueId lhs = gm, rhs;
+      if (n == 1) {
+        rhs = transpose_last2(reshape(cols, {groups, patch, l}));  // [g, L, C/g*R*S]
+      } else {  // the batch joins the contraction: [g, K/g, N*L] @ [g, N*L, C/g*R*S]
+        lhs = reshape(permute(gm, {1, 2, 0, 3}), {groups, kg, n * l});
+        rhs = reshape(permute(reshape(cols, {n, groups, patch, l}), {1, 0, 3, 2}), {groups, n * l, patch});
+      }
+      r = reshape(emit(t, "matmul", {T(lhs), T(rhs)}), Shape(ws.begin(), ws.end()));
+    }
   } else {
     internal_error("decompose: no rule for ", name);
   }

@@ -20,6 +20,8 @@
 //   pad(a, reflect|replicate), upsample_nearest2d(a) -> index_select along each dim with constant positions
 //   group_norm(a, w, b)    -> layer_norm's statistics over a viewed as [N, G, -1], then * w + b per channel
 //   slice_scatter / select_scatter(a, src) -> cat(a before the region, src, a after it)   (unit steps only)
+//   conv2d_backward_input(g, w)  -> col2im(W^T @ g per group)               (conv2d's VJP emits these two)
+//   conv2d_backward_weight(g, x) -> g @ im2col(x)^T per group, the batch in the contraction
 // A softmax produced by a rule is itself decomposed when the same conditions hold for it.
 //
 // When: a symbol is rewritten when its operator is in context.decompose_ops (explicitly requested), or when

@@ -8,7 +8,8 @@
 using namespace coretest;
 
 namespace {
-constexpr DType b1 = DType::Bool, i4 = DType::Int32, i8 = DType::Int64, f2 = DType::Float16, f4 = DType::Float32;
+constexpr DType b1 = DType::Bool, i4 = DType::Int32, i8 = DType::Int64, f2 = DType::Float16, f4 = DType::Float32,
+                f8 = DType::Float64;
 }  // namespace
 
 OPS_TEST_CASE("meta linear", "linear") {
@@ -58,6 +59,31 @@ OPS_TEST_CASE("meta addmm", "addmm") {
   CHECK_USER_ERROR(meta_error("addmm", {T(f4, {2, 2, 3}), T(f4, {2, 4}), T(f4, {4, 3})}), "addmm",
                    "does not broadcast to [2, 3]");
   CHECK_USER_ERROR(meta_error("addmm", {T(f4, {3}), T(f4, {2, 4}), T(f4, {5, 3})}), "[2, 4]", "[5, 3]");
+}
+
+OPS_TEST_CASE("meta conv2d_backward_input and conv2d_backward_weight: the differentiated shape, the gradient must be "
+              "conv2d's output", "conv2d_backward_input", "conv2d_backward_weight") {
+  Attrs a = {{"stride", IntList{2, 1}}, {"padding", IntList{1, 2}}, {"dilation", IntList{2, 3}}, {"groups", I(2)}};
+  Attrs in = a, wt = a;
+  in.set("input_size", IntList{2, 8, 15, 17});
+  wt.set("weight_size", IntList{16, 4, 3, 3});
+  // conv2d([2, 8, 15, 17], [16, 4, 3, 3]) is [2, 16, 7, 15] (meta conv2d below).
+  CHECK(meta1("conv2d_backward_input", {T(f4, {2, 16, 7, 15}), T(f4, {16, 4, 3, 3})}, in) == tt(f4, {2, 8, 15, 17}));
+  CHECK(meta1("conv2d_backward_weight", {T(f8, {2, 16, 7, 15}), T(f8, {2, 8, 15, 17})}, wt) == tt(f8, {16, 4, 3, 3}));
+  // An input one row taller has the same output (the floor): still valid.
+  in.set("input_size", IntList{2, 8, 16, 17});
+  CHECK(meta1("conv2d_backward_input", {T(f4, {2, 16, 7, 15}), T(f4, {16, 4, 3, 3})}, in) == tt(f4, {2, 8, 16, 17}));
+  CHECK_USER_ERROR(meta_error("conv2d_backward_input", {T(f4, {2, 16, 8, 15}), T(f4, {16, 4, 3, 3})}, in),
+                   "conv2d_backward_input", "the gradient is float32 [2, 16, 8, 15]", "is float32 [2, 16, 7, 15]");
+  CHECK_USER_ERROR(meta_error("conv2d_backward_weight", {T(f4, {2, 16, 7, 15}), T(f8, {2, 8, 15, 17})}, wt),
+                   "conv2d_backward_weight", "float64");
+  CHECK_USER_ERROR(meta_error("conv2d_backward_weight", {T(f4, {16, 7, 15}), T(f4, {8, 15, 17})}, wt),
+                   "conv2d_backward_weight", "4-D");
+  wt.set("weight_size", IntList{16, 4, 3});
+  CHECK_USER_ERROR(meta_error("conv2d_backward_weight", {T(f4, {2, 16, 7, 15}), T(f4, {2, 8, 15, 17})}, wt),
+                   "conv2d_backward_weight", "weight_size must have 4 values");
+  CHECK_USER_ERROR(meta_error("conv2d_backward_input", {T(i8, {2, 16, 7, 15}), T(i8, {16, 4, 3, 3})}, in),
+                   "conv2d_backward_input");
 }
 
 OPS_TEST_CASE("meta conv2d", "conv2d") {

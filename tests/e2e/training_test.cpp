@@ -16,6 +16,8 @@
 #include "common/run_process.h"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -303,6 +305,47 @@ TEST_CASE("--autograd samples: gradients match LibTorch autograd") {
   check_sample("distilbert_tiny", {});
   check_sample("gpt2_tiny", {});
   check_sample("cnn", {"x"});
+}
+
+// conv2d's gradients on both paths: oneDNN's backward primitives (the default list; the forward's
+// convolutions reorder their parameter weights each call) and decompose's im2col/col2im GEMMs. A module whose
+// dense, grouped-strided and 1x1 convolutions are large enough for onednn to take in training (2^19
+// multiply-adds) and whose depthwise one is not; compiled with the defaults and with --executors cpp,blas.
+TEST_CASE("--autograd: conv2d's gradients through onednn and through im2col GEMMs match LibTorch autograd") {
+  const fs::path dir = tmp_dir("conv_paths");
+  const std::string path = (dir / "conv_net.pt").string();
+  {
+    at::manual_seed(12);
+    torch::jit::Module m("ConvNet");
+    m.register_parameter("w1", (at::randn({32, 16, 3, 3}) * 0.1).requires_grad_(), false);
+    m.register_parameter("b1", (at::randn({32}) * 0.1).requires_grad_(), false);
+    m.register_parameter("w2", (at::randn({32, 16, 3, 3}) * 0.1).requires_grad_(), false);
+    m.register_parameter("w3", (at::randn({32, 1, 3, 3}) * 0.3).requires_grad_(), false);
+    m.register_parameter("w4", (at::randn({128, 32, 1, 1}) * 0.2).requires_grad_(), false);
+    m.register_parameter("b4", (at::randn({128}) * 0.1).requires_grad_(), false);
+    m.define(R"(
+def forward(self, x):
+    y = torch.relu(torch.conv2d(x, self.w1, self.b1, [1, 1], [1, 1], [1, 1], 1))
+    y = torch.relu(torch.conv2d(y, self.w2, None, [2, 2], [1, 1], [1, 1], 2))
+    y = torch.conv2d(y, self.w3, None, [1, 1], [1, 1], [1, 1], 32)
+    y = torch.conv2d(y, self.w4, self.b4, [1, 1], [0, 0], [1, 1], 1)
+    return y.mean([2, 3])
+)");
+    m.eval();
+    m.save(path);
+  }
+  const std::string so = (dir / "conv_net.so").string();
+  Result r = run_thunderc(path + " --shapes x=4x16x25x24 --autograd -o " + so + " --keep-sources " + (dir / "src").string());
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  std::ifstream in(dir / "src" / "model.cpp");
+  const std::string code{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  CHECK(code.find("thunderc_onednn::Conv2dBackward<false>") != std::string::npos);
+  CHECK(code.find("thunderc_onednn::Conv2dBackward<true>") != std::string::npos);
+  CHECK(code.find("weights reordered per call") != std::string::npos);
+  CHECK(code.find("col2im") != std::string::npos);  // the depthwise convolution's input gradient
+  check_model(path, {"x"}, false, "--shapes x=4x16x25x24");
+  check_model(path, {"x"}, false, "--shapes x=4x16x25x24 --executors cpp,blas");
 }
 
 TEST_CASE("--autograd: parameters equal in value stay distinct (freezing would pool them)") {

@@ -295,6 +295,20 @@ const std::unordered_map<std::string, OpFn>& ops() {
       return at::col2im(x[0], a.get_ints("output_size"), a.get_ints("kernel_size"), a.get_ints("dilation"),
                         a.get_ints("padding"), a.get_ints("stride"));
     };
+    // conv2d's gradients: ATen's convolution_backward, which reads only the shape of the tensor it does not
+    // differentiate through (given as zeros of that shape).
+    auto conv_backward = [](const at::Tensor& g, const at::Tensor& x, const at::Tensor& w, T a, bool input) {
+      const std::array<bool, 3> mask = {input, !input, false};
+      auto grads = at::convolution_backward(g, x, w, c10::nullopt, a.get_ints("stride"), a.get_ints("padding"),
+                                            a.get_ints("dilation"), false, {0, 0}, a.get_int("groups"), mask);
+      return input ? std::get<0>(grads) : std::get<1>(grads);
+    };
+    t["conv2d_backward_input"] = [conv_backward](A x, T a) {
+      return conv_backward(x[0], at::zeros(a.get_ints("input_size"), x[1].options()), x[1], a, true);
+    };
+    t["conv2d_backward_weight"] = [conv_backward](A x, T a) {
+      return conv_backward(x[0], x[1], at::zeros(a.get_ints("weight_size"), x[1].options()), a, false);
+    };
     // Dropout's mask (--module-mode train): the same Philox draws as the cpp executor's (thunderc/philox.h).
     t["dropout_mask"] = [](A x, T a) {
       if (!x[0].defined()) internal_error("dropout_mask without an rng (autodiff gives every mask one)");

@@ -213,6 +213,33 @@ TEST_CASE("decompose: every rule computes what the original operator does (torch
     };
     t.set_outputs({scatter(s0, 0, 0), scatter(s0, 0, 3), scatter(s1, 1, 2), scatter(s1, 1, 5)});
   });
+  // conv2d's gradients: the GEMM forms against ATen's convolution_backward, batch 1 (its own reshapes) and 2,
+  // groups, stride with rows no window reads, dilation, depthwise.
+  struct ConvGrad {
+    Shape x, w;
+    IntList stride, padding, dilation;
+    std::int64_t groups;
+  };
+  const std::vector<ConvGrad> conv_grads = {{{2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+                                            {{1, 4, 9, 8}, {6, 2, 3, 2}, {2, 2}, {0, 1}, {1, 1}, 2},
+                                            {{2, 2, 11, 10}, {3, 2, 3, 2}, {2, 3}, {1, 0}, {2, 3}, 1},
+                                            {{1, 4, 8, 7}, {4, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 4}};
+  for (const char* name : {"conv2d_backward_input", "conv2d_backward_weight"}) {
+    int k = 0;
+    for (const ConvGrad& c : conv_grads) {
+      one(name, std::string(name) + "_" + std::to_string(k++), [&](Trace& t) {
+        Attrs a{{"stride", c.stride}, {"padding", c.padding}, {"dilation", c.dilation}, {"groups", c.groups}};
+        const TensorType xt = f32(c.x), wt = f32(c.w);
+        const std::vector<OperandInfo> args = {{OperandKind::Tensor, &xt, {}}, {OperandKind::Tensor, &wt, {}}, {}};
+        const Shape y = op("conv2d").meta(MetaArgs{op("conv2d"), args, a})[0].shape;
+        const bool input = std::string(name) == "conv2d_backward_input";
+        if (input) a.set("input_size", IntList(c.x.begin(), c.x.end()));
+        else a.set("weight_size", IntList(c.w.begin(), c.w.end()));
+        ValueId g = t.add_input("g", f32(y)), other = t.add_input(input ? "w" : "x", input ? wt : xt);
+        t.set_outputs({t.emit1(op(name), {T(g), T(other)}, a)});
+      });
+    }
+  }
   // Every rule decompose has is checked here: a new rule needs a case above.
   for (const std::string& name : decomposable_ops()) CHECK_MESSAGE(checked.count(name) == 1, "no numeric check for rule " << name);
 }

@@ -149,8 +149,9 @@ TEST_CASE("the bounded and the exact variant in one model: guards, generated spe
   const std::string code = read_dir_text(b.sources);
   CHECK(code.find("oneDNN: conv2d [1, 4, 6, 6] -> [1, 4, 6, 6], kernel 3x3 +bias +residual hardtanh(0.0, 6.0)") !=
         std::string::npos);
-  // has_bias, has_residual, channels_last, winograd (a 3x3 stride-1 convolution whose output is finite here)
-  CHECK(code.find("1LL, 1LL, 0LL, 1LL, thunderc_onednn::kClip, static_cast<float>(0.0), static_cast<float>(6.0)};") !=
+  // has_bias, has_residual, channels_last, winograd (a 3x3 stride-1 convolution whose output is finite here), ...,
+  // weights_vary
+  CHECK(code.find("1LL, 1LL, 0LL, 1LL, thunderc_onednn::kClip, static_cast<float>(0.0), static_cast<float>(6.0), 0LL};") !=
         std::string::npos);
   CHECK(code.find("thunderc_onednn::kRelu") != std::string::npos);
   CHECK(code.find("thunderc_onednn::kSilu") != std::string::npos);

@@ -53,6 +53,30 @@ struct Suite {
                         std::to_string(groups);
     finish(y, label, e, false);
   }
+  // conv2d with the weights (and bias) as inputs, as a training variant's parameters: a new value each call.
+  void conv_varying(const Shape& x, const Shape& w, bool bias, IntList stride, IntList pad, IntList dil,
+                    std::int64_t groups) {
+    ValueId y = t.emit1(op("conv2d"),
+                        {Operand::tensor(input(x)), Operand::tensor(input(w)), bias ? Operand::tensor(input({w[0]})) : Operand::none()},
+                        {{"stride", stride}, {"padding", pad}, {"dilation", dil}, {"groups", groups}});
+    out(y, "conv2d (weights an input) " + shape_str(x) + " w " + shape_str(w) + " stride " + shape_str(stride) +
+               " pad " + shape_str(pad) + " dil " + shape_str(dil) + " groups " + std::to_string(groups));
+  }
+  // conv2d's two gradients for an input x and weight w, from an output gradient input.
+  void conv_grads(const Shape& x, const Shape& w, IntList stride, IntList pad, IntList dil, std::int64_t groups) {
+    const Attrs a{{"stride", stride}, {"padding", pad}, {"dilation", dil}, {"groups", groups}};
+    const TensorType xt = tt(x), wt = tt(w);
+    const std::vector<OperandInfo> args = {{OperandKind::Tensor, &xt, {}}, {OperandKind::Tensor, &wt, {}}, {}};
+    const Shape y = op("conv2d").meta(MetaArgs{op("conv2d"), args, a})[0].shape;
+    Attrs ai = a, aw = a;
+    ai.set("input_size", IntList(x.begin(), x.end()));
+    aw.set("weight_size", IntList(w.begin(), w.end()));
+    const std::string what = shape_str(x) + " w " + shape_str(w) + " stride " + shape_str(stride) + " pad " +
+                             shape_str(pad) + " dil " + shape_str(dil) + " groups " + std::to_string(groups);
+    const ValueId g = input(y);
+    out(t.emit1(op("conv2d_backward_input"), {Operand::tensor(g), Operand::tensor(input(w))}, ai), "input gradient " + what);
+    out(t.emit1(op("conv2d_backward_weight"), {Operand::tensor(g), Operand::tensor(input(x))}, aw), "weight gradient " + what);
+  }
   // linear(x, w [n, x.shape[-1]], bias?), then the epilogue.
   void linear(const Shape& x, std::int64_t n, bool bias, Epilogue e = {}) {
     const std::int64_t k = x.back();
@@ -103,7 +127,7 @@ struct Suite {
     const Trace fused = claimed_and_fused();
     for (const BoundSymbol& s : fused.symbols()) {
       const BoundSymbol& head = s.is_region() ? s.subsymbols[0] : s;
-      if (head.op->name == "conv2d" || head.op->name == "linear")
+      if (head.op->name.rfind("conv2d", 0) == 0 || head.op->name == "linear")
         CHECK_MESSAGE(s.executor == "onednn", "a " << head.op->name << " left out of onednn");
       else CHECK_MESSAGE(s.executor == "cpp", head.op->name << " not claimed by cpp");
     }
@@ -134,6 +158,44 @@ TEST_CASE("onednn conv2d matches the torch executor (float32)") {
   s.check("conv_f32");
 }
 
+// --autograd's convolutions: the forward's weights are parameters (inputs here; random_inputs gives each call
+// new values, so a plan that kept the first call's weights fails), and conv2d's gradients run as oneDNN's
+// backward primitives: stride, padding past the kernel, dilation, groups, depthwise, 1x1, rows and columns no
+// window reaches, a ResNet stem. Each has at least the 2^19 multiply-adds below which onednn leaves a training
+// convolution to blas and decompose (the claims test below).
+TEST_CASE("onednn conv2d with varying weights and conv2d's gradients match the torch executor (float32)") {
+  struct Case {
+    Shape x, w;
+    IntList stride, pad, dil;
+    std::int64_t groups;
+  };
+  const std::vector<Case> cases = {
+      {{2, 16, 24, 23}, {32, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {{2, 32, 25, 24}, {48, 16, 3, 2}, {2, 1}, {1, 0}, {1, 2}, 2},
+      {{4, 96, 57, 56}, {96, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 96},  // depthwise, stride 2, a row no window reads
+      {{2, 64, 29, 29}, {128, 64, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1},
+      {{1, 32, 30, 31}, {32, 32, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 1},
+      {{1, 24, 20, 20}, {64, 24, 3, 3}, {1, 3}, {3, 2}, {1, 1}, 1},  // padding past the kernel
+      {{2, 40, 33, 31}, {48, 40, 3, 3}, {2, 2}, {0, 0}, {1, 1}, 1},  // odd sizes, no padding
+      {{1, 3, 64, 64}, {16, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1},    // a ResNet stem
+  };
+  Suite s;
+  bool bias = false;
+  for (const Case& c : cases) {
+    s.conv_varying(c.x, c.w, bias = !bias, c.stride, c.pad, c.dil, c.groups);
+    s.conv_grads(c.x, c.w, c.stride, c.pad, c.dil, c.groups);
+  }
+  s.check("conv_grads_f32");
+  s.check("conv_grads_f32_1t", 1);
+  const fs::path src = fs::path(THUNDERC_TEST_TMP) / "conv_grads_src";
+  fs::remove_all(src);
+  s.compile_onednn("conv_grads_src", src.string());
+  const std::string code = read_dir_text(src);
+  CHECK(code.find("static thunderc_onednn::Conv2dBackward<false> op;") != std::string::npos);
+  CHECK(code.find("static thunderc_onednn::Conv2dBackward<true> op;") != std::string::npos);
+  CHECK(code.find("weights reordered per call") != std::string::npos);
+}
+
 TEST_CASE("onednn runs the residual add inside the convolution, activations stay with cpp") {
   Suite s;
   s.conv({1, 16, 8, 8}, {16, 16, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 1, {true, "relu"});  // a ResNet block's end
@@ -160,7 +222,7 @@ TEST_CASE("onednn runs the residual add inside the convolution, activations stay
   CHECK(code.find("oneDNN: conv2d [1, 16, 8, 8] -> [1, 16, 8, 8], kernel 3x3 +bias +residual") != std::string::npos);
   CHECK(code.find("const thunderc_onednn::Conv2dSpec spec = {1LL, 16LL, 8LL, 8LL, 16LL, 3LL, 3LL, 1LL, 1LL, 1LL, 1LL, "
                   "1LL, 1LL, 1LL, 8LL, 8LL, 1LL, 1LL, 0LL, 0LL, thunderc_onednn::kNoActivation, static_cast<float>(0.0), "
-                  "static_cast<float>(0.0)};") != std::string::npos);
+                  "static_cast<float>(0.0), 0LL};") != std::string::npos);  // ..., weights_vary 0: constant weights
 
   s.check("epilogue");
 }
@@ -305,9 +367,8 @@ TEST_CASE("onednn claims only what it implements") {
   };
   ValueId unbatched = conv(t.add_input("u", tt({3, 5, 5})), random_constant(t, "w0", tt({4, 3, 3, 3}), rng));
   ValueId f64 = conv(t.add_input("d", tt({1, 3, 5, 5}, DType::Float64)), random_constant(t, "w1", tt({4, 3, 3, 3}, DType::Float64), rng));
-  ValueId weight_input = conv(t.add_input("x", tt({1, 3, 5, 5})), t.add_input("w", tt({4, 3, 3, 3})));
   ValueId empty = conv(t.add_input("e", tt({0, 3, 5, 5})), random_constant(t, "w2", tt({4, 3, 3, 3}), rng));
-  t.set_outputs({unbatched, f64, weight_input, empty});
+  t.set_outputs({unbatched, f64, empty});
   const Executor* onednn = find_executor("onednn");
   REQUIRE(onednn != nullptr);
   CHECK(onednn->availability(DeviceKind::CPU).available);
@@ -321,6 +382,29 @@ TEST_CASE("onednn claims only what it implements") {
   for (const BoundSymbol& sym : t.symbols()) CHECK_FALSE(onednn->can_execute(t, sym));
   linear(t.add_input("ok", tt({2, 8})), random_constant(t, "lw4", tt({4, 8}), rng));
   CHECK(onednn->can_execute(t, t.symbols().back()));
+  // A convolution's weights may be an input (a training variant's parameters: reordered by every call), from
+  // 2^19 multiply-adds on: [1, 16, 32, 32] by [32, 16, 3, 3] has 4.1 M, [1, 3, 5, 5] by [4, 3, 3, 3] 972.
+  conv(t.add_input("x", tt({1, 16, 32, 32})), t.add_input("w", tt({32, 16, 3, 3})));
+  CHECK(onednn->can_execute(t, t.symbols().back()));
+  conv(t.add_input("xs", tt({1, 3, 5, 5})), t.add_input("ws", tt({4, 3, 3, 3})));
+  CHECK_FALSE(onednn->can_execute(t, t.symbols().back()));
+  conv(t.add_input("xc", tt({1, 3, 5, 5})), random_constant(t, "wc", tt({4, 3, 3, 3}), rng));  // constant: any size
+  CHECK(onednn->can_execute(t, t.symbols().back()));
+  // Its gradients likewise.
+  auto grad = [&](const char* name, ValueId g, ValueId b, const char* size_attr, IntList size) {
+    Attrs a{{"stride", IntList{1, 1}}, {"padding", IntList{0, 0}}, {"dilation", IntList{1, 1}}, {"groups", std::int64_t{1}}};
+    a.set(size_attr, std::move(size));
+    t.emit1(op(name), {Operand::tensor(g), Operand::tensor(b)}, a);
+    return onednn->can_execute(t, t.symbols().back());
+  };
+  CHECK(grad("conv2d_backward_input", t.add_input("g", tt({1, 32, 30, 30})), t.add_input("gw", tt({32, 16, 3, 3})),
+             "input_size", {1, 16, 32, 32}));
+  CHECK(grad("conv2d_backward_weight", t.add_input("g2", tt({1, 32, 30, 30})), t.add_input("gx", tt({1, 16, 32, 32})),
+             "weight_size", {32, 16, 3, 3}));
+  CHECK_FALSE(grad("conv2d_backward_input", t.add_input("g3", tt({1, 4, 3, 3})), t.add_input("gw3", tt({4, 3, 3, 3})),
+                   "input_size", {1, 3, 5, 5}));
+  CHECK_FALSE(grad("conv2d_backward_weight", t.add_input("g4", tt({1, 4, 3, 3})), t.add_input("gx4", tt({1, 3, 5, 5})),
+                   "weight_size", {4, 3, 3, 3}));
   // The default CPU list puts it before blas, so convolutions and linears go to oneDNN.
   CHECK(default_executors(DeviceKind::CPU).names_str() == "cpp, onednn, blas");
 }

@@ -19,6 +19,9 @@
  *    is reordered into the primitive's layout and the output back, skipped where they are the same (on AVX-512
  *    oneDNN's fastest kernels read and write NHWC, on AVX2 they use nChw8c); those buffers and oneDNN's
  *    scratchpad live in a per-thread arena, so concurrent calls share nothing mutable.
+ * conv2d's gradients (--autograd) are Conv2dBackward<false> (input) and <true> (weights) call sites: oneDNN's
+ * backward primitives, planned per spec like the forward; a training variant's forward convolution reorders its
+ * weights (parameters, not constants) every call (Conv2dSpec::weights_vary).
  * A linear call site is one static thunderc_onednn::Linear: oneDNN's matmul with the weights packed for its
  * kernel once (brgemm on AVX-512), bias, residual and activation as for convolutions; a plain M = 1 product
  * (a classifier head) is a matrix-vector product through dnnl_sgemm on the weights as they are.
@@ -59,11 +62,14 @@ namespace thunderc_onednn {
 // winograd: 1 lets the plan use oneDNN's Winograd kernel where winograd_pays (0: direct only); set only where
 // the input is known finite (Winograd makes NaN of inf).
 // activation: applied last (after bias and residual), one of Activation; alpha/beta are clip's bounds.
+// weights_vary: 1 when the weights are not constants of the model (a training variant's parameters, read and
+// written through the runtime between calls): reordered into the primitive's layout by every call instead of once.
 struct Conv2dSpec {
   int64_t n, c, h, w, oc, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow;
   int64_t has_bias, has_residual, channels_last, winograd;
   int64_t activation;
   float alpha, beta;
+  int64_t weights_vary;
 };
 
 // The activations a convolution or linear can apply as oneDNN eltwise post-ops. They compute with max/min (and
@@ -184,17 +190,21 @@ class ArgPool {
   ArgPool(const ArgPool&) = delete;
   ArgPool& operator=(const ArgPool&) = delete;
 
-  // Runs `primitive` on these pointers (bias may be null: no bias argument).
+  // Runs `primitive` on these pointers (bias may be null: no bias argument). The weights are `packed` (owned by
+  // the plan, shared by every caller), or, where that is null, `weights` of layout weights_md.
   void execute(const dnnl::primitive& primitive, dnnl::stream& stream, const dnnl::memory::desc& src_md,
-               const void* src, const dnnl::memory& weights, const dnnl::memory::desc& bias_md, const void* bias,
-               const dnnl::memory::desc& dst_md, void* dst, const dnnl::memory::desc& scratchpad_md, void* scratchpad) {
+               const void* src, const dnnl::memory* packed, const dnnl::memory::desc& weights_md, const void* weights,
+               const dnnl::memory::desc& bias_md, const void* bias, const dnnl::memory::desc& dst_md, void* dst,
+               const dnnl::memory::desc& scratchpad_md, void* scratchpad) {
     std::unique_ptr<Args> a = take();
     if (!a) {
-      const dnnl::engine& eng = weights.get_engine();
-      a.reset(new Args{dnnl::memory(src_md, eng, DNNL_MEMORY_NONE), weights,
+      const dnnl::engine& eng = cpu_engine();
+      a.reset(new Args{dnnl::memory(src_md, eng, DNNL_MEMORY_NONE),
+                       packed ? *packed : dnnl::memory(weights_md, eng, DNNL_MEMORY_NONE),
                        dnnl::memory(bias_md, eng, DNNL_MEMORY_NONE), dnnl::memory(dst_md, eng, DNNL_MEMORY_NONE),
                        dnnl::memory(scratchpad_md, eng, DNNL_MEMORY_NONE)});
     }
+    if (!packed) a->weights.set_data_handle(const_cast<void*>(weights));
     a->src.set_data_handle(const_cast<void*>(src));
     a->dst.set_data_handle(dst);
     a->scratchpad.set_data_handle(scratchpad);
@@ -234,9 +244,13 @@ struct Conv2dPlan {
   dnnl::memory::desc user_src, user_dst, src, dst, bias, scratchpad;
   bool reorder_src = false, reorder_dst = false;
   dnnl::reorder src_in, dst_out, residual_in;
-  dnnl::memory weights;  // in the primitive's layout, owned
-  std::string impl;      // oneDNN's name for the kernel it chose, e.g. "brgconv:avx512_core"
-  size_t src_offset = 0, dst_offset = 0, scratch_offset = 0, arena_bytes = 0;
+  dnnl::memory weights;  // in the primitive's layout, owned (constant weights)
+  // weights_vary: the primitive's weights layout, and the reorder into it where it is not PyTorch's (OIHW)
+  dnnl::memory::desc user_weights_md, weights_md;
+  bool reorder_weights = false;
+  dnnl::reorder weights_in;
+  std::string impl;  // oneDNN's name for the kernel it chose, e.g. "brgconv:avx512_core"
+  size_t src_offset = 0, dst_offset = 0, weights_offset = 0, scratch_offset = 0, arena_bytes = 0;
   mutable ArgPool args;
 };
 
@@ -247,7 +261,7 @@ inline std::shared_ptr<Conv2dPlan> make_conv2d_plan(const Conv2dSpec& s, int thr
   auto plan = std::make_shared<Conv2dPlan>();
   plan->spec = s;
   plan->threads = threads;
-  plan->user_weights = w;
+  plan->user_weights = w;  // null for varying weights (not read here)
   const dnnl::engine& eng = cpu_engine();
   const memory::dims src_dims = {s.n, s.c, s.h, s.w}, dst_dims = {s.n, s.oc, s.oh, s.ow};
   const memory::dims w_dims = s.groups == 1 ? memory::dims{s.oc, s.c, s.kh, s.kw}
@@ -295,12 +309,24 @@ inline std::shared_ptr<Conv2dPlan> make_conv2d_plan(const Conv2dSpec& s, int thr
       plan->residual_in = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->user_dst, eng, plan->dst));
   }
 
-  plan->weights = packed_weights(user_w, w, pd.weights_desc());
+  plan->user_weights_md = user_w;
+  plan->weights_md = pd.weights_desc();
+  if (!s.weights_vary) {
+    plan->weights = packed_weights(user_w, w, pd.weights_desc());
+  } else {
+    plan->reorder_weights = plan->weights_md != user_w;
+    if (plan->reorder_weights)
+      plan->weights_in = dnnl::reorder(dnnl::reorder::primitive_desc(eng, user_w, eng, plan->weights_md));
+  }
 
   size_t offset = 0;
   if (plan->reorder_src) {
     plan->src_offset = offset;
     offset += align64(plan->src.get_size());
+  }
+  if (plan->reorder_weights) {
+    plan->weights_offset = offset;
+    offset += align64(plan->weights_md.get_size());
   }
   if (plan->reorder_dst) {
     plan->dst_offset = offset;
@@ -373,7 +399,8 @@ class Conv2d {
       const int64_t work = s.c / s.groups == 1 ? macs * kDepthwiseWork : macs;
       const int threads = work < kConvParallelMinWork ? 1 : requested;
       ThreadScope scope(threads);
-      const std::shared_ptr<const Conv2dPlan> p = plans_.get(s, threads, w, make_conv2d_plan);
+      // Varying weights key no plan: their address may change from call to call, their values do.
+      const std::shared_ptr<const Conv2dPlan> p = plans_.get(s, threads, s.weights_vary ? nullptr : w, make_conv2d_plan);
       const dnnl::engine& eng = cpu_engine();
       unsigned char* arena = thread_arena(p->arena_bytes);
       static thread_local dnnl::stream stream(eng);  // one per calling thread, not one per call
@@ -393,8 +420,14 @@ class Conv2d {
           std::memcpy(y, residual, p->user_dst.get_size());
         }
       }
-      p->args.execute(p->conv, stream, p->src, src, p->weights, p->bias, s.has_bias ? bias : nullptr, p->dst, dst,
-                      p->scratchpad, arena + p->scratch_offset);
+      const void* weights = w;
+      if (p->reorder_weights) {
+        weights = arena + p->weights_offset;
+        memory user(p->user_weights_md, eng, const_cast<float*>(w)), blocked(p->weights_md, eng, const_cast<void*>(weights));
+        p->weights_in.execute(stream, user, blocked);
+      }
+      p->args.execute(p->conv, stream, p->src, src, s.weights_vary ? nullptr : &p->weights, p->weights_md, weights,
+                      p->bias, s.has_bias ? bias : nullptr, p->dst, dst, p->scratchpad, arena + p->scratch_offset);
       if (p->reorder_dst) {
         memory blocked(p->dst, eng, dst), user(p->user_dst, eng, y);
         p->dst_out.execute(stream, blocked, user);
@@ -405,6 +438,145 @@ class Conv2d {
 
  private:
   PlanCache<Conv2dSpec, Conv2dPlan> plans_;
+};
+
+// conv2d's gradients (--autograd): oneDNN's backward-data and backward-weights primitives, the spec of the
+// forward convolution they differentiate (no bias, residual or activation; the bias's gradient is a sum the
+// cpp executor fuses). Every layout is oneDNN's choice: PyTorch's NCHW gradient, input and OIHW weights are
+// reordered in and the result out where they differ, through the per-thread arena.
+//  - data:    dx [n, c, h, w]   from dy [n, oc, oh, ow] and w [oc, c/groups, kh, kw]  (rows and columns no window
+//             reads get 0, as ATen's);
+//  - weights: dw [oc, c/groups, kh, kw] from dy and x, summed over the batch.
+struct Conv2dBackwardPlan {
+  Conv2dSpec spec;
+  int threads;
+  const float* user_weights;  // always null: a plan per spec and thread count
+  dnnl::primitive primitive;
+  // [0] dy, [1] w (data) or x (weights), [2] the result; the user's layouts and the primitive's.
+  dnnl::memory::desc user[3], md[3], scratchpad;
+  bool reorder[3] = {false, false, false};
+  dnnl::reorder convert[3];  // into md for the operands, out of it for the result
+  size_t offset[3] = {0, 0, 0}, scratch_offset = 0, arena_bytes = 0;
+  int arg[3] = {0, 0, 0};
+  std::string impl;
+};
+
+inline std::shared_ptr<Conv2dBackwardPlan> make_conv2d_backward_plan(const Conv2dSpec& s, int threads,
+                                                                     bool weights_grad) {
+  using dnnl::memory;
+  using tag = memory::format_tag;
+  const memory::data_type f32 = memory::data_type::f32;
+  auto plan = std::make_shared<Conv2dBackwardPlan>();
+  plan->spec = s;
+  plan->threads = threads;
+  plan->user_weights = nullptr;
+  const dnnl::engine& eng = cpu_engine();
+  const memory::dims src_dims = {s.n, s.c, s.h, s.w}, dst_dims = {s.n, s.oc, s.oh, s.ow};
+  const memory::dims w_dims = s.groups == 1 ? memory::dims{s.oc, s.c, s.kh, s.kw}
+                                            : memory::dims{s.groups, s.oc / s.groups, s.c / s.groups, s.kh, s.kw};
+  const tag act = s.channels_last ? tag::nhwc : tag::nchw;
+  const memory::desc user_src(src_dims, f32, act), user_dst(dst_dims, f32, act),
+      user_w(w_dims, f32, s.groups == 1 ? tag::oihw : tag::goihw);
+  const memory::desc any_src(src_dims, f32, tag::any), any_dst(dst_dims, f32, tag::any), any_w(w_dims, f32, tag::any);
+  const memory::dims strides = {s.sh, s.sw}, dilates = {s.dh - 1, s.dw - 1}, pad = {s.ph, s.pw};
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  // The backward primitives take the forward's primitive descriptor as a hint of the layouts it would use.
+  const dnnl::convolution_forward::primitive_desc hint(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_src,
+                                      any_w, any_dst, strides, dilates, pad, pad),
+      eng);
+  // Either primitive descriptor: the operand after dy (its user layout, oneDNN's, its argument) and the result.
+  auto take = [&](const auto& pd, const dnnl::primitive& primitive, const memory::desc& user_b, const memory::desc& b,
+                  int arg_b, const memory::desc& user_out, const memory::desc& out, int arg_out) {
+    plan->primitive = primitive;
+    plan->impl = pd.impl_info_str();
+    plan->scratchpad = pd.scratchpad_desc();
+    plan->user[0] = user_dst;
+    plan->md[0] = pd.diff_dst_desc();
+    plan->user[1] = user_b;
+    plan->md[1] = b;
+    plan->arg[1] = arg_b;
+    plan->user[2] = user_out;
+    plan->md[2] = out;
+    plan->arg[2] = arg_out;
+  };
+  if (!weights_grad) {
+    const dnnl::convolution_backward_data::primitive_desc pd(
+        dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, any_src, any_w, any_dst, strides,
+                                              dilates, pad, pad),
+        attr, eng, hint);
+    take(pd, dnnl::convolution_backward_data(pd), user_w, pd.weights_desc(), DNNL_ARG_WEIGHTS, user_src,
+         pd.diff_src_desc(), DNNL_ARG_DIFF_SRC);
+  } else {
+    const dnnl::convolution_backward_weights::primitive_desc pd(
+        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, any_src, any_w, any_dst,
+                                                 strides, dilates, pad, pad),
+        attr, eng, hint);
+    take(pd, dnnl::convolution_backward_weights(pd), user_src, pd.src_desc(), DNNL_ARG_SRC, user_w,
+         pd.diff_weights_desc(), DNNL_ARG_DIFF_WEIGHTS);
+  }
+  plan->arg[0] = DNNL_ARG_DIFF_DST;
+  size_t offset = 0;
+  for (int i = 0; i < 3; ++i) {
+    plan->reorder[i] = plan->md[i] != plan->user[i];
+    if (!plan->reorder[i]) continue;
+    plan->convert[i] = i < 2 ? dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->user[i], eng, plan->md[i]))
+                             : dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->md[i], eng, plan->user[i]));
+    plan->offset[i] = offset;
+    offset += align64(plan->md[i].get_size());
+  }
+  plan->scratch_offset = offset;
+  offset += align64(plan->scratchpad.get_size());
+  plan->arena_bytes = offset;
+  return plan;
+}
+
+// One gradient call site of a model: Conv2dBackward<false> the input's, Conv2dBackward<true> the weight's.
+template <bool WeightsGrad>
+class Conv2dBackward {
+ public:
+  // dy: the output gradient; b: the weights (input gradient) or the forward's input (weight gradient);
+  // out: the gradient. 0 on success; non-zero after writing a message into error[0 .. capacity).
+  int run(const Conv2dSpec& s, const float* dy, const float* b, float* out, int32_t num_threads, char* error,
+          size_t capacity) noexcept {
+    return report_errors(WeightsGrad ? "convolution weight gradient" : "convolution input gradient", error, capacity,
+                         [&] {
+      const int requested = num_threads > 0 ? num_threads : omp_get_max_threads();
+      const int64_t macs = s.n * s.oc * s.oh * s.ow * (s.c / s.groups) * s.kh * s.kw;
+      const int64_t work = s.c / s.groups == 1 ? macs * kDepthwiseWork : macs;
+      const int threads = work < kConvParallelMinWork ? 1 : requested;
+      ThreadScope scope(threads);
+      const std::shared_ptr<const Conv2dBackwardPlan> p =
+          plans_.get(s, threads, nullptr, [](const Conv2dSpec& spec, int t, const float*) {
+            return make_conv2d_backward_plan(spec, t, WeightsGrad);
+          });
+      const dnnl::engine& eng = cpu_engine();
+      unsigned char* arena = thread_arena(p->arena_bytes);
+      static thread_local dnnl::stream stream(eng);
+      using dnnl::memory;
+      void* user[3] = {const_cast<float*>(dy), const_cast<float*>(b), out};
+      memory mem[3];
+      for (int i = 0; i < 3; ++i) {
+        mem[i] = memory(p->md[i], eng, p->reorder[i] ? static_cast<void*>(arena + p->offset[i]) : user[i]);
+        if (p->reorder[i] && i < 2) {
+          memory from(p->user[i], eng, user[i]);
+          p->convert[i].execute(stream, from, mem[i]);
+        }
+      }
+      memory scratch(p->scratchpad, eng, arena + p->scratch_offset);
+      p->primitive.execute(stream, {{p->arg[0], mem[0]}, {p->arg[1], mem[1]}, {p->arg[2], mem[2]},
+                                    {DNNL_ARG_SCRATCHPAD, scratch}});
+      if (p->reorder[2]) {
+        memory to(p->user[2], eng, out);
+        p->convert[2].execute(stream, mem[2], to);
+      }
+      stream.wait();
+    });
+  }
+
+ private:
+  PlanCache<Conv2dSpec, Conv2dBackwardPlan> plans_;
 };
 
 // y[m, n] = x[m, k] @ w[n, k]^T + bias[n] + residual[m, n], then the activation: PyTorch's linear with the
@@ -480,8 +652,8 @@ class Linear {
       const dnnl::engine& eng = cpu_engine();
       static thread_local dnnl::stream stream(eng);
       if (s.has_residual && residual != y) std::memcpy(y, residual, p->dst.get_size());  // the sum post-op adds it
-      p->args.execute(p->matmul, stream, p->src, x, p->weights, p->bias, s.has_bias ? bias : nullptr, p->dst, y,
-                      p->scratchpad, thread_arena(p->scratchpad.get_size()));
+      p->args.execute(p->matmul, stream, p->src, x, &p->weights, p->weights.get_desc(), nullptr, p->bias,
+                      s.has_bias ? bias : nullptr, p->dst, y, p->scratchpad, thread_arena(p->scratchpad.get_size()));
       stream.wait();
     });
   }
