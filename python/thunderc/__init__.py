@@ -4,6 +4,13 @@
     with thunderc.load("mlp.so") as m:
         y = m(x)          # x: a numpy array or a torch tensor; y: the same kind
 
+    with thunderc.load("mlp_train.so") as m:        # compiled with thunderc --autograd
+        (y,), ctx = m.forward_train(x)
+        grads = m.backward(ctx, gy)                   # in the order of m.gradients
+        for info, g in zip(m.gradients, grads):
+            if info.is_parameter:
+                m.parameter(info.name)[...] -= 0.01 * g   # the live parameter, in place
+
 A thin ctypes layer over libthunderc_runtime's C API (runtime/include/thunderc/runtime.h): inputs and
 outputs are passed to the runtime as DLPack tensors pointing at the arrays' own memory (no copies).
 See docs/python.md.
@@ -11,13 +18,15 @@ See docs/python.md.
 from ._capi import API_VERSION, Runtime
 from ._capi import load_runtime as _load_runtime
 from ._errors import Error, RuntimeLibraryError, StatusCode
-from ._model import Model, TensorInfo, TensorSpec, Variant, load
+from ._model import (GradientInfo, Model, ParameterInfo, RngState, TensorInfo, TensorSpec, TrainContext, TrainStep,
+                     Variant, load)
 
 __version__ = "0.1.0"  # equal to project(thunderc VERSION ...) in the top-level CMakeLists.txt
 
 __all__ = [
-    "API_VERSION", "Error", "Model", "Runtime", "RuntimeLibraryError", "StatusCode", "TensorInfo",
-    "TensorSpec", "Variant", "load", "runtime", "__version__",
+    "API_VERSION", "Error", "GradientInfo", "Model", "ParameterInfo", "RngState", "Runtime", "RuntimeLibraryError",
+    "StatusCode", "TensorInfo", "TensorSpec", "TrainContext", "TrainStep", "Variant", "load", "runtime",
+    "__version__",
 ]
 
 

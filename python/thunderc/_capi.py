@@ -119,6 +119,37 @@ _PROTOTYPES = {
     "thunderc_dtype_name": (ctypes.c_char_p, [DLDataType]),
 }
 
+_context = ctypes.c_void_p  # thunderc_train_context
+
+# The training section of runtime.h (models compiled with thunderc --autograd) came after API version 1's
+# first release, the dropout RNG calls later still (ABI 6), so they are optional: a runtime without them
+# still runs inference models (it cannot open a training model either), and the training calls then say
+# that the runtime is too old (Runtime.function).
+_OPTIONAL_PROTOTYPES = {
+    "thunderc_model_is_training": (ctypes.c_int32, [_model]),
+    "thunderc_model_num_parameters": (_size, [_model]),
+    "thunderc_model_parameter_name": (ctypes.c_char_p, [_model, _size]),
+    "thunderc_model_parameter_is_trainable": (ctypes.c_int32, [_model, _size]),
+    "thunderc_model_parameter": (_status, [_model, _size, _DLTensor_p]),
+    "thunderc_model_num_gradients": (_size, [_model]),
+    "thunderc_model_gradient_name": (ctypes.c_char_p, [_model, _size]),
+    "thunderc_model_gradient_is_parameter": (ctypes.c_int32, [_model, _size]),
+    "thunderc_model_gradient_dtype": (DLDataType, [_model, _size]),
+    "thunderc_model_forward_train": (
+        _status, [_model, _DLTensor_p, _size, _DLTensor_p, _size, ctypes.POINTER(_context)]),
+    "thunderc_model_gradient_shape": (
+        _status, [_model, _context, _size, c_int64_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_int32)]),
+    "thunderc_model_backward": (_status, [_model, _context, _DLTensor_p, _size, _DLTensor_p, _size]),
+    "thunderc_train_context_free": (None, [_context]),
+    "thunderc_model_forward_train_seeded": (
+        _status, [_model, _DLTensor_p, _size, _DLTensor_p, _size, ctypes.c_uint64, ctypes.c_uint64,
+                  ctypes.POINTER(_context)]),
+    "thunderc_model_rng_blocks": (ctypes.c_uint64, [_model, _size]),
+    "thunderc_model_set_rng_state": (_status, [_model, ctypes.c_uint64, ctypes.c_uint64]),
+    "thunderc_model_rng_state": (
+        _status, [_model, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)]),
+}
+
 
 class Runtime:
     """One loaded libthunderc_runtime.so with its functions declared. Shared by every model opened
@@ -135,6 +166,14 @@ class Runtime:
             fn = getattr(lib, name)
             fn.restype = restype
             fn.argtypes = argtypes
+        self.missing = set()  # optional functions this library lacks
+        for name, (restype, argtypes) in _OPTIONAL_PROTOTYPES.items():
+            if not hasattr(lib, name):
+                self.missing.add(name)
+                continue
+            fn = getattr(lib, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
         self.api_version = lib.thunderc_runtime_api_version()
         if self.api_version != API_VERSION:
             raise RuntimeLibraryError(
@@ -143,6 +182,18 @@ class Runtime:
                 "same thunderc release")
         self.abi_version = lib.thunderc_runtime_abi_version()
         self.version = lib.thunderc_runtime_version().decode()
+
+    def has(self, name):
+        """Whether the library exports the optional function `name` (_OPTIONAL_PROTOTYPES)."""
+        return name not in self.missing
+
+    def function(self, name):
+        """The optional function `name`; RuntimeLibraryError when this (older) library lacks it."""
+        if name in self.missing:
+            raise RuntimeLibraryError(
+                f"{self.path} (thunderc runtime {self.version}) does not export {name}: it is older than this "
+                "thunderc Python package; install the package and the runtime from the same thunderc release")
+        return getattr(self.lib, name)
 
     def check(self, status, hint=None):
         """Raises the Error a non-NULL status stands for (and frees it); does nothing for NULL. hint: a

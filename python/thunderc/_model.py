@@ -1,6 +1,7 @@
 """thunderc.Model: one opened OUT.so, callable on NumPy arrays and torch tensors."""
 import ctypes
 import json
+import operator
 import os
 import threading
 import weakref
@@ -43,6 +44,66 @@ class Variant(NamedTuple):
     inputs: Tuple[TensorSpec, ...]
     outputs: Tuple[TensorSpec, ...]
     dims: dict
+
+
+class ParameterInfo(NamedTuple):
+    """A parameter of a training model (thunderc --autograd): its state_dict name, whether it is trainable
+    (it has a gradient) or a buffer (batch norm's running statistics, which the training forward updates),
+    its dtype name and its shape."""
+
+    name: str
+    trainable: bool
+    dtype: str
+    shape: Tuple[int, ...]
+
+
+class GradientInfo(NamedTuple):
+    """A gradient backward writes: the parameter's or input's name, which of the two, and its dtype name."""
+
+    name: str
+    is_parameter: bool
+    dtype: str
+
+
+class RngState(NamedTuple):
+    """Dropout's RNG state: the seed, and the counter block the next draw starts at."""
+
+    seed: int
+    offset: int
+
+
+class TrainStep(NamedTuple):
+    """What Model.forward_train returns: the outputs (a tuple, as Model.run's) and the TrainContext that
+    Model.backward takes."""
+
+    outputs: tuple
+    context: "TrainContext"
+
+
+class _Handle:
+    """The runtime's model handle. thunderc_model_close runs exactly once: when Model.close() asks and no
+    array over a parameter is alive, else when the last reference goes (the Model's, and those of the arrays
+    Model.parameter returned, which point into memory the model owns)."""
+
+    __slots__ = ("value", "finalizer", "arrays", "__weakref__")
+
+    def __init__(self, lib, value):
+        self.value = value
+        # Not at interpreter exit: the process is going away, and other libraries (torch, OpenMP) may be
+        # shut down already.
+        self.finalizer = weakref.finalize(self, lib.thunderc_model_close, value)
+        self.finalizer.atexit = False
+        self.arrays = weakref.WeakSet()  # what the live parameter arrays are made over (their .base)
+
+
+def _uint64(value, what):
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise Error(f"{what}: expected an int, got {type(value).__name__}", code=StatusCode.INVALID_ARGUMENT) from None
+    if not 0 <= v < 1 << 64:
+        raise Error(f"{what}: {v} is not in 0 .. 2**64 - 1", code=StatusCode.INVALID_ARGUMENT)
+    return v
 
 
 def device_name(device):
@@ -97,10 +158,9 @@ class Model:
         handle = ctypes.c_void_p()
         rt.check(lib.thunderc_model_open(os.fsencode(path), ctypes.byref(opts), ctypes.byref(handle)))
         self._handle = handle.value
-        # A model dropped without close() is closed when it is garbage-collected, but not at interpreter
-        # exit: the process is going away, and other libraries (torch, OpenMP) may be shut down already.
-        self._finalizer = weakref.finalize(self, lib.thunderc_model_close, self._handle)
-        self._finalizer.atexit = False
+        # A model dropped without close() is closed when it is garbage-collected (not at interpreter exit).
+        self._owner = _Handle(lib, self._handle)
+        self._finalizer = self._owner.finalizer
         self._cond = threading.Condition()
         self._active = 0  # calls in flight, which close() waits for
 
@@ -119,6 +179,36 @@ class Model:
         self._outputs = tuple(TensorInfo(lib.thunderc_model_output_name(h, i).decode(), rt.dtype_name(d))
                               for i, d in enumerate(self._output_dtypes))
         self._variants = tuple(self._read_variant(v) for v in range(lib.thunderc_model_num_variants(h)))
+        self._read_training()
+
+    def _read_training(self):
+        rt, lib, h = self._rt, self._rt.lib, self._handle
+        self._parameters = ()
+        self._gradients = ()
+        self._parameter_index = {}
+        self._rng_blocks = ()
+        # A runtime without the training calls cannot open a training model (ABI 5 and later) either.
+        self._is_training = rt.has("thunderc_model_is_training") and bool(lib.thunderc_model_is_training(h))
+        if not self._is_training:
+            return
+        # dtype and shape from the manifest: thunderc_model_parameter refuses a CUDA training model's parameters
+        # until they are placed on a device (docs/runtime.md, "CUDA training models").
+        listed = self._manifest.get("training", {}).get("parameters", [])
+        params = []
+        for i in range(lib.thunderc_model_num_parameters(h)):
+            entry = listed[i] if i < len(listed) else {}
+            params.append(ParameterInfo(lib.thunderc_model_parameter_name(h, i).decode(),
+                                        lib.thunderc_model_parameter_is_trainable(h, i) == 1,
+                                        entry.get("dtype", ""), tuple(entry.get("shape", ()))))
+        self._parameters = tuple(params)
+        self._parameter_index = {p.name: i for i, p in enumerate(params)}
+        self._gradients = tuple(
+            GradientInfo(lib.thunderc_model_gradient_name(h, i).decode(),
+                         lib.thunderc_model_gradient_is_parameter(h, i) == 1,
+                         rt.dtype_name(lib.thunderc_model_gradient_dtype(h, i)))
+            for i in range(lib.thunderc_model_num_gradients(h)))
+        if rt.has("thunderc_model_rng_blocks"):
+            self._rng_blocks = tuple(lib.thunderc_model_rng_blocks(h, v) for v in range(len(self._variants)))
 
     def _read_variant(self, v):
         rt, lib, h = self._rt, self._rt.lib, self._handle
@@ -193,6 +283,23 @@ class Model:
     def closed(self) -> bool:
         return self._handle is None
 
+    @property
+    def is_training(self) -> bool:
+        """True for a model compiled with thunderc --autograd (parameters, forward_train, backward)."""
+        return self._is_training
+
+    @property
+    def parameters(self) -> Tuple[ParameterInfo, ...]:
+        """The parameters and buffers of a training model, in the manifest's order (() for an inference
+        model). parameter(name) gives the live values."""
+        return self._parameters
+
+    @property
+    def gradients(self) -> Tuple[GradientInfo, ...]:
+        """What backward returns, in its order (the manifest's training.gradients): one per trainable
+        parameter and one per input compiled with --requires-grad (() for an inference model)."""
+        return self._gradients
+
     # ---- running ----
 
     def __call__(self, *inputs, out=None):
@@ -206,11 +313,25 @@ class Model:
         the device the call ran on), else NumPy arrays. With `out` (an array, or a sequence of one per
         output), the outputs are written into those buffers, which are returned. Nothing is copied: the
         runtime reads the inputs' and writes the outputs' own memory."""
+        lib = self._rt.lib
+
+        def call(handle, arr, n, out_arr, k, cuda):
+            opts = RunOptions()
+            lib.thunderc_run_options_init(ctypes.byref(opts))
+            if cuda is not None:
+                # Enqueue on torch's current stream, so the call is ordered like a torch operation.
+                torch = _tensors.torch_module()
+                opts.cuda_stream = torch.cuda.current_stream(cuda.device_id).cuda_stream or None
+            return lib.thunderc_model_run_with_options(handle, arr, n, out_arr, k, ctypes.byref(opts))
+        return self._forward(inputs, out, call)
+
+    def _forward(self, inputs, out, call):
+        """run() and forward_train(): views of the inputs, the outputs (`out`, or allocated), then
+        call(handle, inputs, n, outputs, k, cuda device or None) -> status, checked. Returns the outputs."""
         views = [_tensors.view(x, self._what("input", self._inputs, i)) for i, x in enumerate(inputs)]
         arr = (DLTensor * len(views))(*[v.dl for v in views])
         hint = self._contiguity_hint(views)
         cuda = next((v.dl.device for v in views if v.dl.device.device_type == _capi.KDL_CUDA), None)
-        rt, lib = self._rt, self._rt.lib
         handle = self._enter()
         try:
             if out is None:
@@ -222,14 +343,7 @@ class Model:
             out_views = [_tensors.view(o, self._what("output", self._outputs, i), writable=True)
                          for i, o in enumerate(outs)]
             out_arr = (DLTensor * len(out_views))(*[v.dl for v in out_views])
-            opts = RunOptions()
-            lib.thunderc_run_options_init(ctypes.byref(opts))
-            if cuda is not None:
-                # Enqueue on torch's current stream, so the call is ordered like a torch operation.
-                torch = _tensors.torch_module()
-                opts.cuda_stream = torch.cuda.current_stream(cuda.device_id).cuda_stream or None
-            rt.check(lib.thunderc_model_run_with_options(handle, arr, len(views), out_arr, len(out_views),
-                                                         ctypes.byref(opts)), hint)
+            self._rt.check(call(handle, arr, len(views), out_arr, len(out_views), cuda), hint)
         finally:
             self._leave()
         return outs
@@ -259,6 +373,173 @@ class Model:
         finally:
             self._leave()
         return image.value.decode() if image.value else ""
+
+    # ---- training (models compiled with thunderc --autograd; docs/training.md) ----
+
+    def parameter(self, key):
+        """The live value of a parameter or buffer (a name of .parameters, or its index), not a copy: a
+        writable NumPy array over the model's own memory (a CUDA training model: a torch tensor over its device
+        memory, once prepare_device or a first training call has placed the parameters). Every later call reads
+        it, and writing into it (an optimizer step: `p -= lr * g`) updates the model. Writes must not overlap a
+        call that runs the model. The array keeps the model's memory alive: after close() it stays valid, and
+        the runtime closes the model once the last such array (and every view of it) is gone."""
+        if isinstance(key, str):
+            index = self._parameter_index.get(key)
+            if index is None and self._is_training:
+                names = ", ".join(p.name for p in self._parameters)
+                raise Error(f"{self._path} has no parameter named {key!r} (parameters: {names})",
+                            code=StatusCode.INVALID_ARGUMENT)
+            # An inference model: index 0, so that the runtime says why it has no parameters.
+            index = index or 0
+        else:
+            index = operator.index(key)
+            if index < 0:
+                index += len(self._parameters)
+            if index < 0:
+                raise Error(f"parameter index {key} out of range ({self._path} has {len(self._parameters)})",
+                            code=StatusCode.INVALID_ARGUMENT)
+        rt = self._rt
+        fn = rt.function("thunderc_model_parameter")
+        handle = self._enter()
+        try:
+            dl = DLTensor()
+            rt.check(fn(handle, index, ctypes.byref(dl)))
+            name = self._parameters[index].name if index < len(self._parameters) else str(index)
+            what = f"parameter '{name}' (#{index})"
+            if dl.device.device_type == _capi.KDL_CUDA:
+                array, memory = _tensors.torch_over_cuda(dl, self._owner, what)
+            else:
+                array, memory = _tensors.numpy_over(dl, self._owner, what)
+            self._owner.arrays.add(memory)
+        finally:
+            self._leave()
+        return array
+
+    def forward_train(self, *inputs, out=None) -> TrainStep:
+        """A training forward (thunderc_model_forward_train) with the live parameters: returns
+        TrainStep(outputs, context), outputs a tuple as run()'s (out=: as run's), context what the forward
+        saved, for backward(). Dropout draws from the model's generator (rng_state), which the call advances
+        by rng_blocks; batch norm's buffers are updated."""
+        return self._forward_train(inputs, out, None)
+
+    def forward_train_seeded(self, *inputs, seed, offset=0, out=None) -> TrainStep:
+        """forward_train with dropout's RNG state given (thunderc_model_forward_train_seeded): the same
+        (seed, offset) gives the same masks; the model's generator is neither used nor advanced. A model
+        without dropout ignores the state."""
+        return self._forward_train(inputs, out, (_uint64(seed, "seed"), _uint64(offset, "offset")))
+
+    def _forward_train(self, inputs, out, rng):
+        rt = self._rt
+        if rng is None:
+            fn = rt.function("thunderc_model_forward_train")
+        else:
+            fn = rt.function("thunderc_model_forward_train_seeded")
+        context = ctypes.c_void_p()
+        free = rt.function("thunderc_train_context_free")
+
+        def call(handle, arr, n, out_arr, k, cuda):
+            if rng is None:
+                return fn(handle, arr, n, out_arr, k, ctypes.byref(context))
+            return fn(handle, arr, n, out_arr, k, rng[0], rng[1], ctypes.byref(context))
+        try:
+            outs = self._forward(inputs, out, call)
+        except BaseException:
+            free(context.value)  # NULL unless the call succeeded and something failed after it
+            raise
+        return TrainStep(outs, TrainContext(rt, context.value, self._path))
+
+    def backward(self, context, grad_outputs, *, out=None) -> tuple:
+        """Gradients of the loss from the forward that made `context` (thunderc_model_backward), with the
+        live parameters. grad_outputs: d(loss)/d(output) for each output (one array for a one-output model,
+        else a sequence), each of its output's shape and dtype. Returns a tuple in the order of .gradients:
+        new torch tensors when any grad_output is a torch tensor (on its CUDA device for a CUDA training
+        model), else NumPy arrays; with out= (a sequence
+        of one buffer per gradient, or one buffer), written into those, which are returned. The context is
+        not consumed (backward may run again from it); use it before the parameters change."""
+        if not isinstance(context, TrainContext):
+            raise Error(f"backward: expected a thunderc.TrainContext (from forward_train), got "
+                        f"{type(context).__name__}", code=StatusCode.INVALID_ARGUMENT)
+        rt = self._rt
+        grads = tuple(grad_outputs) if isinstance(grad_outputs, (tuple, list)) else (grad_outputs,)
+        views = [_tensors.view(g, "grad_output for " + self._what("output", self._outputs, i))
+                 for i, g in enumerate(grads)]
+        arr = (DLTensor * len(views))(*[v.dl for v in views])
+        fn = rt.function("thunderc_model_backward")
+        handle = self._enter()
+        try:
+            ctx = context._enter()
+            try:
+                if out is None:
+                    cuda = next((v.dl.device for v in views if v.dl.device.device_type == _capi.KDL_CUDA), None)
+                    outs = self._allocate_gradients(handle, ctx, any(_tensors.is_torch(v.obj) for v in views), cuda)
+                elif isinstance(out, (tuple, list)):
+                    outs = tuple(out)
+                else:
+                    outs = (out,)
+                out_views = [_tensors.view(o, self._gradient_what(i), writable=True) for i, o in enumerate(outs)]
+                out_arr = (DLTensor * len(out_views))(*[v.dl for v in out_views])
+                rt.check(fn(handle, ctx, arr, len(views), out_arr, len(out_views)))
+            finally:
+                context._leave()
+        finally:
+            self._leave()
+        return outs
+
+    def _gradient_what(self, i):
+        if i >= len(self._gradients):
+            return f"gradient #{i}"
+        g = self._gradients[i]
+        return f"gradient of {'parameter' if g.is_parameter else 'input'} '{g.name}' (#{i})"
+
+    def _allocate_gradients(self, handle, ctx, as_torch, cuda):
+        """New gradient tensors: on the grad_outputs' CUDA device (a CUDA training model) or the host."""
+        rt, lib = self._rt, self._rt.lib
+        shape_fn = rt.function("thunderc_model_gradient_shape")
+        shape = (ctypes.c_int64 * _MAX_NDIM)()
+        ndim = ctypes.c_int32()
+        device = cuda if cuda is not None else DLDevice(_capi.KDL_CPU, 0)
+        if not self._is_training:
+            rt.check(shape_fn(handle, ctx, 0, shape, _MAX_NDIM, ctypes.byref(ndim)))  # the runtime says why not
+        outs = []
+        for i in range(len(self._gradients)):
+            rt.check(shape_fn(handle, ctx, i, shape, _MAX_NDIM, ctypes.byref(ndim)))
+            dims = tuple(shape[:ndim.value])
+            dtype = lib.thunderc_model_gradient_dtype(handle, i)
+            what = self._gradient_what(i)
+            outs.append(_tensors.empty_torch(dims, dtype, device, what) if as_torch else
+                        _tensors.empty_numpy(dims, dtype, what))
+        return tuple(outs)
+
+    def rng_blocks(self, variant=0) -> int:
+        """Counter blocks one training forward of `variant` (an id or a Variant) draws for dropout: the step
+        between two calls' offsets (manifest variants[v].training.rng_blocks). 0 for a variant without dropout,
+        an inference model or a bad id."""
+        vid = variant.id if isinstance(variant, Variant) else operator.index(variant)
+        return self._rng_blocks[vid] if 0 <= vid < len(self._rng_blocks) else 0
+
+    def rng_state(self) -> RngState:
+        """The model's dropout generator: its seed and the offset the next forward_train (or run) draws at."""
+        rt = self._rt
+        fn = rt.function("thunderc_model_rng_state")
+        seed, offset = ctypes.c_uint64(), ctypes.c_uint64()
+        handle = self._enter()
+        try:
+            rt.check(fn(handle, ctypes.byref(seed), ctypes.byref(offset)))
+        finally:
+            self._leave()
+        return RngState(seed.value, offset.value)
+
+    def set_rng_state(self, seed, offset=0):
+        """Sets the model's dropout generator (torch.manual_seed's counterpart; (0, 0) at open). Must not
+        overlap a training call."""
+        rt = self._rt
+        fn = rt.function("thunderc_model_set_rng_state")
+        seed, offset = _uint64(seed, "seed"), _uint64(offset, "offset")
+        handle = self._enter()
+        try:
+            rt.check(fn(handle, seed, offset))
+        finally:
+            self._leave()
 
     def _select(self, handle, arr, n, hint):
         chosen = ctypes.c_size_t()
@@ -330,7 +611,10 @@ class Model:
             self._handle = None  # new calls fail from here on
             while self._active:
                 self._cond.wait()
-        self._finalizer()  # thunderc_model_close, exactly once
+        owner, self._owner = self._owner, None
+        if not owner.arrays:
+            owner.finalizer()  # thunderc_model_close, exactly once
+        # else the parameter arrays hold `owner`: the model is closed when the last of them goes
 
     def __enter__(self):
         return self
@@ -345,6 +629,58 @@ class Model:
         state = ", closed" if self.closed else ""
         return (f"<thunderc.Model {self._path!r}: ({sig(self._inputs)}) -> ({sig(self._outputs)}), "
                 f"{n} variant{'s' if n != 1 else ''}{state}>")
+
+
+class TrainContext:
+    """What one Model.forward_train saved for its backward (a thunderc_train_context). Model.backward may
+    run from it any number of times. Freed by close(), at the end of a `with` block, or when garbage-collected;
+    it does not keep its model open, and may outlive it (closing it after the model is fine)."""
+
+    def __init__(self, rt, pointer, model_path):
+        self._pointer = pointer
+        self._model_path = model_path
+        self._finalizer = weakref.finalize(self, rt.function("thunderc_train_context_free"), pointer)
+        self._finalizer.atexit = False
+        self._cond = threading.Condition()
+        self._active = 0  # backward calls in flight, which close() waits for
+
+    @property
+    def closed(self) -> bool:
+        return self._pointer is None
+
+    def _enter(self):
+        with self._cond:
+            if self._pointer is None:
+                raise Error(f"this training context (of {self._model_path}) is closed",
+                            code=StatusCode.INVALID_ARGUMENT)
+            self._active += 1
+            return self._pointer
+
+    def _leave(self):
+        with self._cond:
+            self._active -= 1
+            if self._active == 0:
+                self._cond.notify_all()
+
+    def close(self):
+        """Frees the saved tensors (thunderc_train_context_free) once backward calls using them have
+        returned. Closing twice is fine; backward from a closed context raises thunderc.Error."""
+        with self._cond:
+            if self._pointer is None:
+                return
+            self._pointer = None
+            while self._active:
+                self._cond.wait()
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"<thunderc.TrainContext of {self._model_path!r}{', closed' if self.closed else ''}>"
 
 
 def load(path, *, num_threads: Optional[int] = None, manifest=None, runtime=None) -> Model:

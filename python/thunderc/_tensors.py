@@ -164,6 +164,69 @@ def empty_torch(shape, dtype, device, what):
     return torch.empty(shape, dtype=tdtype, device=tdevice)
 
 
+class _ExternalMemory:
+    """Memory owned by the runtime, shown to NumPy through __array_interface__: an array made from it (and
+    every view of that array) keeps this object, and through it `keepalive`, alive."""
+
+    __slots__ = ("__array_interface__", "keepalive", "__weakref__")
+
+    def __init__(self, data, shape, typestr, keepalive):
+        self.__array_interface__ = {"version": 3, "data": (data, False), "shape": tuple(shape), "typestr": typestr,
+                                    "strides": None}
+        self.keepalive = keepalive
+
+
+class _ExternalDeviceMemory:
+    """The same for CUDA memory, shown to torch through __cuda_array_interface__ (torch.as_tensor makes a tensor
+    over it that holds a reference to this object until its storage is freed)."""
+
+    __slots__ = ("__cuda_array_interface__", "keepalive", "__weakref__")
+
+    def __init__(self, data, shape, typestr, keepalive):
+        # Version 2 (no stream): the runtime's training calls return once the device has finished.
+        self.__cuda_array_interface__ = {"version": 2, "data": (data, False), "shape": tuple(shape),
+                                         "typestr": typestr, "strides": None}
+        self.keepalive = keepalive
+
+
+def numpy_over(dl, keepalive, what):
+    """A writable NumPy array over a dense host DLTensor's memory (no copy), and the object that owns the
+    memory on NumPy's side (array.base): it references `keepalive` for as long as any array over it lives."""
+    np = _require_numpy()
+    name = dtype_name(dl.dtype)
+    if name is None or name == "bfloat16":
+        raise _invalid(f"{what} has dtype {_describe(dl.dtype)}, which numpy has no type for")
+    if dl.device.device_type != _capi.KDL_CPU:
+        raise _invalid(f"{what} is not in host memory (device type {dl.device.device_type})")
+    if dl.strides:
+        raise _invalid(f"{what} is not a compact row-major tensor")
+    shape = tuple(dl.shape[i] for i in range(dl.ndim))
+    memory = _ExternalMemory(dl.data + dl.byte_offset if dl.data else 0, shape, np.dtype(name).str, keepalive)
+    return np.asarray(memory), memory
+
+
+def torch_over_cuda(dl, keepalive, what):
+    """A torch tensor over a dense CUDA DLTensor's memory (no copy), and the object that owns the memory on
+    torch's side: it references `keepalive` for as long as the tensor's storage lives."""
+    torch = torch_module()
+    if torch is None:
+        try:
+            import torch
+        except ImportError as e:
+            raise _invalid(f"{what} is in CUDA device memory; viewing it needs torch, which is not installed") from e
+    name = dtype_name(dl.dtype)
+    if name is None or name == "bfloat16" or dl.strides:
+        raise _invalid(f"{what}: a {_describe(dl.dtype)} CUDA tensor{' with strides' if dl.strides else ''}, "
+                       "which this package cannot view")
+    shape = tuple(dl.shape[i] for i in range(dl.ndim))
+    np = _require_numpy()  # for the interface's type string
+    memory = _ExternalDeviceMemory(dl.data + dl.byte_offset, shape, np.dtype(name).str, keepalive)
+    tensor = torch.as_tensor(memory, device=torch.device("cuda", dl.device.device_id))
+    if tensor.data_ptr() != dl.data + dl.byte_offset:
+        raise _invalid(f"{what}: torch copied the device memory instead of viewing it")
+    return tensor, memory
+
+
 def _require_numpy():
     try:
         import numpy

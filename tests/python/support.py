@@ -71,14 +71,20 @@ _compiled = {}
 
 
 def compile_pt2(name, *args):
-    """Compiles samples/pt2/<name>.pt2 and returns OUT.so's path. --standalone: the model links no LibTorch,
-    so it loads next to any torch (or none) in this process, and the same test runs in a build without
-    LibTorch. With $THUNDERC_TEST_TMP (ctest sets it) the result is shared by the test processes: it is kept
-    under a key of the compiler binary, the sample and the arguments, and a lock makes one process compile
-    while the others wait."""
-    key = (name,) + args
+    """Compiles samples/pt2/<name>.pt2 and returns OUT.so's path (see compile_sample)."""
+    return compile_sample(f"pt2/{name}.pt2", *args)
+
+
+def compile_sample(relpath, *args):
+    """Compiles samples/<relpath> (a .pt2, or a TorchScript .pt in a build with LibTorch) and returns OUT.so's
+    path. --standalone: the model links no LibTorch, so it loads next to any torch (or none) in this process,
+    and the same test runs in a build without LibTorch. With $THUNDERC_TEST_TMP (ctest sets it) the result is
+    shared by the test processes: it is kept under a key of the compiler binary, the sample and the
+    arguments, and a lock makes one process compile while the others wait."""
+    key = (relpath,) + args
     if key not in _compiled:
-        sample = samples() / "pt2" / f"{name}.pt2"
+        sample = samples() / relpath
+        name = Path(relpath).stem
         shared = os.environ.get("THUNDERC_TEST_TMP")
         if not shared:
             _compiled[key] = _compile(sample, tmp_dir() / f"{name}{len(_compiled)}.so", args)
