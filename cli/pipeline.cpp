@@ -240,8 +240,6 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     if (symbolic_variant)
       user_error("--autograd compiles fixed shapes only for now; drop --cache \"symbolic values\" and --dim, and give "
                  "one --shapes per specialization");
-    if (options.device.kind == DeviceKind::CUDA)
-      user_error("--autograd runs on the CPU executors only for now (no CUDA training variants yet); drop --device cuda");
   } else if (!options.requires_grad.empty()) {
     user_error("--requires-grad needs --autograd (gradients exist only in a training build)");
   }

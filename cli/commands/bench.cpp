@@ -282,7 +282,9 @@ void bench_command(const BenchFlags& f) {
   // A training model (--autograd) is timed a training step at a time: forward_train, then backward with output
   // gradients of ones, into gradients allocated once.
   const bool training = model.is_training();
-  if (training && on_gpu) user_error("bug: a training variant on ", commands::device_text(device));
+  if (training && on_gpu)
+    user_error("thunderc bench does not time CUDA training steps yet (", f.model, " is a training model on ",
+               commands::device_text(device), "); thunderc grad runs one step there");
   std::vector<HostTensor> grad_outputs, grads;
   std::vector<DLTensor> grad_out_dl, grad_dl;
   if (training)

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <system_error>
 
 #include "cli/commands/run.h"
@@ -42,8 +43,11 @@ void grad_command(const GradFlags& f) {
   const std::vector<HostTensor> inputs = commands::read_inputs(model, f.model, f.named, f.positional);
   Model::ForwardTrainResult fwd;
   const Model::RngState rng{f.seed, f.offset};
+  // A CUDA training model runs on cuda:0: the inputs and grad outputs go there, the results come back.
+  DLDevice device{kDLCPU, 0};
   try {
-    fwd = model.forward_train(inputs, &rng);
+    if (std::optional<DLDevice> gpu = commands::cuda_device_for(model, inputs)) device = *gpu;
+    fwd = model.forward_train(inputs, &rng, device);
   } catch (const Error& e) {
     throw UserError(commands::runtime_message(e, "the forward of '" + f.model + "' failed", f.model));
   }
@@ -80,7 +84,7 @@ void grad_command(const GradFlags& f) {
   }
   std::vector<HostTensor> grads;
   try {
-    grads = model.backward(fwd.context, grad_outputs);
+    grads = model.backward(fwd.context, grad_outputs, device);
   } catch (const Error& e) {
     throw UserError(commands::runtime_message(e, "the backward of '" + f.model + "' failed", f.model));
   }

@@ -2,6 +2,7 @@
 
 #include "codegen/loops/region_lowering.h"
 #include "codegen/nvfuser/attention.h"
+#include "codegen/nvfuser/cnn_gradients.h"
 #include "codegen/nvfuser/gemm.h"
 #include "codegen/nvfuser/gemm_plan.h"
 
@@ -766,6 +767,10 @@ void NvfuserBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
     emit_cuda_attention(ctx, sym, out);
     return;
   }
+  if (is_cuda_cnn_gradient_op(sym.op->name)) {  // likewise (run_alone)
+    emit_cuda_cnn_gradient(ctx, sym, out);
+    return;
+  }
   if (!sym.is_region() && gemm_backed(sym)) {
     emit_lone_gemm(ctx, sym, out);
     return;
@@ -787,7 +792,7 @@ void NvfuserBackend::emit_module_prelude(SourceWriter& out) const {
 }
 
 std::size_t NvfuserBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {
-  if (sym.op->category == OpCategory::Attention) return 0;
+  if (sym.op->category == OpCategory::Attention || is_cuda_cnn_gradient_op(sym.op->name)) return 0;
   if (!sym.is_region() && gemm_backed(sym)) return 0;
   BoundSymbol region = as_region(sym);
   CudaRegion e(trace, region, nullptr);

@@ -505,6 +505,15 @@ void register_nvfuser_impls(Executor& nvfuser) {
     nvfuser.register_impl(name, cuda_gemm, Executor::Claim::Fallback);
   // A fallback claim, as for GEMMs: where cuDNN is listed it takes the half-precision attention it supports.
   nvfuser.register_impl("scaled_dot_product_attention", cuda_attention, Executor::Claim::Fallback);
+  // A CNN's gradient operators (--autograd; codegen/nvfuser/cnn_gradients.h): float32/float64, a kernel each.
+  for (const char* name : {"im2col", "col2im", "max_pool2d_backward"}) {
+    nvfuser.register_impl(name, [](const Trace& t, const BoundSymbol& s) {
+      const TensorType& o = t.type(s.outputs[0]);
+      return on_device<DeviceKind::CUDA>(t, s) && (o.dtype == DType::Float32 || o.dtype == DType::Float64) &&
+             (s.op->name != "max_pool2d_backward" || o.rank() == 3 || o.rank() == 4);
+    });
+    nvfuser.run_alone(name);
+  }
 }
 
 void register_cublas_impls(Executor& cublas) {

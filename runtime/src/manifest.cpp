@@ -220,8 +220,12 @@ void parse_variant_training(const Validator& v, const json& jt, const std::strin
   if (!jt.is_object()) v.error(tpath, "expected an object, got " + Validator::type_of(jt));
   if (var.symbolic())
     v.error(Validator::join(vpath, "dims"), "a training model cannot have symbolic variants (every shape is fixed)");
-  if (var.device.device_type != kDLCPU)
-    v.error(tpath, "training variants run on the cpu only, this one is on " + var.device_name);
+  if (var.device.device_type != kDLCPU && var.device.device_type != kDLCUDA)
+    v.error(tpath, "training variants run on the cpu or on cuda, this one is on " + var.device_name);
+  // The parameters live in one place (host memory, or one CUDA device): every variant is on one kind of device.
+  if (!m.variants.empty() && m.variants.front().device.device_type != var.device.device_type)
+    v.error(tpath, "every variant of a training model runs on one kind of device, where its parameters live: "
+                   "variants[0] is on " + m.variants.front().device_name + ", this one on " + var.device_name);
   VariantTraining& vt = var.training;
   const json& saved = v.array_field(jt, "saved", tpath);
   for (size_t i = 0; i < saved.size(); ++i) {
@@ -234,6 +238,9 @@ void parse_variant_training(const Validator& v, const json& jt, const std::strin
   if (jt.find("rng_blocks") != jt.end()) {
     vt.rng_blocks = v.uint_field(jt, "rng_blocks", tpath, std::numeric_limits<int64_t>::max());
     if (vt.rng_blocks == 0) v.error(Validator::join(tpath, "rng_blocks"), "must be positive (absent: no dropout)");
+    if (var.device.device_type != kDLCPU)
+      v.error(Validator::join(tpath, "rng_blocks"), "dropout (an RNG state input) runs in cpu training variants only, "
+                                                    "this one is on " + var.device_name);
   }
   const std::string bpath = Validator::join(tpath, "backward");
   const json& jb = v.field(jt, "backward", tpath);

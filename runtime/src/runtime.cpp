@@ -108,10 +108,17 @@ struct thunderc_model {
   std::vector<std::vector<void*>> free_workspaces;
   // The CUDA side (module, per-device state, workspace pools per stream); NULL without CUDA variants.
   std::unique_ptr<CudaModel> cuda;
-  // Training models: the live parameters, one 64-byte aligned host buffer per training.parameters entry
+  // Training models: the live parameters, one buffer per training.parameters entry on parameter_device
   // (initialised from thunderc_parameters' blob at open), and DLTensor views of them (shape: the manifest's).
+  // A CUDA training model's parameters start as host buffers holding the initial values and move to the
+  // device of its first training call or thunderc_model_prepare_device (place_parameters); they stay there.
+  // `placed` is false until then (thunderc_model_parameter refuses), and is set, with the views rewritten,
+  // under placement_mutex.
   std::vector<void*> parameters;
   std::vector<DLTensor> parameter_tensors;
+  DLDevice parameter_device{kDLCPU, 0};
+  std::atomic<bool> placed{true};
+  std::mutex placement_mutex;
   // Dropout's generator (thunderc_model_set_rng_state): the seed, and the next call's first counter block.
   // A training forward without explicit (seed, offset) takes its blocks with one fetch_add, so concurrent
   // calls draw disjoint numbers.
@@ -123,7 +130,7 @@ struct thunderc_model {
       const DLDevice device = manifest.variants[slot % manifest.variants.size()].device;
       for (void* p : free_workspaces[slot]) release_buffer(device, p);
     }
-    for (void* p : parameters) std::free(p);
+    for (void* p : parameters) release_buffer(parameter_device, p);
     cuda.reset();  // before dlclose: its images live in the .so
     if (handle) dlclose(handle);
   }
@@ -198,23 +205,27 @@ class WorkspaceLease {
   void* ptr_ = nullptr;
 };
 
-// Host buffers (64-byte aligned) freed together when the object goes: the saved tensors of a training forward.
-class HostBuffers {
+// Buffers on one device (host: 64-byte aligned) freed together when the object goes: a training forward's
+// scratch (saved tensors nobody keeps, buffers' new values). On CUDA the owner synchronizes the stream that
+// used them before they go.
+class ScratchBuffers {
  public:
-  HostBuffers() = default;
-  ~HostBuffers() {
-    for (void* p : ptrs_) std::free(p);
+  explicit ScratchBuffers(DLDevice device) : device_(device) {}
+  ~ScratchBuffers() {
+    for (void* p : ptrs_) thunderc_model::release_buffer(device_, p);
   }
-  HostBuffers(const HostBuffers&) = delete;
-  HostBuffers& operator=(const HostBuffers&) = delete;
+  ScratchBuffers(const ScratchBuffers&) = delete;
+  ScratchBuffers& operator=(const ScratchBuffers&) = delete;
   void* alloc(size_t bytes, const char* what) {
     ptrs_.reserve(ptrs_.size() + 1);  // so that push_back cannot throw and leak the buffer
-    void* p = thunderc_model::acquire_buffer(DLDevice{kDLCPU, 0}, bytes, what);
+    void* p = thunderc_model::acquire_buffer(device_, bytes, what);
     ptrs_.push_back(p);
     return p;
   }
+  bool empty() const { return ptrs_.empty(); }
 
  private:
+  DLDevice device_;
   std::vector<void*> ptrs_;
 };
 
@@ -298,6 +309,56 @@ void load_parameters(thunderc_model* m) {
     if (p.bytes) std::memcpy(data, blob + p.offset, p.bytes);
     m->parameter_tensors.push_back(host_view(data, p.dtype, p.shape));
   }
+  // A CUDA training model (every variant of a training model is on one device kind): the parameters move to
+  // a device later (place_parameters).
+  if (!m->manifest.variants.empty() && m->manifest.variants[0].device.device_type == kDLCUDA) m->placed = false;
+}
+
+// A CUDA training model's parameters go to `device` the first time it is prepared or runs there (the host
+// copies, initial values, are freed), and stay on it: a call on another CUDA device is INVALID_ARGUMENT. A
+// no-op for a CPU training model.
+void place_parameters(thunderc_model* m, DLDevice device) {
+  if (!m->manifest.is_training() || device.device_type != kDLCUDA) return;
+  auto elsewhere = [&] {
+    if (m->parameter_device.device_id != device.device_id)
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT,
+           m->name + " is a training model whose parameters live on " + device_to_string(m->parameter_device) +
+               " (where it was first prepared or run); this call's tensors are on " + device_to_string(device) +
+               ". A training model keeps its parameters on one device: open the model once per device");
+  };
+  if (m->placed.load(std::memory_order_acquire)) return elsewhere();
+  std::lock_guard<std::mutex> lock(m->placement_mutex);
+  if (m->placed.load(std::memory_order_acquire)) return elsewhere();
+  const std::vector<ParameterDesc>& params = m->manifest.training.parameters;
+  std::vector<void*> on_device;
+  on_device.reserve(params.size());
+  try {
+    for (size_t i = 0; i < params.size(); ++i) {
+      on_device.push_back(thunderc_model::acquire_buffer(device, params[i].bytes, "parameter"));
+      cuda_copy_to_device(device.device_id, on_device.back(), m->parameters[i], params[i].bytes,
+                          "uploading parameter '" + params[i].name + "' of " + m->name);
+    }
+  } catch (...) {
+    for (void* p : on_device) thunderc_model::release_buffer(device, p);
+    throw;
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::free(m->parameters[i]);
+    m->parameters[i] = on_device[i];
+    m->parameter_tensors[i].data = on_device[i];
+    m->parameter_tensors[i].device = device;
+  }
+  m->parameter_device = device;
+  m->placed.store(true, std::memory_order_release);
+}
+
+// thunderc_model_parameter and friends: a CUDA training model's parameters exist only once placed.
+void require_placed(const thunderc_model* m, const char* fn) {
+  if (!m->placed.load(std::memory_order_acquire))
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT,
+         std::string(fn) + ": " + m->name + " is a CUDA training model whose parameters are not on a device yet; "
+                           "call thunderc_model_prepare_device(model, {kDLCUDA, ordinal}, NULL) first (or run it "
+                           "once): they move there and stay");
 }
 
 void open_impl(const char* so_path, const thunderc_open_options* options, thunderc_model** out_model) {
@@ -451,6 +512,8 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
         v.unavailable_reason = driver.error;
       }
       cuda_workspace = std::max(cuda_workspace, v.workspace_bytes);
+      // The pool's blocks serve a training variant's backward entry too.
+      if (model->manifest.is_training()) cuda_workspace = std::max(cuda_workspace, v.training.backward_workspace_bytes);
       if (cuda_variants.size() < 64) cuda_variants += (cuda_variants.empty() ? "#" : ", #") + std::to_string(v.id);
     } else if (v.device.device_type != kDLCPU) {
       v.available = false;
@@ -808,9 +871,12 @@ void run_forward(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n,
                  DLDevice device, void* stream, const DLTensor* saved = nullptr, const RngState* rng = nullptr) {
   if (!m->manifest.is_training()) return call_entry(m, vi, Entry::Forward, inputs, n, outs, k, device, stream);
   const Variant& v = m->manifest.variants[vi];
+  const bool cuda = device.device_type == kDLCUDA;
+  place_parameters(m, device);
   const size_t np = m->parameter_tensors.size();
   const size_t ns = v.training.saved.size();
   const size_t nr = v.training.rng_blocks > 0 ? 1 : 0;
+  // (The manifest has no CUDA variant with dropout: the RNG state below is a host tensor.)
   SmallVec<DLTensor> in(n + np + nr);
   for (size_t i = 0; i < n; ++i) in[i] = inputs[i];
   for (size_t i = 0; i < np; ++i) in[n + i] = m->parameter_tensors[i];
@@ -832,20 +898,33 @@ void run_forward(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n,
   const size_t nu = updates.size();
   SmallVec<DLTensor> out(k + ns + nu);
   for (size_t i = 0; i < k; ++i) out[i] = outs[i];
-  HostBuffers scratch;
+  ScratchBuffers scratch(device);
+  auto view = [&](void* data, DLDataType dtype, const std::vector<int64_t>& shape) {
+    DLTensor t = host_view(data, dtype, shape);
+    t.device = device;
+    return t;
+  };
   for (size_t i = 0; i < ns; ++i) {
     const SavedSpec& sp = v.training.saved[i];
-    out[k + i] = saved ? saved[i] : host_view(scratch.alloc(sp.bytes, "saved tensor"), sp.dtype, sp.shape);
+    out[k + i] = saved ? saved[i] : view(scratch.alloc(sp.bytes, "saved tensor"), sp.dtype, sp.shape);
   }
   // Buffers' new values go to scratch first: the entry reads the old ones while it writes these.
   for (size_t u = 0; u < nu; ++u) {
     const ParameterDesc& p = m->manifest.training.parameters[updates[u]];
-    out[k + ns + u] = host_view(scratch.alloc(p.bytes, "updated buffer"), p.dtype, p.shape);
+    out[k + ns + u] = view(scratch.alloc(p.bytes, "updated buffer"), p.dtype, p.shape);
   }
   call_entry(m, vi, Entry::Forward, in.data(), n + np + nr, out.data(), k + ns + nu, device, stream);
-  for (size_t u = 0; u < nu; ++u)
-    std::memcpy(m->parameter_tensors[updates[u]].data, out[k + ns + u].data,
-                m->manifest.training.parameters[updates[u]].bytes);
+  for (size_t u = 0; u < nu; ++u) {
+    const ParameterDesc& p = m->manifest.training.parameters[updates[u]];
+    if (cuda)
+      cuda_copy_on_device(device.device_id, m->parameter_tensors[updates[u]].data, out[k + ns + u].data, p.bytes,
+                          stream, "updating buffer '" + p.name + "' of " + m->name);
+    else
+      std::memcpy(m->parameter_tensors[updates[u]].data, out[k + ns + u].data, p.bytes);
+  }
+  // A CUDA training forward returns once the device is done: its scratch is freed below, and the buffers'
+  // new values are in place for the next call on any stream.
+  if (cuda) cuda_synchronize(device.device_id, stream, "the training forward of " + m->name);
 }
 
 // A training model's outputs are written while the parameters are read: no output may share a byte with one.
@@ -952,10 +1031,11 @@ struct thunderc_train_context_s {
   const thunderc_model* model = nullptr;  // the model whose forward_train made it
   std::string model_name;                 // for the message when it is passed to another model
   size_t variant = 0;
+  DLDevice device{kDLCPU, 0};   // where the saved tensors are: the device the forward ran on
   std::vector<void*> buffers;   // one per saved tensor
   std::vector<DLTensor> saved;  // views of buffers (shapes: the model's manifest)
   ~thunderc_train_context_s() {
-    for (void* p : buffers) std::free(p);
+    for (void* p : buffers) thunderc_model::release_buffer(device, p);
   }
 };
 
@@ -989,18 +1069,23 @@ DLDataType gradient_dtype(const Manifest& mf, const GradientDesc& g) {
   return g.is_parameter ? mf.training.parameters[g.index].dtype : mf.inputs[g.index].dtype;
 }
 
-// A caller's tensor for a backward call: dtype, shape, cpu, contiguous, or INVALID_ARGUMENT naming it.
+// A caller's tensor for a backward call: dtype, shape, on `device` (the forward's), contiguous (on CUDA
+// 16-byte aligned), or INVALID_ARGUMENT naming it.
 void check_backward_tensor(const thunderc_model* m, const Variant& v, const DLTensor& t, const std::string& what,
                            DLDataType dtype, const std::string& dtype_name, const std::vector<int64_t>& shape,
-                           const std::string& note) {
+                           const std::string& note, DLDevice device) {
   check_tensor_struct(t, what);
   bool same = dtype_equal(t.dtype, dtype) && t.ndim == static_cast<int>(shape.size()) &&
-              t.device.device_type == kDLCPU && t.device.device_id == 0 && is_contiguous(t);
+              t.device.device_type == device.device_type && t.device.device_id == device.device_id &&
+              is_contiguous(t);
   for (size_t k = 0; same && k < shape.size(); ++k) same = shape[k] == t.shape[k];
   if (!same)
     fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " for variant #" + std::to_string(v.id) + " of " + m->name +
-                                               ": expected a contiguous " + dtype_name + shape_to_string(shape) +
-                                               " cpu tensor" + note + ", got " + describe(t));
+                                               ": expected a contiguous " + dtype_name + shape_to_string(shape) + " " +
+                                               device_to_string(device) + " tensor" + note + ", got " + describe(t));
+  if (device.device_type == kDLCUDA)
+    if (std::string why = cuda_alignment_problem(t); !why.empty())
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " for variant #" + std::to_string(v.id) + " of " + m->name + ": " + why);
 }
 
 }  // namespace
@@ -1213,8 +1298,10 @@ THUNDERC_API thunderc_status thunderc_model_run_with_options(thunderc_model* mod
       outs[i] = normalized(outputs[i]);
     }
     check_no_overlap(model, inputs, num_inputs, outputs, num_outputs);
-    if (model->manifest.is_training())
+    if (model->manifest.is_training()) {
+      place_parameters(model, device);
       check_no_parameter_overlap(model, outputs, num_outputs, output_name(model), "outputs");
+    }
     run_forward(model, vi, inputs, num_inputs, outs.data(), num_outputs, device, opts.cuda_stream);
   });
 }
@@ -1307,6 +1394,7 @@ THUNDERC_API thunderc_status thunderc_model_parameter(thunderc_model* model, siz
   if (thunderc_status st = check_model(model)) return st;
   return guarded([&] {
     require_training(model, "thunderc_model_parameter");
+    require_placed(model, "thunderc_model_parameter");
     if (!out) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "thunderc_model_parameter: out is NULL");
     if (index >= model->parameter_tensors.size())
       fail(THUNDERC_STATUS_INVALID_ARGUMENT, "parameter " + std::to_string(index) + " out of range (" + model->name +
@@ -1353,6 +1441,7 @@ thunderc_status forward_train(thunderc_model* model, const DLTensor* inputs, siz
                                                  " output(s), got " + std::to_string(num_outputs) + " output buffers");
     if (num_outputs > 0 && !outputs) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "outputs is NULL");
     const DLDevice device = call_device(v, inputs, num_inputs);
+    place_parameters(model, device);
     SmallVec<DLTensor> outs(num_outputs);
     for (size_t i = 0; i < num_outputs; ++i) {
       check_output(model, v, i, outputs[i], v.output_shapes[i].data(), device);
@@ -1365,12 +1454,14 @@ thunderc_status forward_train(thunderc_model* model, const DLTensor* inputs, siz
     ctx->model = model;
     ctx->model_name = model->name;
     ctx->variant = vi;
+    ctx->device = device;
     const std::vector<SavedSpec>& saved = v.training.saved;
     ctx->buffers.reserve(saved.size());
     ctx->saved.reserve(saved.size());
     for (const SavedSpec& sp : saved) {
-      ctx->buffers.push_back(thunderc_model::acquire_buffer(DLDevice{kDLCPU, 0}, sp.bytes, "saved tensor"));
+      ctx->buffers.push_back(thunderc_model::acquire_buffer(device, sp.bytes, "saved tensor"));
       ctx->saved.push_back(host_view(ctx->buffers.back(), sp.dtype, sp.shape));
+      ctx->saved.back().device = device;
     }
     run_forward(model, vi, inputs, num_inputs, outs.data(), num_outputs, device, nullptr, ctx->saved.data(), rng);
     *out_context = ctx.release();
@@ -1461,14 +1552,15 @@ THUNDERC_API thunderc_status thunderc_model_backward(thunderc_model* model, thun
     for (size_t i = 0; i < no; ++i) {
       const TensorDesc& d = mf.outputs[i];
       check_backward_tensor(model, v, grad_outputs[i], "grad_output for output '" + d.name + "' (#" + std::to_string(i) + ")",
-                            d.dtype, d.dtype_name, v.output_shapes[i], " (the shape and dtype of output '" + d.name + "')");
+                            d.dtype, d.dtype_name, v.output_shapes[i], " (the shape and dtype of output '" + d.name + "')",
+                            context->device);
     }
     for (size_t i = 0; i < ng; ++i) {
       const GradientDesc& g = mf.training.gradients[i];
       const std::string& dtype_name =
           g.is_parameter ? mf.training.parameters[g.index].dtype_name : mf.inputs[g.index].dtype_name;
       check_backward_tensor(model, v, gradients[i], gradient_label(mf, i), gradient_dtype(mf, g), dtype_name,
-                            v.training.gradient_shapes[i], "");
+                            v.training.gradient_shapes[i], "", context->device);
     }
     // The gradients are written while the parameters, the saved tensors and grad_outputs are read.
     for (size_t i = 0; i < ng; ++i) {
@@ -1492,8 +1584,11 @@ THUNDERC_API thunderc_status thunderc_model_backward(thunderc_model* model, thun
     for (size_t i = 0; i < no; ++i) in[np + ns + i] = grad_outputs[i];
     SmallVec<DLTensor> outs(ng);
     for (size_t i = 0; i < ng; ++i) outs[i] = normalized(gradients[i]);
-    call_entry(model, context->variant, Entry::Backward, in.data(), np + ns + no, outs.data(), ng, DLDevice{kDLCPU, 0},
+    call_entry(model, context->variant, Entry::Backward, in.data(), np + ns + no, outs.data(), ng, context->device,
                nullptr);
+    // As the forward: a CUDA backward returns with the gradients written.
+    if (context->device.device_type == kDLCUDA)
+      cuda_synchronize(context->device.device_id, nullptr, "the backward of " + model->name);
   });
 }
 
@@ -1510,6 +1605,7 @@ THUNDERC_API thunderc_status thunderc_model_prepare_device(thunderc_model* model
     if (!model->cuda)
       fail(THUNDERC_STATUS_DEVICE_UNAVAILABLE, model->name + " has no CUDA variant");
     const std::string& image = model->cuda->prepare(device.device_id);
+    place_parameters(model, device);
     if (out_image) *out_image = image.c_str();
   });
 }

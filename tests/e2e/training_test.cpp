@@ -15,6 +15,7 @@
 #include "doctest_with_torch.h"
 #include "common/run_process.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/nvfuser/emu_model.h"
 #include "thunderc/aten.hpp"
 #include "thunderc/npy.hpp"
 #include "thunderc/philox.h"
@@ -85,6 +87,14 @@ thunderc::HostTensor as_host(const at::Tensor& t) {
   thunderc::HostTensor h(thunderc::aten::to_dl_dtype(c.scalar_type()), std::vector<int64_t>(c.sizes().begin(), c.sizes().end()));
   std::memcpy(h.raw(), c.data_ptr(), c.nbytes());
   return h;
+}
+
+// A copy of parameter i's live value (host or device memory).
+at::Tensor parameter_value(thunderc::Model& model, std::size_t i) {
+  const DLTensor view = model.parameter(i);
+  thunderc::HostTensor h(view.dtype, std::vector<int64_t>(view.shape, view.shape + view.ndim));
+  thunderc::copy_to_host(view.device, h.raw(), view.data, h.nbytes());
+  return as_tensor(h);
 }
 
 void check_grad(const at::Tensor& ours, const at::Tensor& ref, const std::string& what) {
@@ -175,34 +185,47 @@ std::size_t count_int_buffers(const Reference& r) {
 // compared after the forward too.
 // `path`: a TorchScript file; `extra`: more compile flags (--shapes).
 // With `rng` (a model with dropout): the forward draws at that state, and LibTorch's dropout the same masks.
+// With `cuda`: compiled with --device cuda and run on cuda:0 through the fake driver, the generated kernels
+// emulated on the CPU (tests/codegen/nvfuser/emu_model.h); the parameters then live in (fake) device memory.
 void check_model(const std::string& path, const std::vector<std::string>& requires_grad, bool train,
-                 const std::string& extra = "", const thunderc::Model::RngState* rng = nullptr) {
+                 const std::string& extra = "", const thunderc::Model::RngState* rng = nullptr, bool cuda = false) {
   const std::string model = fs::path(path).stem().string();
   CAPTURE(model);
   CAPTURE(train);
-  fs::path dir = tmp_dir(model + (train ? "_train" : "") + (extra.find("--executors") != std::string::npos ? "_ex" : ""));
+  CAPTURE(cuda);
+  fs::path dir = tmp_dir(model + (train ? "_train" : "") + (extra.find("--executors") != std::string::npos ? "_ex" : "") +
+                         (cuda ? "_cuda" : ""));
   std::string flags = train ? "--autograd --module-mode train" : "--autograd";
   for (const std::string& n : requires_grad) flags += " --requires-grad " + n;
+  if (cuda) flags += " --device cuda --keep-sources " + (dir / "src").string();
   fs::path so = dir / (model + ".so");
   {
     Result r = run_thunderc(path + " -o " + so.string() + " " + flags + " " + extra);
     INFO(r.out);
     REQUIRE(r.code == 0);
   }
+  if (cuda) nvfuser_emu::register_kernels(nvfuser_emu::build_emulated_kernels(dir / "src"));
   thunderc::Model compiled(so.string());
   REQUIRE(compiled.is_training());
+  const DLDevice device = cuda ? nvfuser_emu::kCuda0 : DLDevice{kDLCPU, 0};
+  if (cuda) {
+    // A CUDA training model's parameters have no home until it is prepared (or run) on a device.
+    CHECK_THROWS_WITH_AS(compiled.parameter(0), doctest::Contains("not on a device yet"), thunderc::Error);
+    compiled.prepare_device(device);
+    for (std::size_t i = 0; i < compiled.num_parameters(); ++i) CHECK(compiled.parameter(i).device.device_type == kDLCUDA);
+  }
   at::manual_seed(5);
   std::vector<at::Tensor> inputs = make_inputs(compiled);
   std::vector<thunderc::HostTensor> host_in;
   for (const at::Tensor& x : inputs) host_in.push_back(as_host(x));
-  auto [outs, ctx] = compiled.forward_train(host_in, rng);
+  auto [outs, ctx] = compiled.forward_train(host_in, rng, device);
   std::vector<at::Tensor> grad_outputs;
   std::vector<thunderc::HostTensor> host_gy;
   for (const thunderc::HostTensor& o : outs) {
     grad_outputs.push_back(at::randn(std::vector<std::int64_t>(o.shape().begin(), o.shape().end())));
     host_gy.push_back(as_host(grad_outputs.back()));
   }
-  std::vector<thunderc::HostTensor> grads = compiled.backward(ctx, host_gy);
+  std::vector<thunderc::HostTensor> grads = compiled.backward(ctx, host_gy, device);
 
   reference_rng = ReferenceRng{rng ? rng->seed : 0, rng ? rng->offset : 0, 0};
   Reference ref = torch_gradients(path, inputs, compiled.input_names(), requires_grad, grad_outputs, train);
@@ -227,9 +250,7 @@ void check_model(const std::string& path, const std::vector<std::string>& requir
     if (compiled.parameter_is_trainable(i)) continue;
     const std::string name = compiled.parameter_names()[i];
     REQUIRE_MESSAGE(ref.buffers.count(name), "buffer ", name, " has no counterpart in LibTorch");
-    const DLTensor view = compiled.parameter(i);
-    const at::Tensor ours = at::from_blob(view.data, std::vector<std::int64_t>(view.shape, view.shape + view.ndim), at::kFloat);
-    check_grad(ours, ref.buffers.at(name), "buffer " + name);
+    check_grad(parameter_value(compiled, i), ref.buffers.at(name), "buffer " + name);
     ++buffers;
   }
   CHECK(buffers == (train ? ref.buffers.size() - count_int_buffers(ref) : 0));
@@ -495,4 +516,73 @@ TEST_CASE("--module-mode train: the gpt_block sample's dropouts, and thunderc gr
   const std::size_t k = static_cast<std::size_t>(std::find(names.begin(), names.end(), "attn.qkv.weight") - names.begin());
   REQUIRE(k < names.size());
   CHECK(at::equal(as_tensor(m.backward(step.context, gy)[k]), a));
+}
+
+// CUDA training variants (--autograd --device cuda): the forward and backward programs compiled for nvfuser,
+// cuBLASLt and cuDNN (the CUDA default list), run on cuda:0 through the fake driver with the generated kernels
+// emulated on the CPU; outputs and every gradient against LibTorch autograd at the tolerance above. Label
+// cuda-emu (tests/e2e/CMakeLists.txt).
+TEST_CASE("emulated CUDA: --autograd --device cuda samples: gradients match LibTorch autograd") {
+  check_model(sample("mlp.pt"), {"x"}, false, "", nullptr, true);
+  check_model(sample("gpt_block.pt"), {"x"}, false, "", nullptr, true);
+  check_model(sample("encoder_layer.pt"), {}, false, "", nullptr, true);
+  // conv2d's gradients as GEMMs around nvfuser's im2col/col2im kernels, max_pool2d_backward's kernel.
+  check_model(sample("cnn.pt"), {"x"}, false, "", nullptr, true);
+}
+
+TEST_CASE("emulated CUDA: --module-mode train batch norm: batch statistics, running statistics updated on the device") {
+  const fs::path dir = tmp_dir("train_mode_cuda");
+  const std::string bn = (dir / "batch_norm_net.pt").string();
+  save_batch_norm_module(bn);
+  check_model(bn, {"x"}, true, "--shapes x=6x3x5x4", nullptr, true);
+}
+
+TEST_CASE("emulated CUDA: a training model keeps its parameters on the device it first ran on") {
+  // Two fake devices: read by the fake driver when it is first initialized, after this (ctest runs each test
+  // case in a process of its own).
+  setenv("THUNDERC_FAKE_CUDA_DEVICES", "2", 1);
+  const fs::path dir = tmp_dir("cuda_placement");
+  const fs::path so = compile("mlp.pt", dir, "--autograd --device cuda --keep-sources " + (dir / "src").string());
+  const std::string kernels = nvfuser_emu::build_emulated_kernels(dir / "src");
+  nvfuser_emu::register_kernels(kernels);
+  const thunderc::HostTensor x = thunderc::npy::load(sample("mlp.input.npy"));
+  const thunderc::HostTensor want = thunderc::npy::load(sample("mlp.expected.npy"));
+  thunderc::Model a(so.string()), b(so.string());
+  // The first training call places a's parameters on cuda:1 (LibTorch's eval output: no batch norm, no dropout).
+  auto step = a.forward_train({x}, nullptr, DLDevice{kDLCUDA, 1});
+  CHECK((as_tensor(step.outputs[0]) - as_tensor(want)).abs().max().item<double>() < 1e-5);
+  CHECK(a.parameter(0).device.device_id == 1);
+  CHECK_THROWS_WITH_AS(a.forward_train({x}, nullptr, nvfuser_emu::kCuda0),
+                       doctest::Contains("parameters live on cuda:1"), thunderc::Error);
+  CHECK_THROWS_WITH_AS(a.prepare_device(nvfuser_emu::kCuda0), doctest::Contains("parameters live on cuda:1"), thunderc::Error);
+  // Another instance of the model is independent: it goes to cuda:0. Its gradients equal a's (same kernels).
+  auto other = b.forward_train({x}, nullptr, nvfuser_emu::kCuda0);
+  const std::vector<thunderc::HostTensor> gy = {as_host(at::ones({1, 10}))};
+  const auto ga = a.backward(step.context, gy, DLDevice{kDLCUDA, 1}), gb = b.backward(other.context, gy, nvfuser_emu::kCuda0);
+  REQUIRE(ga.size() == gb.size());
+  for (std::size_t i = 0; i < ga.size(); ++i) CHECK(at::equal(as_tensor(ga[i]), as_tensor(gb[i])));
+  // thunderc grad runs a CUDA training model on cuda:0 (the fake driver loads the emulated kernels named by
+  // THUNDERC_FAKE_CUDA_KERNELS in that process): the same gradients.
+  thunderc::npy::save((dir / "gy.npy").string(), gy[0]);
+  setenv("THUNDERC_FAKE_CUDA_KERNELS", kernels.c_str(), 1);  // the child inherits it, and LD_LIBRARY_PATH
+  Result g = run_thunderc("grad " + so.string() + " " + sample("mlp.input.npy") + " --grad-output " + (dir / "gy.npy").string() +
+                   " --output-dir " + (dir / "grads").string());
+  INFO(g.out);
+  REQUIRE(g.code == 0);
+  const std::vector<std::string> names = b.gradient_names();
+  for (std::size_t i = 0; i < names.size(); ++i)
+    CHECK(at::equal(as_tensor(thunderc::npy::load((dir / "grads" / ("grad_" + names[i] + ".npy")).string())),
+                    as_tensor(gb[i])));
+  // A backward's tensors must be on its context's device.
+  CHECK_THROWS_WITH_AS(a.backward(step.context, gy, nvfuser_emu::kCuda0), doctest::Contains("cuda:1 tensor"),
+                       thunderc::Error);
+  // An in-place update through a device view is what the next call computes with: zero every parameter of
+  // a, and its output is 0 (the mlp's last layer is a linear with bias).
+  for (std::size_t i = 0; i < a.num_parameters(); ++i) {
+    const DLTensor p = a.parameter(i);
+    thunderc::HostTensor zeros(p.dtype, std::vector<int64_t>(p.shape, p.shape + p.ndim));
+    std::memset(zeros.raw(), 0, zeros.nbytes());
+    thunderc::check(thunderc_device_copy_to_device(p.device, p.data, zeros.raw(), zeros.nbytes(), nullptr));
+  }
+  CHECK(as_tensor(a.forward_train({x}, nullptr, DLDevice{kDLCUDA, 1}).outputs[0]).abs().max().item<double>() == 0);
 }

@@ -640,8 +640,9 @@ TEST_CASE("training: invalid training manifests") {
        "variants[0].training.backward.workspace_bytes: expected a non-negative integer, got -256"},
       {"backward entry missing", replace(good, "\"entry\": \"thunderc_variant_3\"", "\"entry\": \"thunderc_variant_9\""),
        "does not export 'thunderc_variant_9', the backward entry of variant #1"},
-      {"cuda training variant", replace(good, v0_guard, replace(v0_guard, "\"cpu\"", "\"cuda:0\"")),
-       "variants[0].training: training variants run on the cpu only, this one is on cuda:0"},
+      {"training variants on two kinds of device", replace(good, v0_guard, replace(v0_guard, "\"cpu\"", "\"cuda:0\"")),
+       "variants[1].training: every variant of a training model runs on one kind of device, where its parameters "
+       "live: variants[0] is on cuda:0, this one on cpu"},
       {"rng_blocks zero", replace(good, "\"saved\": [{\"dtype\": \"float32\", \"shape\": [2, 4]}]",
                                   "\"saved\": [{\"dtype\": \"float32\", \"shape\": [2, 4]}], \"rng_blocks\": 0"),
        "variants[0].training.rng_blocks: must be positive (absent: no dropout)"},

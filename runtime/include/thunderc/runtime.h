@@ -214,7 +214,7 @@ THUNDERC_API thunderc_status thunderc_model_prepare_device(thunderc_model* model
 /* ---- training (models compiled with thunderc --autograd) ----------------------------------------- *
  * A training model (ABI 5; dropout ABI 6) has parameters, the trainable tensors it was compiled with, and every variant is
  * a training forward with a backward entry. At open the runtime copies each parameter's initial value into a
- * 64-byte aligned host buffer the model owns: these are the live parameters, which every call of the model
+ * 64-byte aligned host buffer the model owns (CUDA: see Devices below): these are the live parameters, which every call of the model
  * reads (thunderc_model_run too) and which the application updates in place between calls (an optimizer
  * step through thunderc_model_parameter). A training step:
  *
@@ -223,7 +223,13 @@ THUNDERC_API thunderc_status thunderc_model_prepare_device(thunderc_model* model
  *   thunderc_train_context_free(ctx);
  *   ... update the parameters through thunderc_model_parameter ...
  *
- * Training variants run on the CPU: every tensor here is a dense host (kDLCPU) tensor. The functions below
+ * Devices: a CPU training model's tensors are dense host (kDLCPU) tensors. A CUDA training model (thunderc
+ * --autograd --device cuda) keeps its parameters in device memory of one CUDA device: host copies of the
+ * initial values at open, uploaded by its first training call (forward_train, run) or thunderc_model_prepare_device
+ * on cuda:N; thunderc_model_parameter refuses until then and gives {kDLCUDA, N} views after. Every tensor of a
+ * call is then a dense CUDA tensor on that device (another device is INVALID_ARGUMENT: open the .so once per
+ * device). forward_train and backward enqueue on the default stream and return once the device is done. The
+ * functions below
  * that take a model not compiled with --autograd return INVALID_ARGUMENT saying so (the getters: 0 or
  * NULL). thunderc_model_run / run_alloc work on a training model too: they run the training forward with
  * the live parameters and discard what it saved (a training-mode forward, without a context).
@@ -254,7 +260,8 @@ THUNDERC_API const char* thunderc_model_parameter_name(const thunderc_model* mod
  * a bad index or an inference model. */
 THUNDERC_API int32_t thunderc_model_parameter_is_trainable(const thunderc_model* model, size_t index);
 /* Fills *out with a view of parameter `index`'s live state: data points into the model's 64-byte aligned
- * buffer, shape is owned by the model, strides NULL, byte_offset 0, device {kDLCPU, 0}; valid until
+ * buffer, shape is owned by the model, strides NULL, byte_offset 0, device {kDLCPU, 0} (a CUDA training
+ * model: {kDLCUDA, N} once placed, INVALID_ARGUMENT before; see Devices above); valid until
  * thunderc_model_close. The caller reads and writes the values in place (no copies); a write must not race
  * with a call that runs the model (forward_train, backward, run). */
 THUNDERC_API thunderc_status thunderc_model_parameter(thunderc_model* model, size_t index, DLTensor* out);

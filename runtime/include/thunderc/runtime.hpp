@@ -337,7 +337,8 @@ class Model {
   // every training forward.
   bool parameter_is_trainable(size_t i) const { return thunderc_model_parameter_is_trainable(m_, i) == 1; }
   // A view of parameter i's live state (valid until the model is closed): read and write it in place between
-  // calls, e.g. an optimizer step (not while a call runs the model).
+  // calls, e.g. an optimizer step (not while a call runs the model). A CUDA training model's parameters are
+  // device memory, there once prepare_device or its first training call has placed them (Error before).
   DLTensor parameter(size_t i) {
     DLTensor t{};
     check(thunderc_model_parameter(m_, i, &t));
@@ -395,30 +396,61 @@ class Model {
     std::vector<HostTensor> outputs;
     TrainContext context;
   };
-  // Host tensors in, freshly allocated outputs and the context for backward out.
-  ForwardTrainResult forward_train(const std::vector<HostTensor>& inputs, const RngState* rng = nullptr) {
-    std::vector<DLTensor> in = dl_views(inputs);
-    const VariantInfo v = variant(select_variant(in));
+  // Host tensors in, freshly allocated outputs and the context for backward out. A CUDA training model runs
+  // on `device` ({kDLCUDA, n}): the inputs are copied there and the outputs back (the context's saved tensors
+  // stay on the device).
+  ForwardTrainResult forward_train(const std::vector<HostTensor>& inputs, const RngState* rng = nullptr,
+                                   DLDevice device = DLDevice{kDLCPU, 0}) {
     ForwardTrainResult r;
-    r.outputs.reserve(v.outputs.size());
-    for (size_t i = 0; i < v.outputs.size(); ++i)
-      r.outputs.push_back(allocate(v.outputs[i].dtype, v.outputs[i].shape, "output", i, v.outputs[i].name));
+    if (device.device_type == kDLCPU) {
+      std::vector<DLTensor> in = dl_views(inputs);
+      const VariantInfo v = variant(select_variant(in));
+      r.outputs.reserve(v.outputs.size());
+      for (size_t i = 0; i < v.outputs.size(); ++i)
+        r.outputs.push_back(allocate(v.outputs[i].dtype, v.outputs[i].shape, "output", i, v.outputs[i].name));
+      std::vector<DLTensor> out_dl;
+      for (HostTensor& t : r.outputs) out_dl.push_back(t.dl());
+      r.context = forward_train(in, out_dl, rng);
+      return r;
+    }
+    std::vector<DeviceTensor> in_dev = to_device(inputs, device);
+    std::vector<DLTensor> in;
+    for (const DeviceTensor& t : in_dev) in.push_back(t.dl());
+    const VariantInfo v = variant(select_variant(in));
+    std::vector<DeviceTensor> out_dev;
     std::vector<DLTensor> out_dl;
-    for (HostTensor& t : r.outputs) out_dl.push_back(t.dl());
+    for (size_t i = 0; i < v.outputs.size(); ++i) out_dev.emplace_back(v.outputs[i].dtype, v.outputs[i].shape, device);
+    for (const DeviceTensor& t : out_dev) out_dl.push_back(t.dl());
     r.context = forward_train(in, out_dl, rng);
+    for (const DeviceTensor& t : out_dev) r.outputs.push_back(t.to_host());
     return r;
   }
   // One gradient per gradient_names() entry, allocated with the context's gradient shapes. ctx may be used again.
-  std::vector<HostTensor> backward(const TrainContext& ctx, const std::vector<HostTensor>& grad_outputs) {
-    std::vector<DLTensor> in = dl_views(grad_outputs);
-    std::vector<HostTensor> grads;
-    grads.reserve(num_gradients());
-    for (size_t i = 0; i < num_gradients(); ++i)
-      grads.push_back(allocate(gradient_dtype(i), gradient_shape(ctx, i), "gradient", i,
-                               thunderc_model_gradient_name(m_, i)));
+  // `device`: the one the context's forward ran on (the grad outputs go there, the gradients come back).
+  std::vector<HostTensor> backward(const TrainContext& ctx, const std::vector<HostTensor>& grad_outputs,
+                                   DLDevice device = DLDevice{kDLCPU, 0}) {
+    if (device.device_type == kDLCPU) {
+      std::vector<DLTensor> in = dl_views(grad_outputs);
+      std::vector<HostTensor> grads;
+      grads.reserve(num_gradients());
+      for (size_t i = 0; i < num_gradients(); ++i)
+        grads.push_back(allocate(gradient_dtype(i), gradient_shape(ctx, i), "gradient", i,
+                                 thunderc_model_gradient_name(m_, i)));
+      std::vector<DLTensor> out_dl;
+      for (HostTensor& t : grads) out_dl.push_back(t.dl());
+      backward(ctx, in, out_dl);
+      return grads;
+    }
+    std::vector<DeviceTensor> in_dev = to_device(grad_outputs, device);
+    std::vector<DLTensor> in;
+    for (const DeviceTensor& t : in_dev) in.push_back(t.dl());
+    std::vector<DeviceTensor> grads_dev;
     std::vector<DLTensor> out_dl;
-    for (HostTensor& t : grads) out_dl.push_back(t.dl());
+    for (size_t i = 0; i < num_gradients(); ++i) grads_dev.emplace_back(gradient_dtype(i), gradient_shape(ctx, i), device);
+    for (const DeviceTensor& t : grads_dev) out_dl.push_back(t.dl());
     backward(ctx, in, out_dl);
+    std::vector<HostTensor> grads;
+    for (const DeviceTensor& t : grads_dev) grads.push_back(t.to_host());
     return grads;
   }
 
@@ -452,6 +484,12 @@ class Model {
   }
 
  private:
+  static std::vector<DeviceTensor> to_device(const std::vector<HostTensor>& tensors, DLDevice device) {
+    std::vector<DeviceTensor> v;
+    v.reserve(tensors.size());
+    for (const HostTensor& t : tensors) v.push_back(DeviceTensor::from_host(t, device));
+    return v;
+  }
   static std::vector<DLTensor> dl_views(const std::vector<HostTensor>& tensors) {
     std::vector<DLTensor> v;
     v.reserve(tensors.size());
