@@ -77,6 +77,7 @@ struct ModelFlags {
   bool autograd = false;
   std::vector<std::string> requires_grad;
   std::string module_mode;
+  std::string optimizer;
   std::string precision = "fp32";
   bool skip_inplace_alias_updates = false;
   std::string bounded_variants = "auto";
@@ -156,13 +157,17 @@ struct ModelFlags {
     app.add_flag("--autograd", autograd,
                  "compile a training variant: forward and backward in the .so, parameters as runtime state readable "
                  "and writable through the C ABI, gradients of every parameter (and of --requires-grad inputs); run it "
-                 "with `thunderc grad` or thunderc_model_forward_train/backward (docs/training.md). CPU executors, "
-                 "fixed shapes");
+                 "with `thunderc grad` or thunderc_model_forward_train/backward (docs/training.md). CPU and CUDA "
+                 "executors, fixed shapes");
     app.add_option("--requires-grad", requires_grad,
                    "with --autograd: inputs that get gradients too, comma-separated (names as the model's inputs)")
         ->type_name("NAME,...")
         ->delimiter(',')
         ->allow_extra_args(false);
+    app.add_option("--optimizer", optimizer,
+                   "with --autograd: compile the parameters' update too, sgd or adamw (torch.optim's arithmetic; "
+                   "hyperparameters are call arguments of thunderc_model_optimizer_step; state kept by the runtime)")
+        ->type_name("sgd|adamw");
     app.add_option("--module-mode", module_mode,
                    "with --autograd: eval (default: batch norm with its running statistics, dropout an identity, as "
                    "the module was saved) or train (batch norm with the batch's statistics, updating its running "
@@ -200,6 +205,7 @@ struct ModelFlags {
       user_error("--module-mode ", module_mode, " needs --autograd (an inference build runs the module as saved, in "
                  "eval mode)");
     o.train_mode = module_mode == "train";
+    o.optimizer = optimizer;
     if (precision != "fp32" && precision != "tf32" && precision != "bf16" && precision != "fp16")
       user_error("--precision must be fp32, tf32, bf16 or fp16, got '", precision, "'");
     if (precision == "fp16" && o.device.kind != DeviceKind::CUDA)
@@ -651,7 +657,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
     for (std::size_t i = 0; i < n; ++i) {
       const TrainingTraces& tt = *r.specializations[i].training;
       ModuleVariant b{&tt.backward, specialization_label(r.specializations[i]) + " (backward)"};
-      b.is_backward = true;
+      b.is_program = true;
       request.variants[i].backward = n + i;
       request.variants[i].model_outputs = tt.num_outputs;
       request.variants[i].rng_blocks = tt.rng_blocks;
@@ -667,6 +673,14 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
         user_error("--autograd: specialization ", i + 1, " uses other parameters than specialization 1; compile them "
                    "into separate .so files");
       }
+    }
+    if (r.optimizer) {
+      training.optimizer = TrainingModule::Optimizer{r.optimizer->kind, request.variants.size(),
+                                                     r.optimizer->state_slots, r.optimizer->scalars};
+      ModuleVariant u{&r.optimizer->trace, "optimizer " + r.optimizer->kind};
+      u.is_program = true;
+      request.variants.push_back(u);
+      ops += r.optimizer->trace.symbols().size();
     }
     request.training = std::move(training);
   }

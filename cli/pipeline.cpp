@@ -243,6 +243,13 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
   } else if (!options.requires_grad.empty()) {
     user_error("--requires-grad needs --autograd (gradients exist only in a training build)");
   }
+  if (!options.optimizer.empty()) {
+    if (!options.autograd)
+      user_error("--optimizer needs --autograd (it updates the parameters of a training build)");
+    const auto& kinds = optimizer_kinds();
+    if (std::find(kinds.begin(), kinds.end(), options.optimizer) == kinds.end())
+      user_error("--optimizer must be sgd or adamw, got '", options.optimizer, "'");
+  }
   result.executors = resolve_executors(executors, options.device.kind, standalone);
   if (result.executors.executors.empty()) {
     std::string why;
@@ -580,6 +587,22 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
       if (b.input_bound >= 1) result.specializations.push_back(std::move(b));
     }
     result.specializations.push_back(passes_one(std::move(imported), prefix, where, dump_dir, false));
+  }
+  if (!options.optimizer.empty()) {
+    // One update for the model (its parameters are the same in every specialization), through the passes.
+    std::vector<TensorType> params;
+    for (const TrainingTraces::Parameter& p : result.specializations.at(0).training->parameters)
+      if (p.trainable) params.push_back(p.type);
+    auto prog = std::make_shared<OptimizerProgram>(build_optimizer_program(options.optimizer, params));
+    SpecializedTrace s;
+    s.trace = std::move(prog->trace);
+    s = passes_one(std::move(s), "--optimizer " + options.optimizer + ": ", "[optimizer] ",
+                   options.dump_traces_dir.empty() ? std::string()
+                                                   : (std::filesystem::path(options.dump_traces_dir) / "optimizer").string(),
+                   false);
+    check_in_place_update(s.trace);
+    prog->trace = std::move(s.trace);
+    result.optimizer = std::move(prog);
   }
   return result;
 }

@@ -14,6 +14,7 @@
 #include "core/ir/symbolic.h"
 #include "core/ir/trace.h"
 #include "core/transforms/autodiff.h"
+#include "core/transforms/optimizer.h"
 #include "core/transforms/pipeline.h"
 
 namespace thunderc {
@@ -48,6 +49,9 @@ struct PipelineOptions {
   std::vector<std::string> requires_grad;
   // --module-mode train: batch norm with batch statistics, its running statistics as state (TrainingTraces).
   bool train_mode = false;
+  // --optimizer sgd|adamw (with --autograd): the parameters' update as a program of its own
+  // (core/transforms/optimizer.h). Empty: none.
+  std::string optimizer;
 };
 
 // One specialization of the model: its input shapes and the trace after every pass.
@@ -84,6 +88,8 @@ struct PipelineResult {
   std::vector<std::string> transforms;  // the optional passes that ran, in order (for the manifest)
   std::vector<SpecializedTrace> specializations;
   std::vector<PassTiming> timings;  // load, import, each pass (in first-run order)
+  // --optimizer: the update of the trainable parameters, after the passes (claimed, checked in-place safe).
+  std::shared_ptr<OptimizerProgram> optimizer;
 };
 
 // Runs the pipeline. Every problem with the user's input is a UserError whose message stands on its own

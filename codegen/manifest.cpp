@@ -15,12 +15,13 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
   THUNDERC_CHECK(!variants.empty(), "a manifest needs at least one variant");
   // The model's outputs of a variant (a training forward's saved tensors follow them).
   auto model_outputs = [](const ModuleVariant& v) { return v.backward ? v.model_outputs : v.trace->outputs().size(); };
-  // Backward programs are entries, not variants: they follow every variant, so ids stay positions.
+  // Programs (backwards, the optimizer's update) are entries, not variants: they follow every variant, so ids
+  // stay positions.
   std::size_t num_variants = 0;
   for (const ModuleVariant& v : variants) {
-    THUNDERC_CHECK(v.is_backward || num_variants == static_cast<std::size_t>(&v - variants.data()),
-                   "a backward program before a variant");
-    num_variants += v.is_backward ? 0 : 1;
+    THUNDERC_CHECK(v.is_program || num_variants == static_cast<std::size_t>(&v - variants.data()),
+                   "a program before a variant");
+    num_variants += v.is_program ? 0 : 1;
   }
   using nlohmann::json;
   json m;
@@ -164,6 +165,17 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
       grads.push_back({{"name", g.name}, {"kind", g.parameter ? "parameter" : "input"}});
     m["training"] = {{"parameters", params}, {"gradients", grads}};
     if (!training->updates.empty()) m["training"]["updates"] = training->updates;
+    if (const auto& o = training->optimizer) {
+      json counts = json::object();
+      for (const auto& [executor, count] : executor_counts(*variants.at(o->program).trace))
+        if (!executor.empty()) counts[executor] = count;
+      m["training"]["optimizer"] = {{"kind", o->kind},
+                                    {"entry", variant_entry(o->program)},
+                                    {"workspace_bytes", plan.memory[o->program].workspace_bytes},
+                                    {"executors", counts},
+                                    {"state", o->state_slots},
+                                    {"scalars", o->scalars}};
+    }
   }
   if (cuda.module && !cuda.module->cuda_source.empty()) {
     json images = json::array();

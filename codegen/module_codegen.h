@@ -27,10 +27,11 @@ struct ModuleVariant {
   // inputs are all finite with |x| <= input_bound (the guards' finite_max_abs). 0: no such guard.
   double input_bound = 0;
   // --autograd (docs/training.md): a training forward's first `model_outputs` outputs are the model's, the
-  // saved tensors follow, then the updated buffers (TrainingModule::updates); `backward` is the index of the variant holding its backward program, which gets an
-  // entry of the .so but is no variant of the manifest (`is_backward`).
+  // saved tensors follow, then the updated buffers (TrainingModule::updates); `backward` is the index of the
+  // variant holding its backward program. A backward, or --optimizer's update (TrainingModule::optimizer), is a
+  // program (`is_program`): an entry of the .so but no variant of the manifest; programs follow every variant.
   std::optional<std::size_t> backward;
-  bool is_backward = false;
+  bool is_program = false;
   std::size_t model_outputs = 0;
   // Dropout: the Philox counter blocks one call of this training forward draws (TrainingTraces::rng_blocks);
   // > 0: the forward's last input is the RNG state.
@@ -55,6 +56,14 @@ struct TrainingModule {
     bool parameter = false;
   };
   std::vector<Gradient> gradients;
+  // --optimizer (core/transforms/optimizer.h): the update program, variants[program], whose entry updates the
+  // trainable parameters and the state slots in place.
+  struct Optimizer {
+    std::string kind;  // "sgd", "adamw"
+    std::size_t program = 0;
+    std::vector<std::string> state_slots, scalars;
+  };
+  std::optional<Optimizer> optimizer;
 };
 
 // Constants of all variants packed into one blob; equal constants (same type and bytes) stored once.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -121,12 +122,33 @@ struct GradientDesc {
 };
 
 // The top-level "training" object.
+// The "training.optimizer" object (thunderc --optimizer): the update program's entry and what it takes.
+struct OptimizerDesc {
+  std::string kind;                  // "sgd" or "adamw"
+  std::string entry;
+  size_t workspace_bytes = 0;
+  std::vector<std::string> state;    // slots per trainable parameter (the kind's, in order)
+  std::vector<std::string> scalars;  // hyperparameter inputs, in order (optimizer_scalar_names() lists them)
+  thunderc_entry_fn fn = nullptr;    // resolved by the loader
+};
+
+// The hyperparameters an optimizer's update may take, by kind (runtime.cpp computes each per step).
+const std::vector<std::string>& optimizer_scalar_names(const std::string& kind);
+// Its state slots per parameter, in order.
+const std::vector<std::string>& optimizer_state_names(const std::string& kind);
+// torch.optim's defaults for `kind`; INVALID_ARGUMENT for options it refuses; the value of hyperparameter `name`
+// for step `step` (from 1) (optimizer.cpp).
+void optimizer_defaults(const std::string& kind, thunderc_optimizer_options* options);
+void check_optimizer_options(const std::string& kind, const thunderc_optimizer_options& options);
+double optimizer_scalar(const std::string& name, const thunderc_optimizer_options& options, uint64_t step);
+
 struct Training {
   std::vector<ParameterDesc> parameters;
   std::vector<GradientDesc> gradients;  // the order in which the backward entry writes them
   // Buffers (parameter indices) whose new values a training forward writes after its saved tensors, in this
   // order; the runtime copies them into the parameters' state once the forward has returned.
   std::vector<size_t> updates;
+  std::optional<OptimizerDesc> optimizer;
 };
 
 // A tensor a training forward saves for the backward (the runtime allocates it).

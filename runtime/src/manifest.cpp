@@ -1,5 +1,6 @@
 // Manifest parsing and validation (schema: docs/manifest.md). Every field the runtime uses is checked
 // for presence and type; errors name the field by its JSON path.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -121,6 +122,50 @@ class Validator {
   std::string origin_;
 };
 
+// "training.optimizer" (thunderc --optimizer): the kind, its entry, and exactly the state slots and
+// hyperparameters this runtime knows for the kind (a newer compiler's extra ones would be computed by nobody).
+void parse_optimizer(const Validator& v, const json& jo, const std::string& opath, Training& t) {
+  if (!jo.is_object()) v.error(opath, "expected an object, got " + Validator::type_of(jo));
+  OptimizerDesc o;
+  o.kind = v.string_field(jo, "kind", opath);
+  if (o.kind != "sgd" && o.kind != "adamw")
+    v.error(Validator::join(opath, "kind"), "expected \"sgd\" or \"adamw\", got \"" + o.kind + "\"");
+  o.entry = v.string_field(jo, "entry", opath);
+  if (o.entry.empty()) v.error(Validator::join(opath, "entry"), "empty symbol name");
+  o.workspace_bytes = static_cast<size_t>(v.uint_field(jo, "workspace_bytes", opath, std::numeric_limits<size_t>::max() / 2));
+  if (auto je = jo.find("executors"); je != jo.end() && !je->is_object())
+    v.error(Validator::join(opath, "executors"), "expected an object, got " + Validator::type_of(*je));
+  auto strings = [&](const char* key) {
+    const json& a = v.array_field(jo, key, opath);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].is_string())
+        v.error(Validator::index(Validator::join(opath, key), i), "expected a string, got " + Validator::type_of(a[i]));
+      out.push_back(a[i].get<std::string>());
+    }
+    return out;
+  };
+  auto list = [](const std::vector<std::string>& names) {
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  };
+  o.state = strings("state");
+  if (o.state != optimizer_state_names(o.kind))
+    v.error(Validator::join(opath, "state"), "is [" + list(o.state) + "], but " + o.kind + "'s state is [" +
+                                                 list(optimizer_state_names(o.kind)) + "]");
+  o.scalars = strings("scalars");
+  const std::vector<std::string>& known = optimizer_scalar_names(o.kind);
+  for (size_t i = 0; i < o.scalars.size(); ++i) {
+    const std::string spath = Validator::index(Validator::join(opath, "scalars"), i);
+    if (std::find(known.begin(), known.end(), o.scalars[i]) == known.end())
+      v.error(spath, "'" + o.scalars[i] + "' is no hyperparameter of " + o.kind + " this runtime computes (" + list(known) + ")");
+    for (size_t j = 0; j < i; ++j)
+      if (o.scalars[j] == o.scalars[i]) v.error(spath, "'" + o.scalars[i] + "' is also scalars[" + std::to_string(j) + "]");
+  }
+  t.optimizer = std::move(o);
+}
+
 // The top-level "training" object of a training model (docs/manifest.md).
 void parse_training(const Validator& v, const json& jt, Manifest& m) {
   const std::string tpath = "training";
@@ -211,6 +256,7 @@ void parse_training(const Validator& v, const json& jt, Manifest& m) {
     if (found && !t.parameters[k].trainable)
       v.error(gpath0, "'" + t.parameters[k].name + "' is a buffer (\"trainable\": false) and cannot have a gradient");
   }
+  if (auto jo = jt.find("optimizer"); jo != jt.end()) parse_optimizer(v, *jo, Validator::join(tpath, "optimizer"), t);
 }
 
 // A variant's "training" object (training models only): saved tensors and the backward entry.

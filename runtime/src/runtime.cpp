@@ -119,6 +119,16 @@ struct thunderc_model {
   DLDevice parameter_device{kDLCPU, 0};
   std::atomic<bool> placed{true};
   std::mutex placement_mutex;
+  // --optimizer: the state (slot-major: every trainable parameter's slot 0, then slot 1), zero-filled where the
+  // parameters are once they are there; the trainable parameters' indices; steps taken; and the
+  // hyperparameters of one step (host floats, and on CUDA a device copy the update reads).
+  std::vector<void*> optimizer_state;
+  std::vector<DLTensor> optimizer_state_tensors;
+  std::vector<size_t> trainable;
+  uint64_t optimizer_steps = 0;
+  std::vector<float> optimizer_scalars;
+  void* optimizer_scalars_device = nullptr;
+  std::vector<int64_t> scalar_shape;  // 0-d: no extents (a shape pointer for the scalars' views)
   // Dropout's generator (thunderc_model_set_rng_state): the seed, and the next call's first counter block.
   // A training forward without explicit (seed, offset) takes its blocks with one fetch_add, so concurrent
   // calls draw disjoint numbers.
@@ -131,6 +141,8 @@ struct thunderc_model {
       for (void* p : free_workspaces[slot]) release_buffer(device, p);
     }
     for (void* p : parameters) release_buffer(parameter_device, p);
+    for (void* p : optimizer_state) release_buffer(parameter_device, p);
+    if (optimizer_scalars_device) release_buffer(parameter_device, optimizer_scalars_device);
     cuda.reset();  // before dlclose: its images live in the .so
     if (handle) dlclose(handle);
   }
@@ -314,6 +326,48 @@ void load_parameters(thunderc_model* m) {
   if (!m->manifest.variants.empty() && m->manifest.variants[0].device.device_type == kDLCUDA) m->placed = false;
 }
 
+// --optimizer's state on the parameters' device, zero-filled (at open on the CPU; at placement on CUDA).
+void allocate_optimizer_state(thunderc_model* m, DLDevice device) {
+  const std::optional<OptimizerDesc>& o = m->manifest.training.optimizer;
+  if (!o) return;
+  const std::vector<ParameterDesc>& params = m->manifest.training.parameters;
+  m->trainable.clear();
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].trainable) m->trainable.push_back(i);
+  std::vector<void*> state;
+  void* scalars = nullptr;
+  try {
+    for (size_t s = 0; s < o->state.size(); ++s)
+      for (size_t i : m->trainable) {
+        const ParameterDesc& p = params[i];
+        state.push_back(thunderc_model::acquire_buffer(device, p.bytes, "optimizer state"));
+        if (device.device_type == kDLCUDA) {
+          const std::vector<unsigned char> zeros(p.bytes, 0);
+          cuda_copy_to_device(device.device_id, state.back(), zeros.data(), p.bytes,
+                              "zeroing the optimizer state of '" + p.name + "' of " + m->name);
+        } else if (p.bytes) {
+          std::memset(state.back(), 0, p.bytes);
+        }
+      }
+    if (device.device_type == kDLCUDA)
+      scalars = thunderc_model::acquire_buffer(device, o->scalars.size() * sizeof(float), "optimizer hyperparameters");
+  } catch (...) {
+    for (void* p : state) thunderc_model::release_buffer(device, p);
+    throw;
+  }
+  m->optimizer_state = std::move(state);
+  m->optimizer_scalars_device = scalars;
+  m->optimizer_scalars.assign(o->scalars.size(), 0.0f);
+  m->optimizer_state_tensors.clear();
+  for (size_t s = 0; s < o->state.size(); ++s)
+    for (size_t k = 0; k < m->trainable.size(); ++k) {
+      const ParameterDesc& p = params[m->trainable[k]];
+      DLTensor t = host_view(m->optimizer_state[s * m->trainable.size() + k], p.dtype, p.shape);
+      t.device = device;
+      m->optimizer_state_tensors.push_back(t);
+    }
+}
+
 // A CUDA training model's parameters go to `device` the first time it is prepared or runs there (the host
 // copies, initial values, are freed), and stay on it: a call on another CUDA device is INVALID_ARGUMENT. A
 // no-op for a CPU training model.
@@ -338,6 +392,7 @@ void place_parameters(thunderc_model* m, DLDevice device) {
       cuda_copy_to_device(device.device_id, on_device.back(), m->parameters[i], params[i].bytes,
                           "uploading parameter '" + params[i].name + "' of " + m->name);
     }
+    allocate_optimizer_state(m, device);  // last: nothing after it can fail
   } catch (...) {
     for (void* p : on_device) thunderc_model::release_buffer(device, p);
     throw;
@@ -520,6 +575,18 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
       v.unavailable_reason = "this runtime runs only cpu and cuda variants";
     }
   }
+  // --optimizer: the update's entry (host code: each CPU level has its own copy), its workspace in the CUDA pool.
+  if (auto& o = model->manifest.training.optimizer) {
+    o->entry += entry_suffix;
+    dlerror();
+    o->fn = reinterpret_cast<thunderc_entry_fn>(dlsym(model->handle, o->entry.c_str()));
+    if (!o->fn) {
+      const char* e = dlerror();
+      fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' does not export '" + o->entry + "', the optimizer's entry (" +
+                                         (e ? e : "symbol not found") + ")");
+    }
+    if (!cuda_variants.empty()) cuda_workspace = std::max(cuda_workspace, o->workspace_bytes);
+  }
   if (!cuda_variants.empty()) {
     dlerror();
     auto cuda_fn = reinterpret_cast<thunderc_cuda_module_fn>(dlsym(model->handle, "thunderc_cuda_module"));
@@ -532,9 +599,13 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
   // fails with DEVICE_UNAVAILABLE.
 
   // 6. Training models: the live parameters, copied from the blob of initial values.
-  if (model->manifest.is_training()) load_parameters(model.get());
+  if (model->manifest.is_training()) {
+    load_parameters(model.get());
+    if (model->placed) allocate_optimizer_state(model.get(), DLDevice{kDLCPU, 0});  // CUDA: at placement
+  }
 
-  model->free_workspaces.resize(model->manifest.variants.size() * (model->manifest.is_training() ? 2 : 1));
+  // Slots: the variants' entries, their backward entries, the optimizer's (see call_entry).
+  model->free_workspaces.resize(model->manifest.variants.size() * (model->manifest.is_training() ? 2 : 1) + 1);
   *out_model = model.release();
 }
 
@@ -789,10 +860,13 @@ DLDevice call_device(const Variant& v, const DLTensor* inputs, size_t n) {
 
 // Which entry of a variant a call runs: the variant's own (the forward of a training model) or, in a training
 // model, its backward entry.
-enum class Entry { Forward, Backward };
+// (--optimizer: the model's update entry, one for all variants.)
+enum class Entry { Forward, Backward, Optimizer };
 
 // "variant #0 (thunderc_variant_0) of m.so", "the backward entry (thunderc_variant_1) of variant #0 of m.so"
 std::string entry_label(const thunderc_model* m, const Variant& v, Entry which) {
+  if (which == Entry::Optimizer)
+    return "the optimizer's entry (" + m->manifest.training.optimizer->entry + ") of " + m->name;
   if (which == Entry::Backward)
     return "the backward entry (" + v.training.backward_entry + ") of variant #" + std::to_string(v.id) + " of " + m->name;
   return "variant #" + std::to_string(v.id) + " (" + v.entry + ") of " + m->name;
@@ -803,10 +877,17 @@ std::string entry_label(const thunderc_model* m, const Variant& v, Entry which) 
 void call_entry(thunderc_model* m, size_t vi, Entry which, const DLTensor* inputs, size_t n, DLTensor* outs, size_t k,
                 DLDevice device, void* stream) {
   const Variant& v = m->manifest.variants[vi];
-  const bool backward = which == Entry::Backward;
-  const thunderc_entry_fn fn = backward ? v.training.backward_fn : v.fn;
-  const size_t workspace_bytes = backward ? v.training.backward_workspace_bytes : v.workspace_bytes;
-  const size_t slot = backward ? m->manifest.variants.size() + vi : vi;
+  thunderc_entry_fn fn = v.fn;
+  size_t workspace_bytes = v.workspace_bytes, slot = vi;
+  if (which == Entry::Backward) {
+    fn = v.training.backward_fn;
+    workspace_bytes = v.training.backward_workspace_bytes;
+    slot = m->manifest.variants.size() + vi;
+  } else if (which == Entry::Optimizer) {
+    fn = m->manifest.training.optimizer->fn;
+    workspace_bytes = m->manifest.training.optimizer->workspace_bytes;
+    slot = m->free_workspaces.size() - 1;
+  }
   if (!fn) fail(THUNDERC_STATUS_INTERNAL, "internal error: " + entry_label(m, v, which) + " was not resolved");
   SmallVec<DLTensor> in_copy(n);
   SmallVec<const DLTensor*> in_ptrs(n);
@@ -1593,6 +1674,139 @@ THUNDERC_API thunderc_status thunderc_model_backward(thunderc_model* model, thun
 }
 
 THUNDERC_API void thunderc_train_context_free(thunderc_train_context context) { delete context; }
+
+// ---- optimizer (thunderc --optimizer) ----
+
+namespace {
+
+const OptimizerDesc& require_optimizer(const thunderc_model* m, const char* fn) {
+  require_training(m, fn);
+  if (!m->manifest.training.optimizer)
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": " + m->name + " was compiled without --optimizer, so "
+                                           "it has no update entry (recompile it with thunderc --autograd "
+                                           "--optimizer sgd|adamw, or update the parameters through "
+                                           "thunderc_model_parameter)");
+  return *m->manifest.training.optimizer;
+}
+
+}  // namespace
+
+THUNDERC_API const char* thunderc_model_optimizer(const thunderc_model* model) {
+  return model && model->manifest.training.optimizer ? model->manifest.training.optimizer->kind.c_str() : nullptr;
+}
+
+THUNDERC_API thunderc_status thunderc_model_optimizer_options_init(const thunderc_model* model,
+                                                                   thunderc_optimizer_options* options) {
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    const OptimizerDesc& o = require_optimizer(model, "thunderc_model_optimizer_options_init");
+    if (!options) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "thunderc_model_optimizer_options_init: options is NULL");
+    optimizer_defaults(o.kind, options);
+  });
+}
+
+THUNDERC_API thunderc_status thunderc_model_optimizer_step(thunderc_model* model, const DLTensor* gradients,
+                                                           size_t num_gradients, const thunderc_optimizer_options* options) {
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    const char* fn = "thunderc_model_optimizer_step";
+    const OptimizerDesc& o = require_optimizer(model, fn);
+    require_placed(model, fn);
+    if (!options) fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": options is NULL");
+    if (options->struct_size != sizeof(thunderc_optimizer_options))
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": options->struct_size is " +
+                                                 std::to_string(options->struct_size) + "; call "
+                                                 "thunderc_model_optimizer_options_init() (this runtime expects " +
+                                                 std::to_string(sizeof(thunderc_optimizer_options)) + ")");
+    check_optimizer_options(o.kind, *options);
+    const Manifest& mf = model->manifest;
+    const size_t ng = mf.training.gradients.size();
+    if (num_gradients != ng)
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": " + model->name + " has " + std::to_string(ng) +
+                                                 " gradient(s), got " + std::to_string(num_gradients) +
+                                                 " (pass every gradient thunderc_model_backward wrote)");
+    if (ng > 0 && !gradients) fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": gradients is NULL");
+    // Each trainable parameter's gradient, checked as backward checks it.
+    const Variant& v0 = mf.variants[0];
+    const size_t nt = model->trainable.size();
+    SmallVec<DLTensor> grads(nt);
+    for (size_t k = 0; k < nt; ++k) {
+      const size_t p = model->trainable[k];
+      size_t gi = ng;
+      for (size_t i = 0; i < ng; ++i)
+        if (mf.training.gradients[i].is_parameter && mf.training.gradients[i].index == p) gi = i;
+      if (gi == ng) fail(THUNDERC_STATUS_INTERNAL, "bug: trainable parameter #" + std::to_string(p) + " has no gradient");
+      const ParameterDesc& pd = mf.training.parameters[p];
+      check_backward_tensor(model, v0, gradients[gi], gradient_label(mf, gi), pd.dtype, pd.dtype_name, pd.shape, "",
+                            model->parameter_device);
+      grads[k] = normalized(gradients[gi]);
+    }
+    check_no_parameter_overlap(model, grads.data(), nt, [&](size_t k) { return "the gradient of parameter '" +
+                                                                        mf.training.parameters[model->trainable[k]].name + "'"; },
+                               "gradients");
+    // The hyperparameters of this step, as 0-d float32 tensors (on CUDA uploaded to the model's device copy).
+    const uint64_t step = model->optimizer_steps + 1;
+    for (size_t i = 0; i < o.scalars.size(); ++i)
+      model->optimizer_scalars[i] = static_cast<float>(optimizer_scalar(o.scalars[i], *options, step));
+    const DLDevice device = model->parameter_device;
+    const bool cuda = device.device_type == kDLCUDA;
+    if (cuda)
+      cuda_copy_to_device(device.device_id, model->optimizer_scalars_device, model->optimizer_scalars.data(),
+                          model->optimizer_scalars.size() * sizeof(float), "uploading the optimizer's hyperparameters");
+    // Inputs: parameters, gradients, state, hyperparameters; outputs: parameters, state (the same buffers).
+    const size_t ns = model->optimizer_state_tensors.size();
+    const size_t num_in = 2 * nt + ns + o.scalars.size(), num_out = nt + ns;
+    SmallVec<DLTensor> in(num_in), out(num_out);
+    for (size_t k = 0; k < nt; ++k) in[k] = out[k] = model->parameter_tensors[model->trainable[k]];
+    for (size_t k = 0; k < nt; ++k) in[nt + k] = grads[k];
+    for (size_t s = 0; s < ns; ++s) in[2 * nt + s] = out[nt + s] = model->optimizer_state_tensors[s];
+    for (size_t i = 0; i < o.scalars.size(); ++i) {
+      void* at = cuda ? static_cast<void*>(static_cast<float*>(model->optimizer_scalars_device) + i)
+                      : static_cast<void*>(&model->optimizer_scalars[i]);
+      DLTensor t = host_view(at, DLDataType{kDLFloat, 32, 1}, model->scalar_shape);
+      t.device = device;
+      in[2 * nt + ns + i] = t;
+    }
+    call_entry(model, 0, Entry::Optimizer, in.data(), num_in, out.data(), num_out, device, nullptr);
+    if (cuda) cuda_synchronize(device.device_id, nullptr, "the optimizer step of " + model->name);
+    model->optimizer_steps = step;
+  });
+}
+
+THUNDERC_API uint64_t thunderc_model_optimizer_steps(const thunderc_model* model) {
+  return model && model->manifest.training.optimizer ? model->optimizer_steps : 0;
+}
+
+THUNDERC_API thunderc_status thunderc_model_set_optimizer_steps(thunderc_model* model, uint64_t steps) {
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    require_optimizer(model, "thunderc_model_set_optimizer_steps");
+    model->optimizer_steps = steps;
+  });
+}
+
+THUNDERC_API thunderc_status thunderc_model_optimizer_state(thunderc_model* model, size_t parameter, size_t slot,
+                                                            DLTensor* out) {
+  if (thunderc_status st = check_model(model)) return st;
+  return guarded([&] {
+    const char* fn = "thunderc_model_optimizer_state";
+    const OptimizerDesc& o = require_optimizer(model, fn);
+    require_placed(model, fn);
+    if (!out) fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": out is NULL");
+    const auto& params = model->manifest.training.parameters;
+    if (parameter >= params.size() || !params[parameter].trainable)
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": parameter " + std::to_string(parameter) +
+                                                 (parameter < params.size() ? " ('" + params[parameter].name + "') is a buffer, which has no optimizer state"
+                                                                            : " out of range (" + model->name + " has " +
+                                                                                  std::to_string(params.size()) + ")"));
+    if (slot >= o.state.size())
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": slot " + std::to_string(slot) + " out of range (" +
+                                                 o.kind + " keeps " + std::to_string(o.state.size()) + " per parameter)");
+    const size_t k = static_cast<size_t>(std::find(model->trainable.begin(), model->trainable.end(), parameter) -
+                                         model->trainable.begin());
+    *out = model->optimizer_state_tensors[slot * model->trainable.size() + k];
+  });
+}
 
 THUNDERC_API thunderc_status thunderc_model_prepare_device(thunderc_model* model, DLDevice device,
                                                            const char** out_image) {

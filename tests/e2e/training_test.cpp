@@ -11,6 +11,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/library.h>
+#include <torch/optim.h>
 
 #include "doctest_with_torch.h"
 #include "common/run_process.h"
@@ -585,4 +586,170 @@ TEST_CASE("emulated CUDA: a training model keeps its parameters on the device it
     thunderc::check(thunderc_device_copy_to_device(p.device, p.data, zeros.raw(), zeros.nbytes(), nullptr));
   }
   CHECK(as_tensor(a.forward_train({x}, nullptr, DLDevice{kDLCUDA, 1}).outputs[0]).abs().max().item<double>() == 0);
+}
+
+namespace {
+
+// One --optimizer configuration: torch.optim's hyperparameters.
+struct OptimizerCase {
+  std::string kind;
+  double lr = 1e-2, weight_decay = 0, momentum = 0, dampening = 0;
+  bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
+// --optimizer: four steps of forward_train, backward and optimizer_step on `model` (a sample) against LibTorch's
+// module with torch::optim's SGD or AdamW, on the same inputs and output gradients each step (new ones every
+// step); every parameter after every step at the gradients' tolerance. With `cuda`, the CUDA build emulated.
+void check_optimizer(const std::string& model, const OptimizerCase& c, bool cuda) {
+  CAPTURE(model);
+  CAPTURE(c.kind);
+  CAPTURE(cuda);
+  const fs::path dir = tmp_dir(model + "_" + c.kind + (c.nesterov ? "_nesterov" : "") + (cuda ? "_cuda" : ""));
+  std::string flags = "--autograd --optimizer " + c.kind;
+  if (cuda) flags += " --device cuda --keep-sources " + (dir / "src").string();
+  const fs::path so = compile(model + ".pt", dir, flags);
+  if (cuda) nvfuser_emu::register_kernels(nvfuser_emu::build_emulated_kernels(dir / "src"));
+  thunderc::Model m(so.string());
+  const DLDevice device = cuda ? nvfuser_emu::kCuda0 : DLDevice{kDLCPU, 0};
+  if (cuda) m.prepare_device(device);
+  REQUIRE(m.optimizer() == c.kind);
+  thunderc_optimizer_options o = m.optimizer_options();
+  o.lr = c.lr;
+  o.weight_decay = c.weight_decay;
+  o.momentum = c.momentum;
+  o.dampening = c.dampening;
+  o.nesterov = c.nesterov ? 1 : 0;
+  o.beta1 = c.beta1;
+  o.beta2 = c.beta2;
+  o.eps = c.eps;
+
+  torch::jit::Module ref = torch::jit::load(sample(model + ".pt"));
+  ref.eval();
+  std::vector<at::Tensor> params;
+  std::map<std::string, at::Tensor> by_name;
+  for (const auto& p : ref.named_parameters(true)) {
+    params.push_back(p.value);
+    by_name[p.name] = p.value;
+  }
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  if (c.kind == "sgd")
+    opt = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(c.lr)
+                                                          .momentum(c.momentum)
+                                                          .dampening(c.dampening)
+                                                          .weight_decay(c.weight_decay)
+                                                          .nesterov(c.nesterov));
+  else
+    opt = std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(c.lr)
+                                                            .betas(std::make_tuple(c.beta1, c.beta2))
+                                                            .eps(c.eps)
+                                                            .weight_decay(c.weight_decay));
+  for (int step = 1; step <= 4; ++step) {
+    CAPTURE(step);
+    at::manual_seed(100 + step);
+    const std::vector<at::Tensor> inputs = make_inputs(m);
+    std::vector<thunderc::HostTensor> host_in;
+    for (const at::Tensor& x : inputs) host_in.push_back(as_host(x));
+    auto [outs, ctx] = m.forward_train(host_in, nullptr, device);
+    std::vector<at::Tensor> gy;
+    std::vector<thunderc::HostTensor> host_gy;
+    for (const thunderc::HostTensor& y : outs) {
+      gy.push_back(at::randn(std::vector<std::int64_t>(y.shape().begin(), y.shape().end())));
+      host_gy.push_back(as_host(gy.back()));
+    }
+    m.optimizer_step(m.backward(ctx, host_gy, device), o, device);
+
+    opt->zero_grad();
+    std::vector<c10::IValue> args(inputs.begin(), inputs.end());
+    c10::IValue out = ref.forward(args);
+    std::vector<at::Tensor> ys;
+    if (out.isTensor()) ys.push_back(out.toTensor());
+    else
+      for (const auto& e : out.toTupleRef().elements()) ys.push_back(e.toTensor());
+    torch::autograd::backward(ys, gy);
+    opt->step();
+
+    const std::vector<std::string> names = m.parameter_names();
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      REQUIRE_MESSAGE(by_name.count(names[i]), names[i]);
+      check_grad(parameter_value(m, i), by_name.at(names[i]).detach(), "parameter " + names[i] + " after the step");
+    }
+  }
+  CHECK(m.optimizer_steps() == 4);
+}
+
+}  // namespace
+
+TEST_CASE("--optimizer sgd and adamw: parameters after each step match torch::optim on LibTorch's module") {
+  OptimizerCase sgd{"sgd"};
+  sgd.lr = 0.05;
+  sgd.momentum = 0.9;
+  sgd.dampening = 0.1;
+  sgd.weight_decay = 0.01;
+  check_optimizer("mlp", sgd, false);
+  OptimizerCase nesterov{"sgd"};
+  nesterov.lr = 0.002;  // small enough that four steps stay near the start (larger ones blow it up to 1e3)
+  nesterov.momentum = 0.8;
+  nesterov.nesterov = true;
+  check_optimizer("gpt_block", nesterov, false);
+  OptimizerCase adamw{"adamw"};
+  adamw.lr = 0.01;
+  adamw.weight_decay = 0.05;
+  adamw.beta1 = 0.8;
+  adamw.beta2 = 0.99;
+  check_optimizer("mlp", adamw, false);
+  check_optimizer("cnn", adamw, false);
+}
+
+TEST_CASE("--optimizer: options torch.optim refuses, wrong gradients and models without one are clear errors") {
+  const fs::path dir = tmp_dir("optimizer_errors");
+  fs::create_directories(dir / "plain");
+  thunderc::Model plain(compile("mlp.pt", dir / "plain", "--autograd").string());
+  CHECK(plain.optimizer().empty());
+  CHECK_THROWS_WITH_AS(plain.optimizer_options(), doctest::Contains("was compiled without --optimizer"), thunderc::Error);
+  thunderc::Model m(compile("mlp.pt", dir, "--autograd --optimizer sgd").string());
+  const thunderc_optimizer_options defaults = m.optimizer_options();
+  CHECK(defaults.lr == 1e-3);
+  CHECK(defaults.weight_decay == 0);
+  auto [outs, ctx] = m.forward_train({thunderc::npy::load(sample("mlp.input.npy"))});
+  const std::vector<thunderc::HostTensor> grads = m.backward(ctx, {as_host(at::ones({1, 10}))});
+  const thunderc::HostTensor before = as_host(parameter_value(m, 0));
+  auto refused = [&](thunderc_optimizer_options o, const char* why) {
+    CHECK_THROWS_WITH_AS(m.optimizer_step(grads, o), doctest::Contains(why), thunderc::Error);
+  };
+  thunderc_optimizer_options o = defaults;
+  o.lr = -1;
+  refused(o, "invalid learning rate");
+  o = defaults;
+  o.nesterov = 1;
+  refused(o, "nesterov momentum requires a momentum > 0 and zero dampening");
+  o = defaults;
+  o.struct_size = 8;
+  refused(o, "struct_size is 8");
+  std::vector<thunderc::HostTensor> short_list(grads.begin(), grads.end() - 1);
+  CHECK_THROWS_WITH_AS(m.optimizer_step(short_list, defaults), doctest::Contains("gradient(s), got"), thunderc::Error);
+  std::vector<thunderc::HostTensor> swapped = grads;
+  std::swap(swapped[0], swapped[1]);
+  CHECK_THROWS_WITH_AS(m.optimizer_step(swapped, defaults), doctest::Contains("expected a contiguous float32"), thunderc::Error);
+  // Nothing refused changed a parameter or counted a step; a good step does both.
+  CHECK(at::equal(parameter_value(m, 0), as_tensor(before)));
+  CHECK(m.optimizer_steps() == 0);
+  m.optimizer_step(grads, defaults);
+  CHECK(m.optimizer_steps() == 1);
+  CHECK_FALSE(at::equal(parameter_value(m, 0), as_tensor(before)));
+  // The state is readable (sgd: the momentum buffer, which momentum 0 leaves at the gradient).
+  const DLTensor buf = m.optimizer_state(0, 0);
+  CHECK(buf.ndim == 2);
+  CHECK_THROWS_WITH_AS(m.optimizer_state(0, 1), doctest::Contains("slot 1 out of range"), thunderc::Error);
+}
+
+TEST_CASE("emulated CUDA: --optimizer sgd and adamw on the device match torch::optim") {
+  OptimizerCase sgd{"sgd"};
+  sgd.lr = 0.05;
+  sgd.momentum = 0.9;
+  sgd.weight_decay = 0.01;
+  check_optimizer("mlp", sgd, true);
+  OptimizerCase adamw{"adamw"};
+  adamw.weight_decay = 0.05;
+  check_optimizer("mlp", adamw, true);
 }

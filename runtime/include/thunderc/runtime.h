@@ -322,6 +322,53 @@ THUNDERC_API thunderc_status thunderc_model_backward(thunderc_model* model, thun
 /* Frees a context and its saved tensors. Accepts NULL; may be called after its model is closed. */
 THUNDERC_API void thunderc_train_context_free(thunderc_train_context context);
 
+/* ---- optimizer (models compiled with thunderc --autograd --optimizer sgd|adamw) ------------------------ *
+ * The .so holds the parameters' update (one fused loop or kernel per parameter, docs/training.md), the
+ * runtime its state: per trainable parameter a momentum buffer (sgd) or exp_avg and exp_avg_sq (adamw), on the
+ * parameters' device, zero at open (CUDA: at placement), and the number of steps taken. A step:
+ *
+ *   thunderc_optimizer_options opts;
+ *   thunderc_model_optimizer_options_init(m, &opts);   the optimizer's defaults; set lr etc.
+ *   ... forward_train, backward into gradients[g] ...
+ *   thunderc_model_optimizer_step(m, gradients, g, &opts);
+ *
+ * The arithmetic is torch.optim's (LibTorch's torch::optim::SGD / AdamW): sgd with momentum, dampening,
+ * nesterov and weight_decay (the first step starts the buffer at the gradient); adamw with betas, eps,
+ * weight_decay (decoupled) and bias correction by the step count. Hyperparameters may change between steps (a
+ * learning-rate schedule). A step must not race with any other call on the model. */
+typedef struct thunderc_optimizer_options {
+  size_t struct_size; /* sizeof(thunderc_optimizer_options); set by thunderc_model_optimizer_options_init */
+  double lr;
+  double weight_decay;
+  double momentum;  /* sgd */
+  double dampening; /* sgd */
+  int32_t nesterov; /* sgd: 0 or 1 (needs momentum > 0 and dampening 0) */
+  double beta1;     /* adamw */
+  double beta2;     /* adamw */
+  double eps;       /* adamw */
+} thunderc_optimizer_options;
+
+/* "sgd" or "adamw", NULL for a model compiled without --optimizer (or NULL). */
+THUNDERC_API const char* thunderc_model_optimizer(const thunderc_model* model);
+/* torch.optim's defaults for the model's optimizer: sgd lr 1e-3, momentum 0, dampening 0, weight_decay 0,
+ * nesterov 0; adamw lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 1e-2. INVALID_ARGUMENT without one. */
+THUNDERC_API thunderc_status thunderc_model_optimizer_options_init(const thunderc_model* model,
+                                                                   thunderc_optimizer_options* options);
+/* One update of every trainable parameter in place, from `gradients` as thunderc_model_backward wrote them
+ * (num_gradients == thunderc_model_num_gradients; the inputs' gradients among them are not read; each
+ * parameter's is checked as backward checks it). INVALID_ARGUMENT for options torch.optim refuses (negative lr,
+ * weight_decay, momentum or eps, betas outside [0, 1), nesterov without momentum or with dampening), or before
+ * a CUDA training model's parameters are on a device. */
+THUNDERC_API thunderc_status thunderc_model_optimizer_step(thunderc_model* model, const DLTensor* gradients,
+                                                           size_t num_gradients, const thunderc_optimizer_options* options);
+/* Steps taken (adamw's bias correction counts them); settable, with the state below, to resume a run. */
+THUNDERC_API uint64_t thunderc_model_optimizer_steps(const thunderc_model* model);
+THUNDERC_API thunderc_status thunderc_model_set_optimizer_steps(thunderc_model* model, uint64_t steps);
+/* A view of state slot `slot` (0: momentum_buffer or exp_avg, 1: exp_avg_sq) of trainable parameter
+ * `parameter` (thunderc_model_parameter's index), on the parameters' device, to read or write in place. */
+THUNDERC_API thunderc_status thunderc_model_optimizer_state(thunderc_model* model, size_t parameter, size_t slot,
+                                                            DLTensor* out);
+
 /* ---- devices ----------------------------------------------------------------------------------- *
  * Small helpers so that tools need no CUDA library of their own; the runtime reaches the CUDA driver
  * through dlopen("libcuda.so.1"). `device` is {kDLCPU, 0} or {kDLCUDA, ordinal}; for kDLCPU the helpers

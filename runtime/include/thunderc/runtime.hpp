@@ -454,6 +454,40 @@ class Model {
     return grads;
   }
 
+  // ---- optimizer (thunderc --autograd --optimizer sgd|adamw; see runtime.h) ----
+  // "sgd", "adamw", or "" for a model without one.
+  std::string optimizer() const {
+    const char* k = thunderc_model_optimizer(m_);
+    return k ? k : "";
+  }
+  // torch.optim's defaults for the model's optimizer.
+  thunderc_optimizer_options optimizer_options() const {
+    thunderc_optimizer_options o{};
+    check(thunderc_model_optimizer_options_init(m_, &o));
+    return o;
+  }
+  // One update in place from every gradient backward wrote (caller's DLTensors, on the parameters' device).
+  void optimizer_step(const std::vector<DLTensor>& gradients, const thunderc_optimizer_options& options) {
+    check(thunderc_model_optimizer_step(m_, gradients.data(), gradients.size(), &options));
+  }
+  // Host gradients (as backward(ctx, grad_outputs, device) returns them), copied to `device` first for a CUDA model.
+  void optimizer_step(const std::vector<HostTensor>& gradients, const thunderc_optimizer_options& options,
+                      DLDevice device = DLDevice{kDLCPU, 0}) {
+    if (device.device_type == kDLCPU) return optimizer_step(dl_views(gradients), options);
+    std::vector<DeviceTensor> on_device = to_device(gradients, device);
+    std::vector<DLTensor> dl;
+    for (const DeviceTensor& t : on_device) dl.push_back(t.dl());
+    optimizer_step(dl, options);
+  }
+  uint64_t optimizer_steps() const { return thunderc_model_optimizer_steps(m_); }
+  void set_optimizer_steps(uint64_t steps) { check(thunderc_model_set_optimizer_steps(m_, steps)); }
+  // State slot `slot` of trainable parameter `parameter` (a view, on the parameters' device).
+  DLTensor optimizer_state(size_t parameter, size_t slot) {
+    DLTensor t{};
+    check(thunderc_model_optimizer_state(m_, parameter, slot, &t));
+    return t;
+  }
+
   // Sets up CUDA device `device` now (as the first run there would); returns the image loaded ("sm_90 cubin").
   std::string prepare_device(DLDevice device) {
     const char* image = nullptr;
