@@ -10,6 +10,7 @@
         for info, g in zip(m.gradients, grads):
             if info.is_parameter:
                 m.parameter(info.name)[...] -= 0.01 * g   # the live parameter, in place
+        # or, compiled with --optimizer sgd|adamw: m.optimizer_step(grads, lr=0.01)
 
 A thin ctypes layer over libthunderc_runtime's C API (runtime/include/thunderc/runtime.h): inputs and
 outputs are passed to the runtime as DLPack tensors pointing at the arrays' own memory (no copies).
@@ -18,15 +19,15 @@ See docs/python.md.
 from ._capi import API_VERSION, Runtime
 from ._capi import load_runtime as _load_runtime
 from ._errors import Error, RuntimeLibraryError, StatusCode
-from ._model import (GradientInfo, Model, ParameterInfo, RngState, TensorInfo, TensorSpec, TrainContext, TrainStep,
-                     Variant, load)
+from ._model import (GradientInfo, Model, OptimizerOptions, ParameterInfo, RngState, TensorInfo, TensorSpec,
+                     TrainContext, TrainStep, Variant, load)
 
 __version__ = "0.1.0"  # equal to project(thunderc VERSION ...) in the top-level CMakeLists.txt
 
 __all__ = [
-    "API_VERSION", "Error", "GradientInfo", "Model", "ParameterInfo", "RngState", "Runtime", "RuntimeLibraryError",
-    "StatusCode", "TensorInfo", "TensorSpec", "TrainContext", "TrainStep", "Variant", "load", "runtime",
-    "__version__",
+    "API_VERSION", "Error", "GradientInfo", "Model", "OptimizerOptions", "ParameterInfo", "RngState", "Runtime",
+    "RuntimeLibraryError", "StatusCode", "TensorInfo", "TensorSpec", "TrainContext", "TrainStep", "Variant", "load",
+    "runtime", "__version__",
 ]
 
 

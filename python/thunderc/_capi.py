@@ -55,6 +55,22 @@ class RunOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("cuda_stream", ctypes.c_void_p)]
 
 
+class OptimizerOptions(ctypes.Structure):
+    """thunderc_optimizer_options (the optimizer section of runtime.h)."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("lr", ctypes.c_double),
+        ("weight_decay", ctypes.c_double),
+        ("momentum", ctypes.c_double),
+        ("dampening", ctypes.c_double),
+        ("nesterov", ctypes.c_int32),
+        ("beta1", ctypes.c_double),
+        ("beta2", ctypes.c_double),
+        ("eps", ctypes.c_double),
+    ]
+
+
 class TensorSpecC(ctypes.Structure):
     _fields_ = [
         ("name", ctypes.c_char_p),
@@ -122,9 +138,9 @@ _PROTOTYPES = {
 _context = ctypes.c_void_p  # thunderc_train_context
 
 # The training section of runtime.h (models compiled with thunderc --autograd) came after API version 1's
-# first release, the dropout RNG calls later still (ABI 6), so they are optional: a runtime without them
-# still runs inference models (it cannot open a training model either), and the training calls then say
-# that the runtime is too old (Runtime.function).
+# first release, the dropout RNG calls later still (ABI 6), the optimizer section (--optimizer) after those,
+# so they are optional: a runtime without them still runs inference models (it cannot open a training model
+# either), and the training calls then say that the runtime is too old (Runtime.function).
 _OPTIONAL_PROTOTYPES = {
     "thunderc_model_is_training": (ctypes.c_int32, [_model]),
     "thunderc_model_num_parameters": (_size, [_model]),
@@ -148,6 +164,12 @@ _OPTIONAL_PROTOTYPES = {
     "thunderc_model_set_rng_state": (_status, [_model, ctypes.c_uint64, ctypes.c_uint64]),
     "thunderc_model_rng_state": (
         _status, [_model, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)]),
+    "thunderc_model_optimizer": (ctypes.c_char_p, [_model]),
+    "thunderc_model_optimizer_options_init": (_status, [_model, ctypes.POINTER(OptimizerOptions)]),
+    "thunderc_model_optimizer_step": (_status, [_model, _DLTensor_p, _size, ctypes.POINTER(OptimizerOptions)]),
+    "thunderc_model_optimizer_steps": (ctypes.c_uint64, [_model]),
+    "thunderc_model_set_optimizer_steps": (_status, [_model, ctypes.c_uint64]),
+    "thunderc_model_optimizer_state": (_status, [_model, _size, _size, _DLTensor_p]),
 }
 
 

@@ -9,7 +9,7 @@ from typing import NamedTuple, Optional, Tuple, Union
 
 from . import _capi, _tensors
 from ._capi import DLDevice, DLTensor, OpenOptions, RunOptions, TensorSpecC, VariantInfoC
-from ._errors import Error, StatusCode
+from ._errors import Error, RuntimeLibraryError, StatusCode
 
 _MAX_NDIM = 64  # the runtime refuses more dimensions
 
@@ -70,6 +70,40 @@ class RngState(NamedTuple):
 
     seed: int
     offset: int
+
+
+class OptimizerOptions(NamedTuple):
+    """An optimizer step's hyperparameters (thunderc_optimizer_options), as torch.optim names them. sgd reads
+    lr, weight_decay, momentum, dampening and nesterov; adamw lr, weight_decay, betas and eps."""
+
+    lr: float
+    weight_decay: float
+    momentum: float
+    dampening: float
+    nesterov: bool
+    betas: Tuple[float, float]
+    eps: float
+
+
+# The keyword arguments of Model.optimizer_step each optimizer reads (torch.optim.SGD's and AdamW's).
+_HYPERPARAMETERS = {
+    "sgd": ("lr", "weight_decay", "momentum", "dampening", "nesterov"),
+    "adamw": ("lr", "weight_decay", "betas", "eps"),
+}
+
+
+def _real(value, what):
+    if isinstance(value, (str, bytes)):
+        raise Error(f"{what}: expected a number, got {type(value).__name__}", code=StatusCode.INVALID_ARGUMENT)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise Error(f"{what}: expected a number, got {type(value).__name__}",
+                    code=StatusCode.INVALID_ARGUMENT) from None
+
+
+class _OptionsBuffer(ctypes.Structure):
+    _fields_ = [("options", _capi.OptimizerOptions), ("spare", ctypes.c_char * 256)]
 
 
 class TrainStep(NamedTuple):
@@ -187,6 +221,8 @@ class Model:
         self._gradients = ()
         self._parameter_index = {}
         self._rng_blocks = ()
+        self._optimizer = None
+        self._optimizer_slots = ()
         # A runtime without the training calls cannot open a training model (ABI 5 and later) either.
         self._is_training = rt.has("thunderc_model_is_training") and bool(lib.thunderc_model_is_training(h))
         if not self._is_training:
@@ -209,6 +245,11 @@ class Model:
             for i in range(lib.thunderc_model_num_gradients(h)))
         if rt.has("thunderc_model_rng_blocks"):
             self._rng_blocks = tuple(lib.thunderc_model_rng_blocks(h, v) for v in range(len(self._variants)))
+        kind = lib.thunderc_model_optimizer(h) if rt.has("thunderc_model_optimizer") else None
+        if kind:
+            self._optimizer = kind.decode()
+            # The runtime validated the manifest's slots at open (sgd: momentum_buffer; adamw: exp_avg, exp_avg_sq).
+            self._optimizer_slots = tuple(self._manifest.get("training", {}).get("optimizer", {}).get("state", ()))
 
     def _read_variant(self, v):
         rt, lib, h = self._rt, self._rt.lib, self._handle
@@ -293,6 +334,17 @@ class Model:
         """The parameters and buffers of a training model, in the manifest's order (() for an inference
         model). parameter(name) gives the live values."""
         return self._parameters
+
+    @property
+    def optimizer(self) -> Optional[str]:
+        """"sgd" or "adamw" for a model compiled with thunderc --autograd --optimizer, else None."""
+        return self._optimizer
+
+    @property
+    def optimizer_slots(self) -> Tuple[str, ...]:
+        """The optimizer's state per trainable parameter, by slot: ("momentum_buffer",) for sgd, ("exp_avg",
+        "exp_avg_sq") for adamw (torch.optim's state names), () without an optimizer. See optimizer_state."""
+        return self._optimizer_slots
 
     @property
     def gradients(self) -> Tuple[GradientInfo, ...]:
@@ -383,6 +435,13 @@ class Model:
         it, and writing into it (an optimizer step: `p -= lr * g`) updates the model. Writes must not overlap a
         call that runs the model. The array keeps the model's memory alive: after close() it stays valid, and
         the runtime closes the model once the last such array (and every view of it) is gone."""
+        index = self._parameter_key(key)
+        fn = self._rt.function("thunderc_model_parameter")
+        what = f"parameter '{self._parameter_name(index)}' (#{index})"
+        return self._live_array(lambda handle, dl: fn(handle, index, dl), what)
+
+    def _parameter_key(self, key):
+        """The index of parameter `key` (a name of .parameters, or an index, negative from the end)."""
         if isinstance(key, str):
             index = self._parameter_index.get(key)
             if index is None and self._is_training:
@@ -390,22 +449,26 @@ class Model:
                 raise Error(f"{self._path} has no parameter named {key!r} (parameters: {names})",
                             code=StatusCode.INVALID_ARGUMENT)
             # An inference model: index 0, so that the runtime says why it has no parameters.
-            index = index or 0
-        else:
-            index = operator.index(key)
-            if index < 0:
-                index += len(self._parameters)
-            if index < 0:
-                raise Error(f"parameter index {key} out of range ({self._path} has {len(self._parameters)})",
-                            code=StatusCode.INVALID_ARGUMENT)
+            return index or 0
+        index = operator.index(key)
+        if index < 0:
+            index += len(self._parameters)
+        if index < 0:
+            raise Error(f"parameter index {key} out of range ({self._path} has {len(self._parameters)})",
+                        code=StatusCode.INVALID_ARGUMENT)
+        return index
+
+    def _parameter_name(self, index):
+        return self._parameters[index].name if index < len(self._parameters) else str(index)
+
+    def _live_array(self, getter, what):
+        """An array over memory the model owns (no copy): getter(handle, pointer to a DLTensor) -> status fills
+        the view. NumPy for host memory, torch for CUDA memory; it keeps the model's memory alive (_Handle)."""
         rt = self._rt
-        fn = rt.function("thunderc_model_parameter")
         handle = self._enter()
         try:
             dl = DLTensor()
-            rt.check(fn(handle, index, ctypes.byref(dl)))
-            name = self._parameters[index].name if index < len(self._parameters) else str(index)
-            what = f"parameter '{name}' (#{index})"
+            rt.check(getter(handle, ctypes.byref(dl)))
             if dl.device.device_type == _capi.KDL_CUDA:
                 array, memory = _tensors.torch_over_cuda(dl, self._owner, what)
             else:
@@ -540,6 +603,137 @@ class Model:
             rt.check(fn(handle, seed, offset))
         finally:
             self._leave()
+
+    # ---- optimizer (thunderc --autograd --optimizer sgd|adamw; docs/training.md) ----
+
+    def optimizer_defaults(self) -> OptimizerOptions:
+        """torch.optim's defaults for the model's optimizer (thunderc_model_optimizer_options_init): what
+        optimizer_step uses for each hyperparameter not given. The runtime's INVALID_ARGUMENT without one."""
+        handle = self._enter()
+        try:
+            opts = self._optimizer_options(handle)
+        finally:
+            self._leave()
+        return OptimizerOptions(opts.lr, opts.weight_decay, opts.momentum, opts.dampening, bool(opts.nesterov),
+                                (opts.beta1, opts.beta2), opts.eps)
+
+    def optimizer_step(self, gradients, lr=None, weight_decay=None, momentum=None, dampening=None, nesterov=None,
+                       betas=None, eps=None):
+        """One update of every trainable parameter, in place, by the compiled optimizer
+        (thunderc_model_optimizer_step): torch.optim.SGD's or AdamW's arithmetic, with the state the runtime keeps
+        (zero at open) and optimizer_steps counting. gradients: what backward returned (a tuple in the order of
+        .gradients, NumPy arrays or torch tensors on the parameters' device; the inputs' gradients among them are
+        not read and may be None). Hyperparameters not given are optimizer_defaults()'s; they are per call, so a
+        learning-rate schedule passes each step's lr. sgd takes lr, weight_decay, momentum, dampening, nesterov;
+        adamw lr, weight_decay, betas=(beta1, beta2), eps; the other optimizer's are refused. The runtime checks
+        the gradients and refuses what torch.optim refuses (negative lr, nesterov without momentum, ...). Must
+        not overlap another call on the model."""
+        given = {name: value for name, value in (("lr", lr), ("weight_decay", weight_decay), ("momentum", momentum),
+                                                 ("dampening", dampening), ("nesterov", nesterov), ("betas", betas),
+                                                 ("eps", eps)) if value is not None}
+        rt = self._rt
+        fn = rt.function("thunderc_model_optimizer_step")
+        grads = tuple(gradients) if isinstance(gradients, (tuple, list)) else (gradients,)
+        handle = self._enter()
+        try:
+            opts = self._optimizer_options(handle)  # the runtime's error for a model without an optimizer
+            self._set_hyperparameters(opts, given)
+            views = []
+            for i, g in enumerate(grads):
+                if g is None and i < len(self._gradients) and not self._gradients[i].is_parameter:
+                    views.append(None)  # an input's gradient, which the step does not read
+                    continue
+                if g is None:
+                    raise Error(f"optimizer_step: {self._gradient_what(i)} is None; pass the gradients backward "
+                                "returned", code=StatusCode.INVALID_ARGUMENT)
+                views.append(_tensors.view(g, self._gradient_what(i)))
+            arr = (DLTensor * len(views))(*[v.dl if v is not None else DLTensor() for v in views])
+            rt.check(fn(handle, arr, len(views), ctypes.byref(opts)))
+        finally:
+            self._leave()
+
+    def _optimizer_options(self, handle):
+        """A thunderc_optimizer_options the runtime filled with its defaults. It is written into a buffer with
+        room to spare, so that a runtime whose struct grew cannot write past it; such a runtime is refused."""
+        rt = self._rt
+        fn = rt.function("thunderc_model_optimizer_options_init")
+        buffer = _OptionsBuffer()
+        rt.check(fn(handle, ctypes.byref(buffer.options)))
+        opts = buffer.options
+        if opts.struct_size != ctypes.sizeof(_capi.OptimizerOptions):
+            raise RuntimeLibraryError(
+                f"{rt.path} (thunderc runtime {rt.version}) has a {opts.struct_size}-byte thunderc_optimizer_options, "
+                f"this thunderc Python package a {ctypes.sizeof(_capi.OptimizerOptions)}-byte one; install the "
+                "package and the runtime from the same thunderc release")
+        return opts
+
+    def _set_hyperparameters(self, opts, given):
+        allowed = _HYPERPARAMETERS.get(self._optimizer, ())
+        for name, value in given.items():
+            if name not in allowed:
+                raise Error(f"optimizer_step: {name} is not a hyperparameter of {self._optimizer} (it takes "
+                            f"{', '.join(allowed)})", code=StatusCode.INVALID_ARGUMENT)
+            if name == "nesterov":
+                try:
+                    opts.nesterov = operator.index(value)  # True/False, or 0/1 (the runtime refuses others)
+                except TypeError:
+                    raise Error(f"nesterov: expected a bool, got {type(value).__name__}",
+                                code=StatusCode.INVALID_ARGUMENT) from None
+            elif name == "betas":
+                pair = tuple(value) if isinstance(value, (tuple, list)) else None
+                if pair is None or len(pair) != 2:
+                    raise Error(f"betas: expected a pair (beta1, beta2), got {value!r}",
+                                code=StatusCode.INVALID_ARGUMENT)
+                opts.beta1, opts.beta2 = _real(pair[0], "betas[0]"), _real(pair[1], "betas[1]")
+            else:
+                setattr(opts, name, _real(value, name))
+
+    @property
+    def optimizer_steps(self) -> int:
+        """Optimizer steps taken (adamw's bias correction counts them; sgd's first step starts its buffers): 0 at
+        open, one more per optimizer_step. Settable, with optimizer_state, to resume a run (m.optimizer_steps =
+        n); setting it on a model without an optimizer raises the runtime's error, reading it gives 0."""
+        fn = self._rt.function("thunderc_model_optimizer_steps")
+        handle = self._enter()
+        try:
+            return fn(handle)
+        finally:
+            self._leave()
+
+    @optimizer_steps.setter
+    def optimizer_steps(self, steps):
+        rt = self._rt
+        fn = rt.function("thunderc_model_set_optimizer_steps")
+        steps = _uint64(steps, "optimizer_steps")
+        handle = self._enter()
+        try:
+            rt.check(fn(handle, steps))
+        finally:
+            self._leave()
+
+    def optimizer_state(self, key, slot):
+        """The live optimizer state of trainable parameter `key` (a name of .parameters, or its index) in slot
+        `slot` (an index or a name of .optimizer_slots: sgd's "momentum_buffer", adamw's "exp_avg" and
+        "exp_avg_sq"), not a copy: an array over the runtime's buffer as parameter() gives (NumPy; torch for
+        CUDA device memory), which every optimizer_step reads and updates. Zero at open; write into it (with
+        optimizer_steps) to resume a run."""
+        index = self._parameter_key(key)
+        if isinstance(slot, str):
+            if slot in self._optimizer_slots:
+                s = self._optimizer_slots.index(slot)
+            elif self._optimizer is not None:
+                raise Error(f"{self._path}'s optimizer ({self._optimizer}) has no state slot named {slot!r} "
+                            f"(slots: {', '.join(self._optimizer_slots)})", code=StatusCode.INVALID_ARGUMENT)
+            else:
+                s = 0  # no optimizer: the runtime says why
+        else:
+            s = operator.index(slot)
+            if s < 0:
+                raise Error(f"optimizer state slot {slot} out of range", code=StatusCode.INVALID_ARGUMENT)
+        fn = self._rt.function("thunderc_model_optimizer_state")
+        slot_name = self._optimizer_slots[s] if s < len(self._optimizer_slots) else f"#{s}"
+        what = f"optimizer state {slot_name} of parameter '{self._parameter_name(index)}' (#{index})"
+        return self._live_array(lambda handle, dl: fn(handle, index, s, dl), what)
 
     def _select(self, handle, arr, n, hint):
         chosen = ctypes.c_size_t()
