@@ -26,6 +26,8 @@ struct GradFlags {
   std::string output_dir;
   int threads = 0;
   std::uint64_t seed = 0, offset = 0;  // dropout's RNG state (--seed, --offset)
+  int steps = 0;                        // --steps: optimizer steps (--optimizer models)
+  std::optional<double> lr;             // --lr: the optimizer's learning rate (default: its own)
 };
 
 // A file name for a gradient: the parameter's or input's name with path separators replaced.
@@ -40,6 +42,11 @@ void grad_command(const GradFlags& f) {
   if (!model.is_training())
     user_error(f.model, " was compiled without --autograd, so it has no backward; recompile it with "
                "`thunderc MODEL --autograd` (docs/training.md)");
+  if (f.steps < 0) user_error("--steps must be >= 0, got ", f.steps);
+  if (f.lr && f.steps == 0) user_error("--lr sets the learning rate of --steps; give --steps N too");
+  if ((f.steps > 0 || f.lr) && model.optimizer().empty())
+    user_error(f.model, " was compiled without --optimizer, so --steps and --lr have nothing to run; recompile it "
+               "with `thunderc MODEL --autograd --optimizer sgd|adamw`");
   const std::vector<HostTensor> inputs = commands::read_inputs(model, f.model, f.named, f.positional);
   Model::ForwardTrainResult fwd;
   const Model::RngState rng{f.seed, f.offset};
@@ -51,7 +58,7 @@ void grad_command(const GradFlags& f) {
   } catch (const Error& e) {
     throw UserError(commands::runtime_message(e, "the forward of '" + f.model + "' failed", f.model));
   }
-  const std::vector<HostTensor>& outputs = fwd.outputs;
+  std::vector<HostTensor> outputs = fwd.outputs;
 
   // The gradients of the outputs: one file each, or ones for a model whose outputs are all single numbers
   // (a loss, as loss.backward() seeds it).
@@ -88,6 +95,32 @@ void grad_command(const GradFlags& f) {
   } catch (const Error& e) {
     throw UserError(commands::runtime_message(e, "the backward of '" + f.model + "' failed", f.model));
   }
+  // --steps N: N updates by the model's optimizer, a forward and backward on the same inputs before each; step
+  // k's dropout masks start k - 1 calls of blocks after --offset. The files hold the last step's outputs and
+  // gradients (those its update used) and the parameters after it.
+  if (f.steps > 0) {
+    thunderc_optimizer_options opts = model.optimizer_options();
+    if (f.lr) opts.lr = *f.lr;
+    std::vector<DLTensor> probe;
+    for (const HostTensor& t : inputs) {
+      probe.push_back(t.dl());
+      probe.back().device = device;  // selection reads shapes, dtypes and devices only
+    }
+    const std::uint64_t blocks = model.rng_blocks(model.select_variant(probe));
+    try {
+      for (int k = 1; k <= f.steps; ++k) {
+        if (k > 1) {
+          const Model::RngState at{f.seed, f.offset + static_cast<std::uint64_t>(k - 1) * blocks};
+          fwd = model.forward_train(inputs, &at, device);
+          outputs = fwd.outputs;
+          grads = model.backward(fwd.context, grad_outputs, device);
+        }
+        model.optimizer_step(grads, opts, device);
+      }
+    } catch (const Error& e) {
+      throw UserError(commands::runtime_message(e, "training step of '" + f.model + "' failed", f.model));
+    }
+  }
 
   const std::filesystem::path dir = f.output_dir;
   if (!f.output_dir.empty()) {
@@ -107,6 +140,20 @@ void grad_command(const GradFlags& f) {
     const std::string label = "gradient of " + std::string(model.gradient_is_parameter(i) ? "parameter " : "input ") + names[i];
     commands::write_npy(path, grads[i], label);
     std::cout << label << ": " << commands::tensor_text(grads[i].dtype(), grads[i].shape()) << " -> " << path << "\n";
+  }
+  if (f.steps > 0) {
+    const std::vector<std::string> params = model.parameter_names();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const DLTensor view = model.parameter(i);
+      HostTensor value(view.dtype, std::vector<int64_t>(view.shape, view.shape + view.ndim));
+      copy_to_host(view.device, value.raw(), view.data, value.nbytes());
+      std::string file = gradient_file(params[i]);
+      file.replace(0, 4, "param");  // grad_<name>.npy -> param_<name>.npy
+      const std::string path = (dir / file).string();
+      const std::string label = "parameter " + params[i] + " after " + std::to_string(f.steps) + " step" + (f.steps == 1 ? "" : "s");
+      commands::write_npy(path, value, label);
+      std::cout << label << ": " << commands::tensor_text(value.dtype(), value.shape()) << " -> " << path << "\n";
+    }
   }
   std::cout.flush();
 }
@@ -138,6 +185,12 @@ void add_grad_command(CLI::App& app) {
                   "dropout's first Philox counter block (default 0); a further step of the same run starts where the "
                   "last ended: offset + the variant's training.rng_blocks (manifest)")
       ->type_name("N");
+  cmd->add_option("--steps", flags->steps,
+                  "a model compiled with --optimizer: N training steps on these inputs (forward, backward, the "
+                  "optimizer's update with its torch.optim defaults); also writes param_<name>.npy after the last")
+      ->type_name("N");
+  cmd->add_option("--lr", flags->lr, "with --steps: the optimizer's learning rate (default: its own, 1e-3)")
+      ->type_name("X");
   cmd->add_option("--threads", flags->threads,
                   "threads the model may use (default 0: $THUNDERC_NUM_THREADS, else all cores)")
       ->type_name("N");

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/commands/run.h"
+#include "core/ir/dtype.h"
 #include "core/ir/error.h"
 #include "core/ir/printer.h"
 
@@ -80,6 +81,12 @@ std::string shape_of(const json& shape) {
   return s + "]";
 }
 
+// Bytes per element of a manifest dtype name (0 for an unknown one: the manifest was checked at open).
+std::size_t dtype_bytes(const std::string& name) {
+  const std::optional<DType> d = parse_dtype(name);
+  return d ? dtype_size(*d) : 0;
+}
+
 std::string bytes_text(std::size_t bytes) {
   std::string s = std::to_string(bytes) + " bytes";
   if (bytes >= 1024) s += " (" + format_bytes(bytes) + ")";
@@ -144,6 +151,23 @@ void print_summary(std::ostream& os, const std::string& so_path, const json& m, 
        << bytes_text(w->value("bytes", std::size_t{0})) << ", " << field(*w, "storage") << "\n";
   }
 
+  // A training model (--autograd): its state and, with --optimizer, the update.
+  if (auto t = m.find("training"); t != m.end() && t->is_object()) {
+    std::size_t trainable = 0, buffers = 0, bytes = 0;
+    for (const json& p : t->value("parameters", json::array())) {
+      (p.value("trainable", true) ? trainable : buffers) += 1;
+      bytes += p.value("bytes", std::size_t{0});
+    }
+    os << "training:  " << trainable << " parameter" << (trainable == 1 ? "" : "s");
+    if (buffers) os << ", " << buffers << " buffer" << (buffers == 1 ? "" : "s");
+    os << ", " << bytes_text(bytes) << "; " << t->value("gradients", json::array()).size() << " gradients\n";
+    if (auto o = t->find("optimizer"); o != t->end() && o->is_object()) {
+      std::string state;
+      for (const json& s : o->value("state", json::array())) state += (state.empty() ? "" : ", ") + value_text(s);
+      os << "optimizer: " << field(*o, "kind") << " (" << field(*o, "entry") << "; state per parameter: " << state << ")\n";
+    }
+  }
+
   const json& variants = m.contains("variants") ? m["variants"] : json::array();
   os << "variants:  " << variants.size() << " (a call runs the first, in id order, whose guards match)\n";
   for (std::size_t i = 0; i < variants.size(); ++i) {
@@ -189,6 +213,22 @@ void print_summary(std::ostream& os, const std::string& so_path, const json& m, 
       }
     os << "      executors: " << (execs.empty() ? "(none)" : execs + " (" + std::to_string(total) + " operations)")
        << "\n";
+    // A training forward: what it saves, and its backward entry.
+    if (auto t = v.find("training"); t != v.end() && t->is_object()) {
+      std::size_t saved_bytes = 0, saved = 0;
+      for (const json& sv : t->value("saved", json::array())) {
+        std::size_t n = dtype_bytes(field(sv, "dtype"));
+        for (const json& d : sv.value("shape", json::array())) n *= d.is_number_unsigned() ? d.get<std::size_t>() : 0;
+        saved_bytes += n;
+        ++saved;
+      }
+      const json& b = t->value("backward", empty);
+      os << "      training:  saves " << saved << " tensor" << (saved == 1 ? "" : "s") << ", " << bytes_text(saved_bytes)
+         << ", for the backward " << field(b, "entry") << " (workspace " << bytes_text(b.value("workspace_bytes", std::size_t{0}))
+         << ")";
+      if (auto r = t->find("rng_blocks"); r != t->end()) os << "; dropout draws " << value_text(*r) << " Philox blocks a call";
+      os << "\n";
+    }
     // CUDA variants: the kernels in launch order, with their launch configuration and ptxas' registers.
     if (auto c = v.find("cuda"); c != v.end() && c->is_object()) {
       const auto& kernels = c->value("kernels", nlohmann::json::array());

@@ -574,6 +574,12 @@ TEST_CASE("emulated CUDA: a training model keeps its parameters on the device it
   for (std::size_t i = 0; i < names.size(); ++i)
     CHECK(at::equal(as_tensor(thunderc::npy::load((dir / "grads" / ("grad_" + names[i] + ".npy")).string())),
                     as_tensor(gb[i])));
+  // thunderc bench times its training steps on the device (the host clock: each call waits for the device).
+  Result bench = run_thunderc("bench " + so.string() + " --iterations 2 --warmup 1 --json");
+  INFO(bench.out);
+  REQUIRE(bench.code == 0);
+  CHECK(bench.out.find("\"mode\": \"training step\"") != std::string::npos);
+  CHECK(bench.out.find("\"device\": \"cuda:0\"") != std::string::npos);
   // A backward's tensors must be on its context's device.
   CHECK_THROWS_WITH_AS(a.backward(step.context, gy, nvfuser_emu::kCuda0), doctest::Contains("cuda:1 tensor"),
                        thunderc::Error);
@@ -737,6 +743,31 @@ TEST_CASE("--optimizer: options torch.optim refuses, wrong gradients and models 
   m.optimizer_step(grads, defaults);
   CHECK(m.optimizer_steps() == 1);
   CHECK_FALSE(at::equal(parameter_value(m, 0), as_tensor(before)));
+  // thunderc grad --steps runs the same steps: three from a fresh model equal three through the C API.
+  {
+    thunderc::npy::save((dir / "gy.npy").string(), as_host(at::ones({1, 10})));
+    const std::string cmd = "grad " + (dir / "mlp.so").string() + " " + sample("mlp.input.npy") + " --grad-output " +
+                            (dir / "gy.npy").string() + " --steps 3 --lr 0.02 --output-dir " + (dir / "steps").string();
+    Result g = run_thunderc(cmd);
+    INFO(g.out);
+    REQUIRE(g.code == 0);
+    thunderc::Model fresh((dir / "mlp.so").string());
+    thunderc_optimizer_options o3 = fresh.optimizer_options();
+    o3.lr = 0.02;
+    for (int k = 0; k < 3; ++k) {
+      auto step = fresh.forward_train({thunderc::npy::load(sample("mlp.input.npy"))});
+      fresh.optimizer_step(fresh.backward(step.context, {as_host(at::ones({1, 10}))}), o3);
+    }
+    const std::vector<std::string> names = fresh.parameter_names();
+    for (std::size_t i = 0; i < names.size(); ++i)
+      CHECK(at::equal(as_tensor(thunderc::npy::load((dir / "steps" / ("param_" + names[i] + ".npy")).string())),
+                      parameter_value(fresh, i)));
+    Result none = run_thunderc("grad " + (dir / "plain" / "mlp.so").string() + " " + sample("mlp.input.npy") +
+                               " --grad-output " + (dir / "gy.npy").string() + " --steps 2");
+    CHECK(none.code == 1);
+    CHECK_MESSAGE(none.out.find("was compiled without --optimizer, so --steps and --lr have nothing to run") !=
+                      std::string::npos, none.out);
+  }
   // The state is readable (sgd: the momentum buffer, which momentum 0 leaves at the gradient).
   const DLTensor buf = m.optimizer_state(0, 0);
   CHECK(buf.ndim == 2);

@@ -575,6 +575,17 @@ TEST_CASE("a training .so built for two CPU levels: both levels' gradients match
   }
 }
 
+TEST_CASE("inspect: a training .so's parameters, saved tensors, backward entry and optimizer") {
+  const std::string so = compile_sample("compiled_mlp_train_adamw", "mlp.pt", {"--autograd", "--optimizer", "adamw"});
+  Result r = run_cli_stdout({"inspect", so});
+  REQUIRE_MESSAGE(r.code == 0, r.cmd << "\n" << r.out);
+  // mlp: fc1 (128x64 + 128), layer norm (128 + 128), fc2 (10x128 + 10) = 9866 floats.
+  CHECK_MESSAGE(r.out.find("training:  6 parameters, 39464 bytes (38.5 KiB); 6 gradients") != std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find("optimizer: adamw (thunderc_variant_2; state per parameter: exp_avg, exp_avg_sq)") !=
+                    std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find(", for the backward thunderc_variant_1 (workspace ") != std::string::npos, r.out);
+}
+
 TEST_CASE("compiled training sample: bench times a training step and --compare checks the gradients") {
   const std::string so = compile_sample("compiled_bert_train", "bert_tiny.pt", {"--autograd"});
   const std::string pt = std::string(THUNDERC_SAMPLES) + "/bert_tiny.pt";
