@@ -533,6 +533,47 @@ thunderc::HostTensor repeat_rows(const thunderc::HostTensor& t, int64_t n) {
 }
 }  // namespace
 
+// --autograd on torch.export programs: `thunderc grad` gives every parameter's gradient and the input's, which
+// must match torch 2.x autograd through the same program (samples/pt2/grads/<name>/, written by
+// samples/pt2_gradients.py from the committed .pt2 files) within |ours - ref| <= 1e-5 * max(1, max |ref|) +
+// 1e-5 * |ref| (float32 through a few layers; the tolerance of tests/e2e/training_test.cpp).
+TEST_CASE("thunderc binary: --autograd on .pt2 fixtures: gradients match torch 2.x autograd") {
+  for (const std::string name : {"mlp", "cnn", "gpt_block", "llama_block"}) {
+    CAPTURE(name);
+    const fs::path dir = tmp_dir("pt2_grad_" + name), ref = fs::path(THUNDERC_SAMPLES) / "pt2" / "grads" / name;
+    const std::string so = (dir / (name + ".so")).string();
+    auto r = run_thunderc({sample(name + ".pt2"), "--autograd", "--requires-grad", "x", "-o", so});
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    auto g = run_thunderc({"grad", so, sample(name + ".input.npy"), "--grad-output", (ref / "grad_output0.npy").string(),
+                           "--output-dir", (dir / "out").string()});
+    INFO(g.out);
+    REQUIRE(g.code == 0);
+    std::size_t refs = 0, ours = 0;
+    for (const auto& e : fs::directory_iterator(dir / "out"))
+      ours += e.path().filename().string().rfind("grad_", 0) == 0;
+    for (const auto& e : fs::directory_iterator(ref)) {
+      const std::string file = e.path().filename().string();
+      if (file == "grad_output0.npy") continue;
+      CAPTURE(file);
+      ++refs;
+      REQUIRE(fs::exists(dir / "out" / file));
+      const thunderc::HostTensor want = thunderc::npy::load(e.path().string());
+      const thunderc::HostTensor got = thunderc::npy::load((dir / "out" / file).string());
+      REQUIRE(got.shape() == want.shape());
+      double scale = 1, worst = 0;
+      for (std::size_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(double(want.data<float>()[i])));
+      for (std::size_t i = 0; i < want.numel(); ++i) {
+        const double w = want.data<float>()[i], d = std::abs(double(got.data<float>()[i]) - w);
+        worst = std::max(worst, d - (1e-5 * scale + 1e-5 * std::abs(w)));
+      }
+      CHECK_MESSAGE(worst <= 0, file << ": exceeds the tolerance by " << worst << " (scale " << scale << ")");
+    }
+    CHECK(refs > 2);
+    CHECK(ours == refs);  // every gradient thunderc wrote has a reference, and the other way round
+  }
+}
+
 TEST_CASE("thunderc binary: every .pt2 fixture compiles without --shapes and matches PyTorch (rtol 1e-4, atol 1e-5)") {
   fs::path dir = tmp_dir("pt2_e2e");
   for (const std::string& name : kFixtures) {
