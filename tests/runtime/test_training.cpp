@@ -786,3 +786,79 @@ TEST_CASE("training: C++ wrapper") {
     CHECK(std::string(e.what()).find("compiled without --autograd") != std::string::npos);
   }
 }
+
+// --optimizer (training_optimizer_model.json: the same model with the hand-written sgd update thunderc_variant_4):
+// the runtime's side of the update. Hyperparameters, state, in-place buffers, the step count and refusals.
+TEST_CASE("training: the optimizer entry updates parameters and state in place") {
+  thunderc::Model model(model_path("training_optimizer_model"));
+  CHECK(model.optimizer() == "sgd");
+  thunderc_optimizer_options o = model.optimizer_options();  // torch.optim.SGD's defaults
+  CHECK(o.struct_size == sizeof(thunderc_optimizer_options));
+  CHECK(o.lr == 1e-3);
+  CHECK(o.momentum == 0);
+  CHECK(o.weight_decay == 0);
+  o.lr = 0.5;
+  o.momentum = 0.75;
+  o.dampening = 0.5;
+  const std::vector<float> xv = make_x(2), gyv = make_gy(2);
+  auto x = thunderc::HostTensor::from_vector<float>({2, 4}, xv);
+  auto gy = thunderc::HostTensor::from_vector<float>({2, 3}, gyv);
+  auto step = model.forward_train({x});
+  std::vector<thunderc::HostTensor> grads = model.backward(step.context, {gy});
+  const Grads g = ref_grads(xv, gyv, 2, initial_w());
+  // The input's gradient is not read: NaN there changes nothing.
+  std::fill(grads[0].data<float>(), grads[0].data<float>() + grads[0].numel(), std::nanf(""));
+  // Step 1: the buffer starts at the gradient; step 2: buf * 0.75 + 0.5 * g (quarter steps: exact in float32).
+  std::vector<float> w = initial_w(), b = initial_b(), bw = g.w, bb = g.b;
+  for (size_t k = 0; k < w.size(); ++k) w[k] += -0.5f * bw[k];
+  for (size_t k = 0; k < b.size(); ++k) b[k] += -0.5f * bb[k];
+  model.optimizer_step(grads, o);
+  CHECK(model.optimizer_steps() == 1);
+  auto value = [](const DLTensor& t) {
+    const float* p = static_cast<const float*>(t.data);
+    int64_t n = 1;
+    for (int d = 0; d < t.ndim; ++d) n *= t.shape[d];
+    return std::vector<float>(p, p + n);
+  };
+  CHECK(value(model.parameter(0)) == w);
+  CHECK(value(model.parameter(1)) == b);
+  CHECK(value(model.optimizer_state(0, 0)) == bw);
+  model.optimizer_step(grads, o);
+  for (size_t k = 0; k < w.size(); ++k) {
+    bw[k] = bw[k] * 0.75f + 0.5f * g.w[k];
+    w[k] += -0.5f * bw[k];
+  }
+  for (size_t k = 0; k < b.size(); ++k) {
+    bb[k] = bb[k] * 0.75f + 0.5f * g.b[k];
+    b[k] += -0.5f * bb[k];
+  }
+  CHECK(model.optimizer_steps() == 2);
+  CHECK(value(model.parameter(0)) == w);
+  CHECK(value(model.parameter(1)) == b);
+  CHECK(value(model.optimizer_state(1, 0)) == bb);
+  // Refusals change nothing.
+  thunderc_optimizer_options bad = o;
+  bad.lr = -1;
+  CHECK_THROWS_WITH_AS(model.optimizer_step(grads, bad), doctest::Contains("invalid learning rate"), thunderc::Error);
+  bad = o;
+  bad.nesterov = 1;
+  bad.dampening = 0;
+  bad.momentum = 0;
+  CHECK_THROWS_WITH_AS(model.optimizer_step(grads, bad), doctest::Contains("nesterov momentum requires"), thunderc::Error);
+  std::vector<thunderc::HostTensor> two(grads.begin(), grads.begin() + 2);
+  CHECK_THROWS_WITH_AS(model.optimizer_step(two, o), doctest::Contains("has 3 gradient(s), got 2"), thunderc::Error);
+  CHECK_THROWS_WITH_AS(model.optimizer_state(0, 1), doctest::Contains("slot 1 out of range"), thunderc::Error);
+  CHECK_THROWS_WITH_AS(model.optimizer_state(2, 0), doctest::Contains("parameter 2 out of range"), thunderc::Error);
+  CHECK(model.optimizer_steps() == 2);
+  CHECK(value(model.parameter(0)) == w);
+  // The step count is settable (a resumed run): at 0 the next step starts the buffer again.
+  model.set_optimizer_steps(0);
+  model.optimizer_step(grads, o);
+  CHECK(model.optimizer_steps() == 1);
+  CHECK(value(model.optimizer_state(0, 0)) == g.w);
+  // A model compiled without --optimizer has none.
+  thunderc::Model plain(model_path("training_model"));
+  CHECK(plain.optimizer().empty());
+  CHECK_THROWS_WITH_AS(plain.optimizer_step(grads, o), doctest::Contains("was compiled without --optimizer"), thunderc::Error);
+  CHECK(thunderc_model_optimizer_steps(plain.get()) == 0);
+}

@@ -4,7 +4,10 @@
 // gradient order, grad_x = gy @ W, grad_W = gy^T @ x and grad_b = gy summed over rows.
 //
 // Entries: variant 0 is thunderc_variant_0 (forward, 128 bytes of workspace) with backward thunderc_variant_1
-// (256 bytes); variant 1 is thunderc_variant_2 with backward thunderc_variant_3. Every entry reads the
+// (256 bytes); variant 1 is thunderc_variant_2 with backward thunderc_variant_3; thunderc_variant_4 is an sgd
+// update for training_optimizer_model.json (--optimizer's calling convention: W, b, their gradients, their
+// momentum buffers and the hyperparameters neg_lr, momentum_now, one_minus_dampening in; W, b and the buffers
+// out, the same buffers as the inputs). Every entry reads the
 // parameters from its call (never from the blob) and checks the ABI's calling convention.
 //
 // Build switches (compile definitions), used to make broken models for the loader tests:
@@ -31,7 +34,7 @@ namespace {
 constexpr int64_t kOut = 3, kIn = 4;
 
 std::mutex g_mutex;
-long g_calls[4] = {0, 0, 0, 0};  // thunderc_variant_0 .. 3
+long g_calls[5] = {0, 0, 0, 0, 0};  // thunderc_variant_0 .. 4
 
 // The parameters' initial values: fc.weight at byte 0 (48 bytes), fc.bias at byte 64 (12 bytes); 128 bytes.
 struct alignas(64) Blob {
@@ -170,6 +173,38 @@ EXPORT int32_t thunderc_variant_0(const thunderc_call* call) { return forward(ca
 EXPORT int32_t thunderc_variant_1(const thunderc_call* call) { return backward(call, 1, 2); }
 EXPORT int32_t thunderc_variant_2(const thunderc_call* call) { return forward(call, 2, 5); }
 EXPORT int32_t thunderc_variant_3(const thunderc_call* call) { return backward(call, 3, 5); }
+
+// sgd with momentum, in place: buf = momentum_now == 0 ? g : buf * momentum_now + (1 - dampening) * g; p += neg_lr * buf.
+EXPORT int32_t thunderc_variant_4(const thunderc_call* call) {
+  if (call->num_inputs != 9 || call->num_outputs != 4)
+    return fail(call, "optimizer: expected 9 inputs and 4 outputs, got " + std::to_string(call->num_inputs) + " and " +
+                          std::to_string(call->num_outputs));
+  const DLTensor* const* in = call->inputs;
+  if (!is(in[0], kOut, kIn) || !is(in[1], kOut) || !is(in[2], kOut, kIn) || !is(in[3], kOut) || !is(in[4], kOut, kIn) ||
+      !is(in[5], kOut))
+    return fail(call, "optimizer: bad parameters, gradients or buffers");
+  for (int k = 6; k < 9; ++k)
+    if (in[k]->ndim != 0 || in[k]->dtype.code != kDLFloat || in[k]->dtype.bits != 32)
+      return fail(call, "optimizer: hyperparameter " + std::to_string(k - 6) + " is not a float32 scalar");
+  // In place: each output is its input's buffer.
+  if (call->outputs[0]->data != in[0]->data || call->outputs[1]->data != in[1]->data ||
+      call->outputs[2]->data != in[4]->data || call->outputs[3]->data != in[5]->data)
+    return fail(call, "optimizer: outputs are not the inputs' buffers");
+  const float neg_lr = *static_cast<const float*>(in[6]->data), now = *static_cast<const float*>(in[7]->data),
+              keep = *static_cast<const float*>(in[8]->data);
+  count(4);
+  for (int t = 0; t < 2; ++t) {
+    float* p = static_cast<float*>(in[t]->data);
+    const float* g = static_cast<const float*>(in[2 + t]->data);
+    float* buf = static_cast<float*>(in[4 + t]->data);
+    const int64_t n = t == 0 ? kOut * kIn : kOut;
+    for (int64_t i = 0; i < n; ++i) {
+      buf[i] = now == 0 ? g[i] : buf[i] * now + keep * g[i];
+      p[i] += neg_lr * buf[i];
+    }
+  }
+  return 0;
+}
 
 // ---- test hooks ----
 EXPORT long thunderc_test_training_calls(int entry) {
