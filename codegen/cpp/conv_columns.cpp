@@ -1,6 +1,7 @@
 #include "codegen/cpp/conv_columns.h"
 
 #include "codegen/cpp/own_code.h"
+#include "codegen/loops/conv_columns_plan.h"
 
 namespace thunderc {
 
@@ -14,17 +15,13 @@ bool is_cpp_conv_columns_op(const std::string& name) { return name == "im2col" |
 
 void emit_cpp_conv_columns(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
   const Trace& t = ctx.trace();
-  const bool to_columns = sym.op->name == "im2col";
   // The image side: im2col's input, col2im's output; both [N, C, H, W].
-  const TensorType& image = t.type(to_columns ? sym.inputs[0].value : sym.outputs[0]);
-  const std::int64_t n = image.shape[0], c = image.shape[1], h = image.shape[2], w = image.shape[3];
-  const IntList &k = sym.attrs.get_ints("kernel_size"), &d = sym.attrs.get_ints("dilation"),
-                &p = sym.attrs.get_ints("padding"), &s = sym.attrs.get_ints("stride");
-  const std::int64_t oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) / s[0] + 1;
-  const std::int64_t ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) / s[1] + 1;
-  const std::int64_t l = oh * ow, kk = k[0] * k[1];
-  const std::string C = loops::ctype(image.dtype);
-  out.comment(sym.op->name + ": " + shape_str(image.shape) + (to_columns ? " -> " : " <- ") +
+  const loops::ConvColumnsPlan g = loops::plan_conv_columns(t, sym);
+  const bool to_columns = g.to_columns;
+  const std::int64_t n = g.n, c = g.c, h = g.h, w = g.w, oh = g.oh, ow = g.ow, l = g.l, kk = g.kk;
+  const IntList &k = g.k, &d = g.d, &p = g.p, &s = g.s;
+  const std::string C = loops::ctype(g.dtype);
+  out.comment(sym.op->name + ": " + shape_str(g.image) + (to_columns ? " -> " : " <- ") +
               shape_str(Shape{n, c * kk, l}));
   pointer(ctx, out, "src", sym.inputs[0].value, true);
   pointer(ctx, out, "dst", sym.outputs[0], false);

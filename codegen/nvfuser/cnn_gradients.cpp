@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "codegen/loops/conv_columns_plan.h"
 #include "codegen/loops/region_lowering.h"
 #include "codegen/nvfuser/gemm_plan.h"
 #include "core/ir/error.h"
@@ -43,15 +44,11 @@ cuda::KernelLaunch grid_stride(const std::string& name, std::int64_t total, std:
 
 // im2col / col2im: [N, C, H, W] <-> [N, C*kh*kw, OH*OW] (the cpp kernel's layout: codegen/cpp/conv_columns.cpp).
 cuda::KernelLaunch conv_columns_kernel(const std::string& name, const Trace& t, const BoundSymbol& sym) {
-  const bool to_columns = sym.op->name == "im2col";
-  const TensorType& image = t.type(to_columns ? sym.inputs[0].value : sym.outputs[0]);
-  const std::int64_t n = image.shape[0], c = image.shape[1], h = image.shape[2], w = image.shape[3];
-  const IntList &k = sym.attrs.get_ints("kernel_size"), &d = sym.attrs.get_ints("dilation"),
-                &p = sym.attrs.get_ints("padding"), &s = sym.attrs.get_ints("stride");
-  const std::int64_t oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) / s[0] + 1;
-  const std::int64_t ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) / s[1] + 1;
-  const std::int64_t l = oh * ow, kk = k[0] * k[1];
-  const std::string C = loops::ctype(image.dtype);
+  const loops::ConvColumnsPlan g = loops::plan_conv_columns(t, sym);
+  const bool to_columns = g.to_columns;
+  const std::int64_t n = g.n, c = g.c, h = g.h, w = g.w, oh = g.oh, ow = g.ow, l = g.l, kk = g.kk;
+  const IntList &k = g.k, &d = g.d, &p = g.p, &s = g.s;
+  const std::string C = loops::ctype(g.dtype);
   const std::vector<std::string> params = {C + "* __restrict__ dst", "const " + C + "* __restrict__ src"};
   if (to_columns) {
     // Element e_ of the columns: image plane q_, kernel position (i_, j_), output position (y_, x_).
