@@ -593,6 +593,16 @@ TEST_CASE("emulated CUDA: a training model keeps its parameters on the device it
     thunderc::check(thunderc_device_copy_to_device(p.device, p.data, zeros.raw(), zeros.nbytes(), nullptr));
   }
   CHECK(as_tensor(a.forward_train({x}, nullptr, DLDevice{kDLCUDA, 1}).outputs[0]).abs().max().item<double>() == 0);
+  // run_alloc runs the training forward too (its saved tensors in device scratch, freed when it returns).
+  const thunderc::DeviceTensor dx = thunderc::DeviceTensor::from_host(x, DLDevice{kDLCUDA, 1});
+  std::vector<thunderc::ManagedTensor> ran = a.run_alloc({dx.dl()});
+  REQUIRE(ran.size() == 1);
+  CHECK(as_tensor(ran[0].to_host()).abs().max().item<double>() == 0);
+  CHECK(as_tensor(b.run_alloc({thunderc::DeviceTensor::from_host(x, nvfuser_emu::kCuda0).dl()})[0].to_host())
+            .sub(as_tensor(other.outputs[0]))
+            .abs()
+            .max()
+            .item<double>() == 0);
 }
 
 namespace {
