@@ -234,7 +234,6 @@ class ScratchBuffers {
     ptrs_.push_back(p);
     return p;
   }
-  bool empty() const { return ptrs_.empty(); }
 
  private:
   DLDevice device_;
