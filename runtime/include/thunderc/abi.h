@@ -41,7 +41,11 @@
  *             outputs = the gradients in training.gradients order (shapes
  *             variants[v].training.backward.gradient_shapes; dtype of the input or parameter each belongs
  *             to); workspace: training.backward.workspace_bytes.
- * Training variants run on the CPU only; every tensor is dense row-major in 64-byte aligned buffers.
+ * A model's training variants all run on the CPU or all on CUDA, where its parameters live (CUDA ones without
+ * dropout); every tensor is dense row-major, a host one in a 64-byte aligned buffer. With --optimizer the .so
+ * also exports the update, training.optimizer.entry: inputs = the trainable parameters, their gradients, the
+ * state (slot-major), then one 0-d float32 tensor per training.optimizer.scalars entry; outputs = the
+ * parameters, then the state, each the same buffer as its input (the update is elementwise, in place).
  *
  * Version 6 added dropout to training forwards (thunderc --autograd --module-mode train). A variant whose
  * manifest has training.rng_blocks = B > 0 takes one more forward input after the parameters: the RNG state,
