@@ -114,6 +114,41 @@ class TrainStep(NamedTuple):
     context: "TrainContext"
 
 
+class _CallGate:
+    """Calls borrow a runtime pointer (the attribute named by _gated) between _enter and _leave; _shut clears
+    it, so new calls fail, and returns once the calls in flight have returned. Model and TrainContext share it."""
+
+    _gated = ""
+
+    def _init_gate(self):
+        self._cond = threading.Condition()
+        self._active = 0  # calls in flight, which _shut waits for
+
+    def _enter(self):
+        with self._cond:
+            value = getattr(self, self._gated)
+            if value is None:
+                raise self._closed_error()
+            self._active += 1
+            return value
+
+    def _leave(self):
+        with self._cond:
+            self._active -= 1
+            if self._active == 0:
+                self._cond.notify_all()
+
+    def _shut(self) -> bool:
+        """True when this call closed it (False: it was closed already)."""
+        with self._cond:
+            if getattr(self, self._gated) is None:
+                return False
+            setattr(self, self._gated, None)
+            while self._active:
+                self._cond.wait()
+        return True
+
+
 class _Handle:
     """The runtime's model handle. thunderc_model_close runs exactly once: when Model.close() asks and no
     array over a parameter is alive, else when the last reference goes (the Model's, and those of the arrays
@@ -176,8 +211,10 @@ def _shape(spec, manifest_shape):
     return tuple(dims)
 
 
-class Model:
+class Model(_CallGate):
     """A compiled model (OUT.so + OUT.json) opened by libthunderc_runtime. See thunderc.load."""
+
+    _gated = "_handle"
 
     def __init__(self, path, *, num_threads: Optional[int] = None, manifest=None, runtime=None):
         self._handle = None
@@ -195,8 +232,7 @@ class Model:
         # A model dropped without close() is closed when it is garbage-collected (not at interpreter exit).
         self._owner = _Handle(lib, self._handle)
         self._finalizer = self._owner.finalizer
-        self._cond = threading.Condition()
-        self._active = 0  # calls in flight, which close() waits for
+        self._init_gate()
 
         h = self._handle
         self._path = os.fsdecode(lib.thunderc_model_path(h))
@@ -781,30 +817,14 @@ class Model:
 
     # ---- lifetime ----
 
-    def _enter(self):
-        with self._cond:
-            if self._handle is None:
-                raise Error(f"model {self._path} is closed", code=StatusCode.INVALID_ARGUMENT)
-            self._active += 1
-            return self._handle
-
-    def _leave(self):
-        with self._cond:
-            self._active -= 1
-            if self._active == 0:
-                self._cond.notify_all()
+    def _closed_error(self):
+        return Error(f"model {self._path} is closed", code=StatusCode.INVALID_ARGUMENT)
 
     def close(self):
         """Unloads the model once calls in flight on other threads have returned. Closing twice is fine;
         calling a closed model raises thunderc.Error."""
-        if self._handle is None:
+        if self._handle is None or not self._shut():
             return
-        with self._cond:
-            if self._handle is None:
-                return
-            self._handle = None  # new calls fail from here on
-            while self._active:
-                self._cond.wait()
         owner, self._owner = self._owner, None
         if not owner.arrays:
             owner.finalizer()  # thunderc_model_close, exactly once
@@ -825,47 +845,32 @@ class Model:
                 f"{n} variant{'s' if n != 1 else ''}{state}>")
 
 
-class TrainContext:
+class TrainContext(_CallGate):
     """What one Model.forward_train saved for its backward (a thunderc_train_context). Model.backward may
     run from it any number of times. Freed by close(), at the end of a `with` block, or when garbage-collected;
     it does not keep its model open, and may outlive it (closing it after the model is fine)."""
+
+    _gated = "_pointer"
 
     def __init__(self, rt, pointer, model_path):
         self._pointer = pointer
         self._model_path = model_path
         self._finalizer = weakref.finalize(self, rt.function("thunderc_train_context_free"), pointer)
         self._finalizer.atexit = False
-        self._cond = threading.Condition()
-        self._active = 0  # backward calls in flight, which close() waits for
+        self._init_gate()
 
     @property
     def closed(self) -> bool:
         return self._pointer is None
 
-    def _enter(self):
-        with self._cond:
-            if self._pointer is None:
-                raise Error(f"this training context (of {self._model_path}) is closed",
-                            code=StatusCode.INVALID_ARGUMENT)
-            self._active += 1
-            return self._pointer
-
-    def _leave(self):
-        with self._cond:
-            self._active -= 1
-            if self._active == 0:
-                self._cond.notify_all()
+    def _closed_error(self):
+        return Error(f"this training context (of {self._model_path}) is closed", code=StatusCode.INVALID_ARGUMENT)
 
     def close(self):
         """Frees the saved tensors (thunderc_train_context_free) once backward calls using them have
         returned. Closing twice is fine; backward from a closed context raises thunderc.Error."""
-        with self._cond:
-            if self._pointer is None:
-                return
-            self._pointer = None
-            while self._active:
-                self._cond.wait()
-        self._finalizer()
+        if self._shut():
+            self._finalizer()
 
     def __enter__(self):
         return self
