@@ -142,3 +142,18 @@ def open_shared_models():
     return (thunderc.load(compile_pt2("mlp")),
             thunderc.load(compile_pt2("dynamic_batch", "--executors", "cpp,blas")),
             thunderc.load(test_model("two_variants")))
+
+
+class ErrorAssertions:
+    """Mixin for unittest.TestCase: assertError(code_name, fragments, fn, ...) checks that fn raises
+    thunderc.Error with that status code name and every fragment in the runtime's message."""
+
+    def assertError(self, code_name, fragments, fn, *args, **kwargs):
+        import thunderc
+        with self.assertRaises(thunderc.Error) as cm:
+            fn(*args, **kwargs)
+        e = cm.exception
+        self.assertEqual(e.code_name, code_name, str(e))
+        for f in fragments:
+            self.assertIn(f, e.message)
+        return e

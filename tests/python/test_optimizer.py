@@ -345,7 +345,7 @@ class LifetimeTest(unittest.TestCase):
         self.assertFalse(finalizer.alive)
 
 
-class ErrorsTest(unittest.TestCase):
+class ErrorsTest(support.ErrorAssertions, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.adamw = open_model(adamw_so())
@@ -359,14 +359,6 @@ class ErrorsTest(unittest.TestCase):
         cls.adamw.close()
         cls.sgd.close()
 
-    def assertError(self, code_name, fragments, fn, *args, **kwargs):
-        with self.assertRaises(thunderc.Error) as cm:
-            fn(*args, **kwargs)
-        e = cm.exception
-        self.assertEqual(e.code_name, code_name, str(e))
-        for f in fragments:
-            self.assertIn(f, e.message)
-        return e
 
     def assertRefusedStep(self, m, grads, fragments, **hp):
         """optimizer_step(grads, **hp) raises the runtime's INVALID_ARGUMENT and changes nothing."""

@@ -367,7 +367,7 @@ class LifetimeTest(unittest.TestCase):
         self.assertFalse(free.alive)
 
 
-class ErrorsTest(unittest.TestCase):
+class ErrorsTest(support.ErrorAssertions, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.m = open_model(mlp_train_so())
@@ -377,14 +377,6 @@ class ErrorsTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.m.close()
 
-    def assertError(self, code_name, fragments, fn, *args, **kwargs):
-        with self.assertRaises(thunderc.Error) as cm:
-            fn(*args, **kwargs)
-        e = cm.exception
-        self.assertEqual(e.code_name, code_name, str(e))
-        for f in fragments:
-            self.assertIn(f, e.message)
-        return e
 
     def test_inference_model(self):
         with thunderc.load(support.compile_pt2("mlp")) as inf:
