@@ -9,19 +9,14 @@
 #include <vector>
 
 #include "common/run_process.h"
+#include "gpu/gpu_skip.h"
 #include "thunderc/npy.hpp"
 #include "thunderc/runtime.hpp"
 
 namespace fs = std::filesystem;
 
 int main() {
-  int32_t devices = 0;
-  thunderc_status st = thunderc_device_count(kDLCUDA, &devices);
-  if (st || devices == 0) {
-    std::printf("SKIP: no CUDA device here (%s)\n", st ? thunderc_status_message(st) : "the driver reports none");
-    thunderc_status_free(st);
-    return 77;
-  }
+  if (no_cuda_device()) return 77;
   struct Sample {
     const char* name;
     std::vector<std::string> flags;

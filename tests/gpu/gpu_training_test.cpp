@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/run_process.h"
+#include "gpu/gpu_skip.h"
 #include "thunderc/npy.hpp"
 #include "thunderc/runtime.hpp"
 
@@ -54,13 +55,7 @@ thunderc::HostTensor parameter_value(thunderc::Model& m, std::size_t i) {
 }  // namespace
 
 int main() {
-  int32_t devices = 0;
-  thunderc_status st = thunderc_device_count(kDLCUDA, &devices);
-  if (st || devices == 0) {
-    std::printf("SKIP: no CUDA device here (%s)\n", st ? thunderc_status_message(st) : "the driver reports none");
-    thunderc_status_free(st);
-    return 77;
-  }
+  if (no_cuda_device()) return 77;
   const DLDevice gpu{kDLCUDA, 0}, cpu{kDLCPU, 0};
   int failures = 0, passed = 0;
   for (const char* name : {"mlp", "cnn", "gpt_block", "encoder_layer"}) {
