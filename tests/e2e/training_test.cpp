@@ -91,6 +91,19 @@ thunderc::HostTensor as_host(const at::Tensor& t) {
   return h;
 }
 
+std::vector<thunderc::HostTensor> as_hosts(const std::vector<at::Tensor>& ts) {
+  std::vector<thunderc::HostTensor> h;
+  for (const at::Tensor& t : ts) h.push_back(as_host(t));
+  return h;
+}
+
+// Normal random gradients for outputs of these shapes (LibTorch's, for the reference's backward).
+std::vector<at::Tensor> random_grad_outputs(const std::vector<thunderc::HostTensor>& outs) {
+  std::vector<at::Tensor> gy;
+  for (const thunderc::HostTensor& o : outs) gy.push_back(at::randn(std::vector<std::int64_t>(o.shape().begin(), o.shape().end())));
+  return gy;
+}
+
 // A copy of parameter i's live value (host or device memory).
 at::Tensor parameter_value(thunderc::Model& model, std::size_t i) {
   const DLTensor view = model.parameter(i);
@@ -218,16 +231,9 @@ void check_model(const std::string& path, const std::vector<std::string>& requir
   }
   at::manual_seed(5);
   std::vector<at::Tensor> inputs = make_inputs(compiled);
-  std::vector<thunderc::HostTensor> host_in;
-  for (const at::Tensor& x : inputs) host_in.push_back(as_host(x));
-  auto [outs, ctx] = compiled.forward_train(host_in, rng, device);
-  std::vector<at::Tensor> grad_outputs;
-  std::vector<thunderc::HostTensor> host_gy;
-  for (const thunderc::HostTensor& o : outs) {
-    grad_outputs.push_back(at::randn(std::vector<std::int64_t>(o.shape().begin(), o.shape().end())));
-    host_gy.push_back(as_host(grad_outputs.back()));
-  }
-  std::vector<thunderc::HostTensor> grads = compiled.backward(ctx, host_gy, device);
+  auto [outs, ctx] = compiled.forward_train(as_hosts(inputs), rng, device);
+  const std::vector<at::Tensor> grad_outputs = random_grad_outputs(outs);
+  std::vector<thunderc::HostTensor> grads = compiled.backward(ctx, as_hosts(grad_outputs), device);
 
   reference_rng = ReferenceRng{rng ? rng->seed : 0, rng ? rng->offset : 0, 0};
   Reference ref = torch_gradients(path, inputs, compiled.input_names(), requires_grad, grad_outputs, train);
@@ -665,16 +671,9 @@ void check_optimizer(const std::string& model, const OptimizerCase& c, bool cuda
     CAPTURE(step);
     at::manual_seed(100 + step);
     const std::vector<at::Tensor> inputs = make_inputs(m);
-    std::vector<thunderc::HostTensor> host_in;
-    for (const at::Tensor& x : inputs) host_in.push_back(as_host(x));
-    auto [outs, ctx] = m.forward_train(host_in, nullptr, device);
-    std::vector<at::Tensor> gy;
-    std::vector<thunderc::HostTensor> host_gy;
-    for (const thunderc::HostTensor& y : outs) {
-      gy.push_back(at::randn(std::vector<std::int64_t>(y.shape().begin(), y.shape().end())));
-      host_gy.push_back(as_host(gy.back()));
-    }
-    m.optimizer_step(m.backward(ctx, host_gy, device), o, device);
+    auto [outs, ctx] = m.forward_train(as_hosts(inputs), nullptr, device);
+    const std::vector<at::Tensor> gy = random_grad_outputs(outs);
+    m.optimizer_step(m.backward(ctx, as_hosts(gy), device), o, device);
 
     opt->zero_grad();
     std::vector<c10::IValue> args(inputs.begin(), inputs.end());
