@@ -292,13 +292,23 @@ void bench_command(const BenchFlags& f) {
       grad_outputs.push_back(commands::ones_like(outputs[i], "bench cannot seed the gradient of output " + std::to_string(i)));
       grad_out_dl.push_back(grad_outputs.back().dl());
     }
+  // On CUDA every tensor is a device copy (filled in below; the views then point at them). A training step is
+  // timed by the host clock as on the CPU (forward_train and backward each return once the device is done), an
+  // inference call by CUDA events on a stream of its own.
+  std::vector<DeviceTensor> d_in, d_out, d_gy, d_grads;
+  const bool device_step = training && on_gpu;
   auto step = [&] {
     if (!training) return model.run(in_dl, out_dl);
     TrainContext ctx = model.forward_train(in_dl, out_dl);
-    if (grads.empty())
+    if (grad_dl.empty())
       for (size_t i = 0; i < model.num_gradients(); ++i) {
-        grads.push_back(allocate(model.gradient_dtype(i), model.gradient_shape(ctx, i), "a gradient"));
-        grad_dl.push_back(grads.back().dl());
+        if (device_step) {
+          d_grads.emplace_back(model.gradient_dtype(i), model.gradient_shape(ctx, i), device);
+          grad_dl.push_back(d_grads.back().dl());
+        } else {
+          grads.push_back(allocate(model.gradient_dtype(i), model.gradient_shape(ctx, i), "a gradient"));
+          grad_dl.push_back(grads.back().dl());
+        }
       }
     model.backward(ctx, grad_out_dl, grad_dl);
   };
@@ -306,36 +316,15 @@ void bench_command(const BenchFlags& f) {
   std::vector<double> times;
   times.reserve(static_cast<size_t>(f.iterations));
   try {
-    if (on_gpu && training) {
-      // A CUDA training step: forward_train and backward on the default stream, each of which returns once the
-      // device is done, so the host clock times the step; tensors on the device, gradients allocated once.
-      std::vector<DeviceTensor> d_in, d_out, d_gy, d_grads;
-      std::vector<DLTensor> d_in_dl, d_out_dl, d_gy_dl, d_grads_dl;
+    if (on_gpu) {
       for (const HostTensor& t : inputs) d_in.push_back(DeviceTensor::from_host(t, device));
-      for (const HostTensor& t : outputs) d_out.push_back(DeviceTensor(t.dtype(), t.shape(), device));
+      for (const HostTensor& t : outputs) d_out.emplace_back(t.dtype(), t.shape(), device);
       for (const HostTensor& t : grad_outputs) d_gy.push_back(DeviceTensor::from_host(t, device));
-      for (const DeviceTensor& t : d_in) d_in_dl.push_back(t.dl());
-      for (const DeviceTensor& t : d_out) d_out_dl.push_back(t.dl());
-      for (const DeviceTensor& t : d_gy) d_gy_dl.push_back(t.dl());
-      auto gpu_step = [&] {
-        TrainContext ctx = model.forward_train(d_in_dl, d_out_dl);
-        if (d_grads.empty()) {
-          for (size_t i = 0; i < model.num_gradients(); ++i)
-            d_grads.emplace_back(model.gradient_dtype(i), model.gradient_shape(ctx, i), device);
-          for (const DeviceTensor& t : d_grads) d_grads_dl.push_back(t.dl());
-        }
-        model.backward(ctx, d_gy_dl, d_grads_dl);
-      };
-      for (int i = 0; i < f.warmup; ++i) gpu_step();
-      for (int i = 0; i < f.iterations; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        gpu_step();
-        const auto t1 = std::chrono::steady_clock::now();
-        times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      }
-      for (size_t i = 0; i < outputs.size(); ++i) outputs[i] = d_out[i].to_host();
-      for (const DeviceTensor& t : d_grads) grads.push_back(t.to_host());
-    } else if (!on_gpu) {
+      for (size_t i = 0; i < inputs.size(); ++i) in_dl[i] = d_in[i].dl();
+      for (size_t i = 0; i < outputs.size(); ++i) out_dl[i] = d_out[i].dl();
+      for (size_t i = 0; i < grad_outputs.size(); ++i) grad_out_dl[i] = d_gy[i].dl();
+    }
+    if (!on_gpu || device_step) {
       for (int i = 0; i < f.warmup; ++i) step();
       for (int i = 0; i < f.iterations; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -343,14 +332,9 @@ void bench_command(const BenchFlags& f) {
         const auto t1 = std::chrono::steady_clock::now();
         times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       }
+      for (size_t i = 0; i < d_out.size(); ++i) outputs[i] = d_out[i].to_host();
+      for (const DeviceTensor& t : d_grads) grads.push_back(t.to_host());
     } else {
-      // Inputs and outputs on the device; each call timed with CUDA events on a stream of its own.
-      std::vector<DeviceTensor> d_in, d_out;
-      std::vector<DLTensor> d_in_dl, d_out_dl;
-      for (const HostTensor& t : inputs) d_in.push_back(DeviceTensor::from_host(t, device));
-      for (const HostTensor& t : outputs) d_out.push_back(DeviceTensor(t.dtype(), t.shape(), device));
-      for (const DeviceTensor& t : d_in) d_in_dl.push_back(t.dl());
-      for (const DeviceTensor& t : d_out) d_out_dl.push_back(t.dl());
       struct Stream {
         DLDevice device;
         void* s = nullptr;
@@ -365,10 +349,10 @@ void bench_command(const BenchFlags& f) {
       check(thunderc_device_event_create(device, &stop.e));
       RunOptions options;
       options.cuda_stream = stream.s;
-      for (int i = 0; i < f.warmup; ++i) model.run(d_in_dl, d_out_dl, options);
+      for (int i = 0; i < f.warmup; ++i) model.run(in_dl, out_dl, options);
       for (int i = 0; i < f.iterations; ++i) {
         check(thunderc_device_event_record(start.e, stream.s));
-        model.run(d_in_dl, d_out_dl, options);
+        model.run(in_dl, out_dl, options);
         check(thunderc_device_event_record(stop.e, stream.s));
         float ms = 0;
         check(thunderc_device_event_elapsed_ms(start.e, stop.e, &ms));  // waits for the call
