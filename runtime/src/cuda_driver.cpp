@@ -195,37 +195,38 @@ void cuda_free(int ordinal, void* ptr) {
 
 namespace {
 
-void check_copy(cu::CUresult r, int ordinal, const std::string& what, const char* call) {
+void check_copy(cu::CUresult r, int ordinal, const char* what, const std::string& of, const char* call) {
   if (r == cu::kSuccess) return;
   fail(cuda_status_code(r, THUNDERC_STATUS_KERNEL_FAILED),
-       what + " on cuda:" + std::to_string(ordinal) + ": " + cuda_driver().failed(call, r));
+       std::string(what) + " of " + of + " on cuda:" + std::to_string(ordinal) + ": " + cuda_driver().failed(call, r));
 }
 
 }  // namespace
 
-void cuda_copy_to_device(int ordinal, void* dst, const void* host_src, size_t bytes, const std::string& what) {
+void cuda_copy_to_device(int ordinal, void* dst, const void* host_src, size_t bytes, const char* what,
+                         const std::string& of) {
   if (bytes == 0) return;
   CudaContextScope scope(cuda_primary_context(ordinal));
   const CudaDriver& d = cuda_driver();
-  check_copy(d.cuMemcpyHtoD(cu::to_dev(dst), host_src, bytes), ordinal, what, "cuMemcpyHtoD");
+  check_copy(d.cuMemcpyHtoD(cu::to_dev(dst), host_src, bytes), ordinal, what, of, "cuMemcpyHtoD");
 }
 
-void cuda_copy_on_device(int ordinal, void* dst, const void* src, size_t bytes, void* stream, const std::string& what) {
+void cuda_copy_on_device(int ordinal, void* dst, const void* src, size_t bytes, void* stream, const char* what,
+                         const std::string& of) {
   if (bytes == 0) return;
   CudaContextScope scope(cuda_primary_context(ordinal));
   const CudaDriver& d = cuda_driver();
-  check_copy(d.cuMemcpyDtoDAsync(cu::to_dev(dst), cu::to_dev(src), bytes,
-                                 stream),
-             ordinal, what, "cuMemcpyDtoDAsync");
+  check_copy(d.cuMemcpyDtoDAsync(cu::to_dev(dst), cu::to_dev(src), bytes, stream), ordinal, what, of,
+             "cuMemcpyDtoDAsync");
 }
 
-void cuda_synchronize(int ordinal, void* stream, const std::string& what) {
+void cuda_synchronize(int ordinal, void* stream, const char* what, const std::string& of) {
   CudaContextScope scope(cuda_primary_context(ordinal));
   const CudaDriver& d = cuda_driver();
   if (stream)
-    check_copy(d.cuStreamSynchronize(stream), ordinal, what, "cuStreamSynchronize");
+    check_copy(d.cuStreamSynchronize(stream), ordinal, what, of, "cuStreamSynchronize");
   else
-    check_copy(d.cuCtxSynchronize(), ordinal, what, "cuCtxSynchronize");
+    check_copy(d.cuCtxSynchronize(), ordinal, what, of, "cuCtxSynchronize");
 }
 
 }  // namespace thunderc::rt

@@ -342,11 +342,13 @@ void* cuda_alloc(int ordinal, size_t bytes, std::string* error);
 void cuda_free(int ordinal, void* ptr);
 
 // Copies on `ordinal` with its primary context current, for the training state (runtime.cpp). Throw RtError
-// naming `what` (OUT_OF_MEMORY, INVALID_ARGUMENT or KERNEL_FAILED as cuda_status_code maps the driver's error).
-void cuda_copy_to_device(int ordinal, void* dst, const void* host_src, size_t bytes, const std::string& what);  // waits
-void cuda_copy_on_device(int ordinal, void* dst, const void* src, size_t bytes, void* stream,
-                         const std::string& what);  // enqueued on `stream`
+// "<what> of <of> on cuda:N: ..." (OUT_OF_MEMORY, INVALID_ARGUMENT or KERNEL_FAILED as cuda_status_code maps
+// the driver's error); the message is built only then, so a training step's calls allocate nothing for it.
+void cuda_copy_to_device(int ordinal, void* dst, const void* host_src, size_t bytes, const char* what,
+                         const std::string& of);  // waits
+void cuda_copy_on_device(int ordinal, void* dst, const void* src, size_t bytes, void* stream, const char* what,
+                         const std::string& of);  // enqueued on `stream`
 // Waits for the work enqueued on `stream` (NULL: the default stream) of device `ordinal`.
-void cuda_synchronize(int ordinal, void* stream, const std::string& what);
+void cuda_synchronize(int ordinal, void* stream, const char* what, const std::string& of);
 
 }  // namespace thunderc::rt

@@ -125,6 +125,7 @@ struct thunderc_model {
   std::vector<void*> optimizer_state;
   std::vector<DLTensor> optimizer_state_tensors;
   std::vector<size_t> trainable;
+  std::vector<size_t> trainable_gradient;  // training.gradients index of each trainable parameter's gradient
   uint64_t optimizer_steps = 0;
   std::vector<float> optimizer_scalars;
   void* optimizer_scalars_device = nullptr;
@@ -331,8 +332,16 @@ void allocate_optimizer_state(thunderc_model* m, DLDevice device) {
   if (!o) return;
   const std::vector<ParameterDesc>& params = m->manifest.training.parameters;
   m->trainable.clear();
-  for (size_t i = 0; i < params.size(); ++i)
-    if (params[i].trainable) m->trainable.push_back(i);
+  m->trainable_gradient.clear();
+  const std::vector<GradientDesc>& grads = m->manifest.training.gradients;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].trainable) continue;
+    size_t gi = 0;  // the manifest's validation gives every trainable parameter exactly one gradient
+    while (gi < grads.size() && !(grads[gi].is_parameter && grads[gi].index == i)) ++gi;
+    if (gi == grads.size()) fail(THUNDERC_STATUS_INTERNAL, "bug: trainable parameter '" + params[i].name + "' has no gradient");
+    m->trainable.push_back(i);
+    m->trainable_gradient.push_back(gi);
+  }
   std::vector<void*> state;
   void* scalars = nullptr;
   try {
@@ -342,8 +351,8 @@ void allocate_optimizer_state(thunderc_model* m, DLDevice device) {
         state.push_back(thunderc_model::acquire_buffer(device, p.bytes, "optimizer state"));
         if (device.device_type == kDLCUDA) {
           const std::vector<unsigned char> zeros(p.bytes, 0);
-          cuda_copy_to_device(device.device_id, state.back(), zeros.data(), p.bytes,
-                              "zeroing the optimizer state of '" + p.name + "' of " + m->name);
+          cuda_copy_to_device(device.device_id, state.back(), zeros.data(), p.bytes, "zeroing the optimizer state",
+                              m->name);
         } else if (p.bytes) {
           std::memset(state.back(), 0, p.bytes);
         }
@@ -389,7 +398,7 @@ void place_parameters(thunderc_model* m, DLDevice device) {
     for (size_t i = 0; i < params.size(); ++i) {
       on_device.push_back(thunderc_model::acquire_buffer(device, params[i].bytes, "parameter"));
       cuda_copy_to_device(device.device_id, on_device.back(), m->parameters[i], params[i].bytes,
-                          "uploading parameter '" + params[i].name + "' of " + m->name);
+                          "uploading the parameters", m->name);
     }
     allocate_optimizer_state(m, device);  // last: nothing after it can fail
   } catch (...) {
@@ -998,13 +1007,13 @@ void run_forward(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n,
     const ParameterDesc& p = m->manifest.training.parameters[updates[u]];
     if (cuda)
       cuda_copy_on_device(device.device_id, m->parameter_tensors[updates[u]].data, out[k + ns + u].data, p.bytes,
-                          stream, "updating buffer '" + p.name + "' of " + m->name);
+                          stream, "updating the buffers", m->name);
     else
       std::memcpy(m->parameter_tensors[updates[u]].data, out[k + ns + u].data, p.bytes);
   }
   // A CUDA training forward returns once the device is done: its scratch is freed below, and the buffers'
   // new values are in place for the next call on any stream.
-  if (cuda) cuda_synchronize(device.device_id, stream, "the training forward of " + m->name);
+  if (cuda) cuda_synchronize(device.device_id, stream, "the training forward", m->name);
 }
 
 // A training model's outputs are written while the parameters are read: no output may share a byte with one.
@@ -1668,7 +1677,7 @@ THUNDERC_API thunderc_status thunderc_model_backward(thunderc_model* model, thun
                nullptr);
     // As the forward: a CUDA backward returns with the gradients written.
     if (context->device.device_type == kDLCUDA)
-      cuda_synchronize(context->device.device_id, nullptr, "the backward of " + model->name);
+      cuda_synchronize(context->device.device_id, nullptr, "the backward", model->name);
   });
 }
 
@@ -1730,12 +1739,8 @@ THUNDERC_API thunderc_status thunderc_model_optimizer_step(thunderc_model* model
     const size_t nt = model->trainable.size();
     SmallVec<DLTensor> grads(nt);
     for (size_t k = 0; k < nt; ++k) {
-      const size_t p = model->trainable[k];
-      size_t gi = ng;
-      for (size_t i = 0; i < ng; ++i)
-        if (mf.training.gradients[i].is_parameter && mf.training.gradients[i].index == p) gi = i;
-      if (gi == ng) fail(THUNDERC_STATUS_INTERNAL, "bug: trainable parameter #" + std::to_string(p) + " has no gradient");
-      const ParameterDesc& pd = mf.training.parameters[p];
+      const size_t gi = model->trainable_gradient[k];
+      const ParameterDesc& pd = mf.training.parameters[model->trainable[k]];
       check_backward_tensor(model, v0, gradients[gi], gradient_label(mf, gi), pd.dtype, pd.dtype_name, pd.shape, "",
                             model->parameter_device);
       grads[k] = normalized(gradients[gi]);
@@ -1751,7 +1756,8 @@ THUNDERC_API thunderc_status thunderc_model_optimizer_step(thunderc_model* model
     const bool cuda = device.device_type == kDLCUDA;
     if (cuda)
       cuda_copy_to_device(device.device_id, model->optimizer_scalars_device, model->optimizer_scalars.data(),
-                          model->optimizer_scalars.size() * sizeof(float), "uploading the optimizer's hyperparameters");
+                          model->optimizer_scalars.size() * sizeof(float), "uploading the optimizer's hyperparameters",
+                          model->name);
     // Inputs: parameters, gradients, state, hyperparameters; outputs: parameters, state (the same buffers).
     const size_t ns = model->optimizer_state_tensors.size();
     const size_t num_in = 2 * nt + ns + o.scalars.size(), num_out = nt + ns;
@@ -1767,7 +1773,7 @@ THUNDERC_API thunderc_status thunderc_model_optimizer_step(thunderc_model* model
       in[2 * nt + ns + i] = t;
     }
     call_entry(model, 0, Entry::Optimizer, in.data(), num_in, out.data(), num_out, device, nullptr);
-    if (cuda) cuda_synchronize(device.device_id, nullptr, "the optimizer step of " + model->name);
+    if (cuda) cuda_synchronize(device.device_id, nullptr, "the optimizer step", model->name);
     model->optimizer_steps = step;
   });
 }
