@@ -922,41 +922,48 @@ TEST_CASE("embedding: an index out of range fails the call with a message, as AT
 // asymmetric windows (col2im of overlapping windows adds up), and max_pool2d_backward with overlapping
 // windows, padding, dilation and ceil_mode on a relu's output, whose zeros tie (the first maximum takes the
 // gradient). nvfuser runs them as kernels of their own (codegen/nvfuser/cnn_gradients.h).
-TEST_CASE("CNN gradient operators: im2col, col2im, max_pool2d_backward") {
+TEST_CASE("CNN gradient operators: im2col, col2im, max_pool2d_backward, float32 and float64") {
   auto k = [](IntList v) { return AttrValue(v); };
-  SUBCASE("im2col and col2im") {
-    Trace t;
-    ValueId x = t.add_input("x", f32({2, 3, 9, 8}));
-    std::vector<ValueId> outs;
-    struct W {
-      IntList k, d, p, s;
-    };
-    for (const W& w : {W{{3, 3}, {1, 1}, {1, 1}, {1, 1}}, W{{3, 2}, {2, 1}, {2, 0}, {2, 3}}, W{{1, 1}, {1, 1}, {0, 0}, {2, 2}}}) {
-      Attrs a{{"kernel_size", k(w.k)}, {"dilation", k(w.d)}, {"padding", k(w.p)}, {"stride", k(w.s)}};
-      const ValueId cols = t.emit1(op("im2col"), {T(x)}, a);
-      outs.push_back(cols);
-      a.set("output_size", k({9, 8}));
-      outs.push_back(t.emit1(op("col2im"), {T(cols)}, a));
+  for (const DType d : {DType::Float32, DType::Float64}) {
+    CAPTURE(dtype_name(d));
+    const bool f64_case = d == DType::Float64;
+    auto type = [&](Shape s) { return f64_case ? f64(std::move(s)) : f32(std::move(s)); };
+    const std::string tag = f64_case ? "_f64" : "";
+    const Tol tol = f64_case ? kF64 : Tol{};
+    {
+      Trace t;
+      ValueId x = t.add_input("x", type({2, 3, 9, 8}));
+      std::vector<ValueId> outs;
+      struct W {
+        IntList k, d, p, s;
+      };
+      for (const W& w : {W{{3, 3}, {1, 1}, {1, 1}, {1, 1}}, W{{3, 2}, {2, 1}, {2, 0}, {2, 3}}, W{{1, 1}, {1, 1}, {0, 0}, {2, 2}}}) {
+        Attrs a{{"kernel_size", k(w.k)}, {"dilation", k(w.d)}, {"padding", k(w.p)}, {"stride", k(w.s)}};
+        const ValueId cols = t.emit1(op("im2col"), {T(x)}, a);
+        outs.push_back(cols);
+        a.set("output_size", k({9, 8}));
+        outs.push_back(t.emit1(op("col2im"), {T(cols)}, a));
+      }
+      t.set_outputs(outs);
+      check_native(t, {"im2col", "col2im"});
+      check_against_torch(t, "conv_columns" + tag, false, tol);
     }
-    t.set_outputs(outs);
-    check_native(t, {"im2col", "col2im"});
-    check_against_torch(t, "conv_columns");
-  }
-  SUBCASE("max_pool2d_backward") {
-    Trace t;
-    ValueId x = t.add_input("x", f32({2, 3, 9, 11}));
-    const ValueId r = t.emit1(op("relu"), {T(x)}, {});
-    std::vector<ValueId> outs;
-    for (const Attrs& a : {Attrs{{"kernel_size", k({3, 3})}, {"stride", k({2, 2})}, {"padding", k({1, 1})}},
-                           Attrs{{"kernel_size", k({2})}},
-                           Attrs{{"kernel_size", k({3, 2})}, {"stride", k({2, 3})}, {"dilation", k({2, 1})}, {"ceil_mode", true}}}) {
-      const ValueId pooled = t.emit1(op("max_pool2d"), {T(r)}, a);
-      const ValueId g = t.emit1(op("sub"), {N(0.75), T(pooled)}, {});  // distinct per window
-      outs.push_back(t.emit1(op("max_pool2d_backward"), {T(g), T(r)}, a));
+    {
+      Trace t;
+      ValueId x = t.add_input("x", type({2, 3, 9, 11}));
+      const ValueId r = t.emit1(op("relu"), {T(x)}, {});
+      std::vector<ValueId> outs;
+      for (const Attrs& a : {Attrs{{"kernel_size", k({3, 3})}, {"stride", k({2, 2})}, {"padding", k({1, 1})}},
+                             Attrs{{"kernel_size", k({2})}},
+                             Attrs{{"kernel_size", k({3, 2})}, {"stride", k({2, 3})}, {"dilation", k({2, 1})}, {"ceil_mode", true}}}) {
+        const ValueId pooled = t.emit1(op("max_pool2d"), {T(r)}, a);
+        const ValueId g = t.emit1(op("sub"), {N(0.75), T(pooled)}, {});  // distinct per window
+        outs.push_back(t.emit1(op("max_pool2d_backward"), {T(g), T(r)}, a));
+      }
+      t.set_outputs(outs);
+      check_native(t, {"max_pool2d_backward"});
+      check_against_torch(t, "max_pool_backward" + tag, false, tol);
     }
-    t.set_outputs(outs);
-    check_native(t, {"max_pool2d_backward"});
-    check_against_torch(t, "max_pool_backward");
   }
 }
 
