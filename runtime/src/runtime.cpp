@@ -1177,6 +1177,16 @@ void check_backward_tensor(const thunderc_model* m, const Variant& v, const DLTe
       fail(THUNDERC_STATUS_INVALID_ARGUMENT, what + " for variant #" + std::to_string(v.id) + " of " + m->name + ": " + why);
 }
 
+const OptimizerDesc& require_optimizer(const thunderc_model* m, const char* fn) {
+  require_training(m, fn);
+  if (!m->manifest.training.optimizer)
+    fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": " + m->name + " was compiled without --optimizer, so "
+                                           "it has no update entry (recompile it with thunderc --autograd "
+                                           "--optimizer sgd|adamw, or update the parameters through "
+                                           "thunderc_model_parameter)");
+  return *m->manifest.training.optimizer;
+}
+
 }  // namespace
 
 // ---- C API ----------------------------------------------------------------------------------------
@@ -1685,19 +1695,6 @@ THUNDERC_API void thunderc_train_context_free(thunderc_train_context context) { 
 
 // ---- optimizer (thunderc --optimizer) ----
 
-namespace {
-
-const OptimizerDesc& require_optimizer(const thunderc_model* m, const char* fn) {
-  require_training(m, fn);
-  if (!m->manifest.training.optimizer)
-    fail(THUNDERC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": " + m->name + " was compiled without --optimizer, so "
-                                           "it has no update entry (recompile it with thunderc --autograd "
-                                           "--optimizer sgd|adamw, or update the parameters through "
-                                           "thunderc_model_parameter)");
-  return *m->manifest.training.optimizer;
-}
-
-}  // namespace
 
 THUNDERC_API const char* thunderc_model_optimizer(const thunderc_model* model) {
   return model && model->manifest.training.optimizer ? model->manifest.training.optimizer->kind.c_str() : nullptr;
