@@ -11,9 +11,6 @@ namespace thunderc {
 
 namespace {
 
-constexpr unsigned kThreads = 256;
-constexpr long long kMaxBlocks = 8192;  // a grid-stride loop covers the rest
-
 std::string S(std::int64_t v) { return std::to_string(v) + "LL"; }
 
 // An attribute of one or two values as two (empty: `fallback`).
@@ -21,25 +18,6 @@ IntList pair_attr(const Attrs& attrs, const std::string& name, const IntList& fa
   const IntList& v = attrs.get_ints(name);
   if (v.empty()) return fallback;
   return v.size() == 1 ? IntList{v[0], v[0]} : v;
-}
-
-// A grid-stride kernel over `total` elements; `body` (indented lines) sees `long long e_`, the element.
-cuda::KernelLaunch grid_stride(const std::string& name, std::int64_t total, std::vector<std::string> params,
-                               const std::vector<std::string>& body) {
-  cuda::KernelLaunch l;
-  l.name = name;
-  l.params = std::move(params);
-  l.block[0] = static_cast<unsigned>(std::min<std::int64_t>(kThreads, std::max<std::int64_t>(32, (total + 31) / 32 * 32)));
-  l.grid[0] = static_cast<unsigned>(std::max<long long>(1, std::min<long long>((total + l.block[0] - 1) / l.block[0], kMaxBlocks)));
-  std::string decl;
-  for (const std::string& p : l.params) decl += (decl.empty() ? "" : ", ") + p;
-  l.source = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(l.block[0]) + ") " + name + "(" + decl +
-             ") {\n"
-             "  for (long long e_ = (long long)blockIdx.x * blockDim.x + threadIdx.x; e_ < " + S(total) +
-             "; e_ += (long long)gridDim.x * blockDim.x) {\n";
-  for (const std::string& ln : body) l.source += "    " + ln + "\n";
-  l.source += "  }\n}\n";
-  return l;
 }
 
 // im2col / col2im: [N, C, H, W] <-> [N, C*kh*kw, OH*OW] (the cpp kernel's layout: codegen/cpp/conv_columns.cpp).
@@ -52,7 +30,7 @@ cuda::KernelLaunch conv_columns_kernel(const std::string& name, const Trace& t, 
   const std::vector<std::string> params = {C + "* __restrict__ dst", "const " + C + "* __restrict__ src"};
   if (to_columns) {
     // Element e_ of the columns: image plane q_, kernel position (i_, j_), output position (y_, x_).
-    return grid_stride(name, n * c * kk * l, params,
+    return grid_stride_kernel(name, n * c * kk * l, params,
                        {"const long long x_ = e_ % " + S(ow) + ", y_ = (e_ / " + S(ow) + ") % " + S(oh) + ";",
                         "const long long r_ = (e_ / " + S(l) + ") % " + S(kk) + ", q_ = e_ / " + S(kk * l) + ";",
                         "const long long ih_ = y_ * " + S(s[0]) + " - " + S(p[0]) + " + (r_ / " + S(k[1]) + ") * " + S(d[0]) + ";",
@@ -62,7 +40,7 @@ cuda::KernelLaunch conv_columns_kernel(const std::string& name, const Trace& t, 
   }
   // Element e_ of the image: plane q_, pixel (ih_, iw_); kernel position (i_, j_) reads output position
   // (y_, x_) when ih_ + p - i_ * d is a multiple of the stride inside the output.
-  return grid_stride(
+  return grid_stride_kernel(
       name, n * c * h * w, params,
       {"const long long iw_ = e_ % " + S(w) + ", ih_ = (e_ / " + S(w) + ") % " + S(h) + ", q_ = e_ / " + S(h * w) + ";",
        "const " + C + "* cols_ = src + q_ * " + S(kk * l) + ";",
@@ -129,7 +107,7 @@ cuda::KernelLaunch max_pool_backward_kernel(const std::string& name, const Trace
       "}",
       "gx[e_] = acc_;"};
   body.insert(body.end(), window.begin(), window.end());
-  return grid_stride(name, planes * h * w, {C + "* __restrict__ gx", "const " + C + "* __restrict__ gy",
+  return grid_stride_kernel(name, planes * h * w, {C + "* __restrict__ gx", "const " + C + "* __restrict__ gy",
                                             "const " + C + "* __restrict__ x"}, body);
 }
 

@@ -37,6 +37,11 @@ void add_gemm_kernel(const EmitContext& ctx, const cuda::KernelLaunch& l, const 
 void emit_kernel_block(const EmitContext& ctx, const cuda::KernelLaunch& l, ValueId output,
                        const std::vector<ValueId>& inputs, const std::string& what, SourceWriter& out);
 
+// A one-dimensional grid-stride kernel `name` over `total` elements, with the given parameter declarations;
+// `body` (lines, indented here) sees `long long e_`, the element (codegen/nvfuser/cnn_gradients.cpp, indexing.cpp).
+cuda::KernelLaunch grid_stride_kernel(const std::string& name, std::int64_t total, std::vector<std::string> params,
+                                      const std::vector<std::string>& body);
+
 // A GEMM-backed symbol outside any region: its kernel, bias in the epilogue.
 void emit_lone_gemm(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& out);
 

@@ -3,6 +3,7 @@
 #include "codegen/loops/region_lowering.h"
 #include "codegen/nvfuser/attention.h"
 #include "codegen/nvfuser/cnn_gradients.h"
+#include "codegen/nvfuser/indexing.h"
 #include "codegen/nvfuser/gemm.h"
 #include "codegen/nvfuser/gemm_plan.h"
 
@@ -188,6 +189,24 @@ void emit_kernel_block(const EmitContext& ctx, const cuda::KernelLaunch& l, Valu
   for (const std::string& d : decls) out.line("  " + d);
   for (const std::string& ln : lines) out.line(ln);
   out.line("}");
+}
+
+cuda::KernelLaunch grid_stride_kernel(const std::string& name, std::int64_t total, std::vector<std::string> params,
+                                      const std::vector<std::string>& body) {
+  cuda::KernelLaunch l;
+  l.name = name;
+  l.params = std::move(params);
+  l.block[0] = static_cast<unsigned>(std::min<std::int64_t>(kBlock, std::max<std::int64_t>(32, (total + 31) / 32 * 32)));
+  l.grid[0] = static_cast<unsigned>(std::max<long long>(1, std::min<long long>((total + l.block[0] - 1) / l.block[0], kMaxBlocks)));
+  std::string decl;
+  for (const std::string& p : l.params) decl += (decl.empty() ? "" : ", ") + p;
+  l.source = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(l.block[0]) + ") " + name + "(" + decl +
+             ") {\n"
+             "  for (long long e_ = (long long)blockIdx.x * blockDim.x + threadIdx.x; e_ < " + std::to_string(total) + "LL"
+             "; e_ += (long long)gridDim.x * blockDim.x) {\n";
+  for (const std::string& ln : body) l.source += "    " + ln + "\n";
+  l.source += "  }\n}\n";
+  return l;
 }
 
 // A GEMM-backed symbol outside any region: its kernel, bias in the epilogue.
@@ -666,7 +685,12 @@ const char* kPrelude = R"(// ---- prelude: what the shared loop lowering expects
 #include <cmath>
 #include <cstdint>
 #else
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
 typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned long long uint64_t;
 #define __builtin_inff() __int_as_float(0x7f800000)
 #define __builtin_inf() __longlong_as_double(0x7ff0000000000000LL)
 #define __builtin_nanf(s) __int_as_float(0x7fffffff)
@@ -771,6 +795,10 @@ void NvfuserBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
     emit_cuda_cnn_gradient(ctx, sym, out);
     return;
   }
+  if (is_cuda_indexing_op(sym.op->name)) {  // likewise
+    emit_cuda_indexing(ctx, sym, out);
+    return;
+  }
   if (!sym.is_region() && gemm_backed(sym)) {
     emit_lone_gemm(ctx, sym, out);
     return;
@@ -792,7 +820,8 @@ void NvfuserBackend::emit_module_prelude(SourceWriter& out) const {
 }
 
 std::size_t NvfuserBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {
-  if (sym.op->category == OpCategory::Attention || is_cuda_cnn_gradient_op(sym.op->name)) return 0;
+  if (sym.op->category == OpCategory::Attention || is_cuda_cnn_gradient_op(sym.op->name) || is_cuda_indexing_op(sym.op->name))
+    return 0;
   if (!sym.is_region() && gemm_backed(sym)) return 0;
   BoundSymbol region = as_region(sym);
   CudaRegion e(trace, region, nullptr);

@@ -14,11 +14,11 @@ bool ok_dtype(DType d) {
   return d == DType::Float32 || d == DType::Float64 || d == DType::Bool || d == DType::BFloat16 || d == DType::Float16;
 }
 
-// Integer dtypes (is_integral): on the CPU the loops move them (reshape, permute, slice, cat, ...), convert
-// them to floating types and read them as embedding indices; no arithmetic on them yet.
+// Integer dtypes (is_integral): the loops, on the CPU and on CUDA, move them (reshape, permute, slice, cat, ...),
+// convert them to floating types, compare them and read them as indices (embedding, scatter_reduce).
 template <DeviceKind K>
 bool movable_dtype(DType d) {
-  return ok_dtype<K>(d) || (K == DeviceKind::CPU && is_integral(d));
+  return ok_dtype<K>(d) || is_integral(d);
 }
 
 bool gemm_dtype(DType d) { return d == DType::Float32 || d == DType::Float16 || d == DType::BFloat16; }
@@ -57,10 +57,12 @@ bool cast(const Trace& t, const BoundSymbol& s) {
   return !is_integral(to) || !is_floating(from);
 }
 
-// embedding on the CPU (codegen/cpp/embedding.cpp, never in a region): rows of a floating table by int32 or
-// int64 indices; an index out of range fails the call with a message, as ATen raises.
-bool cpu_embedding(const Trace& t, const BoundSymbol& s) {
-  if (!moves<DeviceKind::CPU>(t, s)) return false;
+// embedding on device kind K (never in a region): rows of a floating table by int32 or int64 indices. On the
+// CPU (codegen/cpp/embedding.cpp) an index out of range fails the call with a message, as ATen raises; on CUDA
+// (codegen/nvfuser/indexing.h) it traps, as PyTorch's device-side assert.
+template <DeviceKind K>
+bool loop_embedding(const Trace& t, const BoundSymbol& s) {
+  if (!moves<K>(t, s)) return false;
   const DType w = t.type(s.inputs[0].value).dtype, idx = t.type(s.inputs[1].value).dtype;
   return is_floating(w) && (idx == DType::Int64 || idx == DType::Int32);
 }
@@ -153,10 +155,11 @@ bool all_floating(const Trace& t, const BoundSymbol& s) {
   return true;
 }
 
-// Integer tensors the CPU loops compute with: integer dtypes on the CPU, none on CUDA yet.
+// Integer tensors the loops compute with (the shared lowering, codegen/loops/region_lowering.h, writes the same
+// integer arithmetic for the CPU and for CUDA).
 template <DeviceKind K>
 bool loop_integer(DType d) {
-  return K == DeviceKind::CPU && is_integral(d);
+  return is_integral(d);
 }
 
 // The values an integer dtype holds.
@@ -253,14 +256,14 @@ bool bitwise(const Trace& t, const BoundSymbol& s) {
   return moves<K>(t, s) && integer_operands<K>(t, s);
 }
 
-// Comparisons of floating tensors, and (CPU) of integer ones: `attention_mask == 0` builds masks.
+// Comparisons of floating and integer tensors: `attention_mask == 0` builds masks.
 template <DeviceKind K>
 bool compare(const Trace& t, const BoundSymbol& s) {
   if (!moves<K>(t, s)) return false;
   for (const Operand& in : s.inputs) {
     if (!in.is_tensor()) continue;
     const DType d = t.type(in.value).dtype;
-    if (!is_floating(d) && !(K == DeviceKind::CPU && is_integral(d))) return false;
+    if (!is_floating(d) && !loop_integer<K>(d)) return false;
   }
   return true;
 }
@@ -468,7 +471,7 @@ bool cudnn_attention(const Trace& t, const BoundSymbol& s) {
 void register_cpp_impls(Executor& cpp) {
   register_loop_impls<DeviceKind::CPU>(cpp);
   cpp.register_impl("scaled_dot_product_attention", cpu_attention);
-  cpp.register_impl("embedding", cpu_embedding);
+  cpp.register_impl("embedding", loop_embedding<DeviceKind::CPU>);
   for (const char* name : {"index_select", "gather"}) cpp.register_impl(name, cpu_gather);
   for (const char* name : {"argmax", "argmin"}) cpp.register_impl(name, cpu_arg_extreme);
   for (const char* name : {"cumsum", "prod"}) cpp.register_impl(name, cpu_cumsum);
@@ -514,6 +517,14 @@ void register_nvfuser_impls(Executor& nvfuser) {
     });
     nvfuser.run_alone(name);
   }
+  // Indexing (codegen/nvfuser/indexing.h): embedding, and scatter_reduce of float32/float64 (embedding's VJP);
+  // kernels of their own, as every Indexing operator.
+  nvfuser.register_impl("embedding", loop_embedding<DeviceKind::CUDA>);
+  nvfuser.register_impl("scatter_reduce", [](const Trace& t, const BoundSymbol& s) {
+    const TensorType& a = t.type(s.inputs[0].value);
+    return moves<DeviceKind::CUDA>(t, s) && s.inputs[2].is_tensor() && a.rank() > 0 &&
+           (a.dtype == DType::Float32 || a.dtype == DType::Float64);
+  });
 }
 
 void register_cublas_impls(Executor& cublas) {

@@ -538,6 +538,15 @@ TEST_CASE("emulated CUDA: --autograd --device cuda samples: gradients match LibT
   check_model(sample("cnn.pt"), {"x"}, false, "", nullptr, true);
 }
 
+// Language models on CUDA: int64 input_ids and attention masks moved, compared and converted by nvfuser's
+// loops, embedding's rows gathered and its gradient scattered by nvfuser's indexing kernels
+// (codegen/nvfuser/indexing.h; BERT's word embedding has padding_idx 0).
+TEST_CASE("emulated CUDA: --autograd --device cuda language models: embeddings and integer inputs") {
+  check_model(sample("bert_tiny.pt"), {}, false, "", nullptr, true);
+  check_model(sample("distilbert_tiny.pt"), {}, false, "", nullptr, true);
+  check_model(sample("gpt2_tiny.pt"), {}, false, "", nullptr, true);
+}
+
 TEST_CASE("emulated CUDA: --module-mode train batch norm: batch statistics, running statistics updated on the device") {
   const fs::path dir = tmp_dir("train_mode_cuda");
   const std::string bn = (dir / "batch_norm_net.pt").string();

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,7 @@ enum : CUresult {
   CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+  CUDA_ERROR_LAUNCH_FAILED = 719,
   CUDA_ERROR_NOT_SUPPORTED = 801,
   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
   CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
@@ -76,6 +78,7 @@ constexpr ErrorInfo kErrors[] = {
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
 };
 
 using Launcher = void (*)(const unsigned* grid, const unsigned* block, unsigned shared_bytes, void** args);
@@ -752,7 +755,16 @@ EXPORT CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigne
     ++s.stats.launches;
   }
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  f->launcher(grid, block, shared_bytes, params);
+  try {
+    f->launcher(grid, block, shared_bytes, params);
+  } catch (const std::exception& e) {
+    // A kernel's __trap() (the emulator's Error "__trap() in block ..."): the launch fails, as on a GPU (where
+    // the error shows at the next synchronization). Other emulator errors are test failures: rethrown.
+    if (std::strncmp(e.what(), "__trap()", 8) != 0) throw;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    ++s.stats.failed_launches;
+    return CUDA_ERROR_LAUNCH_FAILED;
+  }
   return CUDA_SUCCESS;
 }
 

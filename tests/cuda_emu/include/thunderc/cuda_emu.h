@@ -682,6 +682,16 @@ void launch(dim3 grid, dim3 block, unsigned dynamic_shared_bytes, F&& body) {
 #define __syncthreads_or(p) \
   ::thunderc_emu::detail::syncthreads_at(::thunderc_emu::detail::BlockOp::Or, (p), __FILE__, __LINE__)
 
+// __trap(): the kernel stops (an index out of range, PyTorch's device-side assert). On a GPU the launch fails
+// with CUDA_ERROR_LAUNCH_FAILED; here launch() throws this Error, whose message starts with "__trap()" (the
+// fake driver, tests/runtime/fake_cuda/, turns it into that status).
+[[noreturn]] inline void __trap() {
+  std::ostringstream os;
+  os << "__trap() in block (" << blockIdx.x << "," << blockIdx.y << "," << blockIdx.z << ") thread (" << threadIdx.x
+     << "," << threadIdx.y << "," << threadIdx.z << ")";
+  throw ::thunderc_emu::Error(os.str());
+}
+
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
   ::thunderc_emu::detail::warp_collective(::thunderc_emu::detail::WarpOp::Sync, mask, nullptr, 0, 0, 32);
 }

@@ -1,0 +1,35 @@
+// nvfuser's kernels for the indexing operators a language model needs on CUDA (inference and --autograd):
+//  * embedding: rows of a table by int32/int64 indices, a thread per element written.
+//  * scatter_reduce (sum, prod, mean, amax, amin; float32/float64; what embedding's VJP emits): the result
+//    starts as a copy of the input (one kernel), then a thread per index element (a second kernel). Among the
+//    index elements that share every coordinate but `dim` and hit the same place, only the first along `dim`
+//    (the "leader") writes: it reduces all of them in order along `dim`. So no two threads write one element,
+//    nothing needs atomics, and the reductions happen in the cpp kernel's order (codegen/cpp/scatter.cpp):
+//    the same results, bit for bit. The work is O(index elements x extent along dim), fine for a batch's
+//    tokens (embedding's gradient: tokens^2 x width), not for very long scatters.
+// An index out of range stops the kernel with __trap(), as PyTorch's device-side assert does: the call fails
+// with the CUDA error where the runtime next synchronizes, and the CUDA context is unusable afterwards (as
+// after PyTorch's assert). Every size is a literal, indices 64-bit.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/backend.h"
+#include "codegen/nvfuser/gemm.h"
+
+namespace thunderc {
+
+bool is_cuda_indexing_op(const std::string& name);
+
+// The launches of an embedding or scatter_reduce symbol, in order, each named by `name_of(base)`; each kernel's
+// parameters are (out, inputs...), the inputs of kernel k in (*inputs)[k] (filled when not null).
+std::vector<cuda::KernelLaunch> cuda_indexing_kernels(const std::function<std::string(const std::string&)>& name_of,
+                                                      const Trace& t, const BoundSymbol& sym,
+                                                      std::vector<std::vector<ValueId>>* inputs = nullptr);
+
+// The symbol's launches (its kernels registered through ctx).
+void emit_cuda_indexing(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out);
+
+}  // namespace thunderc
