@@ -3,6 +3,7 @@
 #include "codegen/loops/region_lowering.h"
 #include "codegen/nvfuser/attention.h"
 #include "codegen/nvfuser/cnn_gradients.h"
+#include "codegen/nvfuser/dropout.h"
 #include "codegen/nvfuser/indexing.h"
 #include "codegen/nvfuser/gemm.h"
 #include "codegen/nvfuser/gemm_plan.h"
@@ -799,6 +800,10 @@ void NvfuserBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
     emit_cuda_indexing(ctx, sym, out);
     return;
   }
+  if (sym.op->name == "dropout_mask") {  // likewise (an Indexing operator)
+    emit_cuda_dropout_mask(ctx, sym, out);
+    return;
+  }
   if (!sym.is_region() && gemm_backed(sym)) {
     emit_lone_gemm(ctx, sym, out);
     return;
@@ -820,7 +825,8 @@ void NvfuserBackend::emit_module_prelude(SourceWriter& out) const {
 }
 
 std::size_t NvfuserBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {
-  if (sym.op->category == OpCategory::Attention || is_cuda_cnn_gradient_op(sym.op->name) || is_cuda_indexing_op(sym.op->name))
+  if (sym.op->category == OpCategory::Attention || is_cuda_cnn_gradient_op(sym.op->name) ||
+      is_cuda_indexing_op(sym.op->name) || sym.op->name == "dropout_mask")
     return 0;
   if (!sym.is_region() && gemm_backed(sym)) return 0;
   BoundSymbol region = as_region(sym);

@@ -525,6 +525,11 @@ void register_nvfuser_impls(Executor& nvfuser) {
     return moves<DeviceKind::CUDA>(t, s) && s.inputs[2].is_tensor() && a.rank() > 0 &&
            (a.dtype == DType::Float32 || a.dtype == DType::Float64);
   });
+  // codegen/nvfuser/dropout.h: float32/float64 masks drawn from the RNG state autodiff gives them.
+  nvfuser.register_impl("dropout_mask", [](const Trace& t, const BoundSymbol& s) {
+    const DType d = t.type(s.outputs[0]).dtype;
+    return s.inputs[0].is_tensor() && moves<DeviceKind::CUDA>(t, s) && (d == DType::Float32 || d == DType::Float64);
+  });
 }
 
 void register_cublas_impls(Executor& cublas) {

@@ -224,16 +224,14 @@ ValueId dropout_in_training_mode(M& m, ValueId x, double p, bool feature, bool a
   auto N = [](double v) { return Operand::number(Scalar(v)); };
   if (p == 0.0 || xt.numel() == 0) return x;
   if (p == 1.0) return m.emit("mul", {T(x), N(0.0)});
-  // The masks' RNG state is a host tensor the runtime fills per call, and nvfuser has no Philox kernel yet.
-  if (xt.device.kind == DeviceKind::CUDA)
-    fail("with p > 0 in --module-mode train: dropout in a CUDA training variant is not supported yet; compile "
-         "for the CPU, or use --module-mode eval (dropout as identity)");
   IntList noise(xt.shape.begin(), xt.shape.end());
   if (feature) {
     if (xt.rank() < 2) fail("is feature dropout, which requires at least 2 dimensions in the input");
     for (std::size_t d = 2; d < noise.size(); ++d) noise[d] = 1;
   }
-  const ValueId mask = m.emit("dropout_mask", {Operand::none()}, {{"shape", noise}, {"dtype", xt.dtype}, {"p", p}});
+  Attrs attrs{{"shape", noise}, {"dtype", xt.dtype}, {"p", p}};
+  if (xt.device.kind != DeviceKind::CPU) attrs.set("device", xt.device.str());  // on x's device (nvfuser's kernel)
+  const ValueId mask = m.emit("dropout_mask", {Operand::none()}, std::move(attrs));
   if (!alpha_dropout) return m.emit("mul", {T(x), T(m.emit("div", {T(mask), N(1.0 - p)}))});
   constexpr double alpha = 1.7580993408473766;
   const double a = 1.0 / std::sqrt((alpha * alpha * p + 1) * (1 - p));

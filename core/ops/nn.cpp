@@ -497,9 +497,10 @@ void register_nn_ops(OpRegistry& r) {
   // --module-mode train's dropout (docs/training.md): the Bernoulli(1 - p) mask ATen's dropout draws with
   // bernoulli_, from the call's RNG state instead of a global generator. The importers emit it without `rng`;
   // autodiff gives every mask the training forward's rng input and its own counter blocks (`block`).
+  // The mask lives on `device` ("cuda:0"; absent: the CPU), and so does its rng (the runtime fills it per call).
   r.add({"dropout_mask", OpCategory::Indexing, {{"rng", true}},
          {{"shape", AttrType::IntList}, {"dtype", AttrType::DType}, {"p", AttrType::Float},
-          {"block", AttrType::Int, false, std::int64_t{0}}},
+          {"block", AttrType::Int, false, std::int64_t{0}}, {"device", AttrType::String, true, None{}}},
          [](const MetaArgs& m) -> std::vector<TensorType> {
            const double p = m.attrs.get_float("p");
            if (!(p >= 0.0 && p <= 1.0))
@@ -511,11 +512,12 @@ void register_nn_ops(OpRegistry& r) {
            require_floating(t, "dropout_mask", "the mask");
            for (std::int64_t d : t.shape)
              if (d < 0) user_error("dropout_mask: negative size in ", shape_str(t.shape));
+           if (!m.attrs.is_none("device")) t.device = Device::parse(m.attrs.get_string("device"));
            if (!m.is_none(0)) {
              const TensorType& rng = m.tensor(0);
-             if (rng.dtype != DType::Int64 || rng.shape != Shape{2})
-               user_error("dropout_mask: rng must be an int64 [2] tensor (seed, offset), got ", rng.str());
-             t.device = rng.device;
+             if (rng.dtype != DType::Int64 || rng.shape != Shape{2} || rng.device != t.device)
+               user_error("dropout_mask: rng must be an int64 [2] tensor (seed, offset) on the mask's device (",
+                          t.device.str(), "), got ", rng.str());
            }
            return {t};
          },

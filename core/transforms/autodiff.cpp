@@ -371,7 +371,8 @@ TrainingTraces build_training_traces(const Trace& imported, const std::vector<st
       reemit(joint, s, m);
       continue;
     }
-    if (!rng) rng = joint.add_input("rng", TensorType{DType::Int64, {2}, Device::cpu()});
+    // On the masks' device (the runtime copies the state there per call).
+    if (!rng) rng = joint.add_input("rng", TensorType{DType::Int64, {2}, source.type(s.outputs[0]).device});
     Attrs a = s.attrs;
     a.set("block", static_cast<std::int64_t>(out.rng_blocks));
     const ValueId mask = joint.emit(*s.op, {Operand::tensor(*rng)}, std::move(a), s.source)[0];

@@ -284,9 +284,6 @@ void parse_variant_training(const Validator& v, const json& jt, const std::strin
   if (jt.find("rng_blocks") != jt.end()) {
     vt.rng_blocks = v.uint_field(jt, "rng_blocks", tpath, std::numeric_limits<int64_t>::max());
     if (vt.rng_blocks == 0) v.error(Validator::join(tpath, "rng_blocks"), "must be positive (absent: no dropout)");
-    if (var.device.device_type != kDLCPU)
-      v.error(Validator::join(tpath, "rng_blocks"), "dropout (an RNG state input) runs in cpu training variants only, "
-                                                    "this one is on " + var.device_name);
   }
   const std::string bpath = Validator::join(tpath, "backward");
   const json& jb = v.field(jt, "backward", tpath);

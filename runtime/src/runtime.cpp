@@ -965,10 +965,12 @@ void run_forward(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n,
   const size_t np = m->parameter_tensors.size();
   const size_t ns = v.training.saved.size();
   const size_t nr = v.training.rng_blocks > 0 ? 1 : 0;
-  // (The manifest has no CUDA variant with dropout: the RNG state below is a host tensor.)
   SmallVec<DLTensor> in(n + np + nr);
   for (size_t i = 0; i < n; ++i) in[i] = inputs[i];
   for (size_t i = 0; i < np; ++i) in[n + i] = m->parameter_tensors[i];
+  ScratchBuffers scratch(device);
+  // The RNG state (seed, offset) is an input on the call's device: on CUDA copied there first, so that the
+  // dropout kernels read it at run time (a CUDA graph replays with each call's state).
   int64_t rng_values[2] = {0, 0};
   int64_t rng_shape[1] = {2};
   if (nr) {
@@ -982,12 +984,16 @@ void run_forward(thunderc_model* m, size_t vi, const DLTensor* inputs, size_t n,
     t.ndim = 1;
     t.dtype = DLDataType{kDLInt, 64, 1};
     t.shape = rng_shape;
+    if (cuda) {
+      t.data = scratch.alloc(sizeof rng_values, "RNG state");
+      t.device = device;
+      cuda_copy_to_device(device.device_id, t.data, rng_values, sizeof rng_values, "copying the RNG state", m->name);
+    }
   }
   const std::vector<size_t>& updates = m->manifest.training.updates;
   const size_t nu = updates.size();
   SmallVec<DLTensor> out(k + ns + nu);
   for (size_t i = 0; i < k; ++i) out[i] = outs[i];
-  ScratchBuffers scratch(device);
   auto view = [&](void* data, DLDataType dtype, const std::vector<int64_t>& shape) {
     DLTensor t = host_view(data, dtype, shape);
     t.device = device;

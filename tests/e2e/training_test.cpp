@@ -547,6 +547,39 @@ TEST_CASE("emulated CUDA: --autograd --device cuda language models: embeddings a
   check_model(sample("gpt2_tiny.pt"), {}, false, "", nullptr, true);
 }
 
+// Dropout on CUDA: nvfuser's Philox kernel (codegen/nvfuser/dropout.h) draws the masks the CPU build and
+// LibTorch's dropout (on the same noise, see the top) use, from the RNG state the runtime copies to the device
+// per call. With --cuda-graphs (the forward captured from its second call, then replayed), calls at different
+// states still draw different masks, and equal states equal ones.
+TEST_CASE("emulated CUDA: --module-mode train dropout: the CPU's Philox masks, drawn on the device") {
+  const fs::path dir = tmp_dir("dropout_cuda");
+  const std::string path = (dir / "dropout_net.pt").string();
+  save_dropout_module(path);
+  const thunderc::Model::RngState state{0x5eed1234abcd9876ull, (std::uint64_t{1} << 32) + 77};
+  check_model(path, {"x"}, true, "--shapes x=6x8", &state, true);
+
+  const fs::path graphs = dir / "graphs";
+  fs::create_directories(graphs);
+  const fs::path so = graphs / "dropout_net.so";
+  Result r = run_thunderc(path + " --autograd --module-mode train --shapes x=6x8 --device cuda --cuda-graphs -o " +
+                          so.string() + " --keep-sources " + (graphs / "src").string());
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  nvfuser_emu::register_kernels(nvfuser_emu::build_emulated_kernels(graphs / "src"));
+  thunderc::Model m(so.string());
+  at::manual_seed(2);
+  const std::vector<thunderc::HostTensor> x = {as_host(at::randn({6, 8}))};
+  const thunderc::Model::RngState a{1, 0}, b{1, 1000};
+  std::vector<thunderc::HostTensor> outs;
+  for (const auto* st : {&a, &b, &a, &b}) outs.push_back(m.forward_train(x, st, nvfuser_emu::kCuda0).outputs[0]);
+  auto same = [](const thunderc::HostTensor& p, const thunderc::HostTensor& q) {
+    return p.shape() == q.shape() && std::memcmp(p.raw(), q.raw(), p.nbytes()) == 0;
+  };
+  CHECK_FALSE(same(outs[0], outs[1]));
+  CHECK(same(outs[0], outs[2]));
+  CHECK(same(outs[1], outs[3]));
+}
+
 TEST_CASE("emulated CUDA: --module-mode train batch norm: batch statistics, running statistics updated on the device") {
   const fs::path dir = tmp_dir("train_mode_cuda");
   const std::string bn = (dir / "batch_norm_net.pt").string();
