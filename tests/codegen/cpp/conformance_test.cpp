@@ -705,6 +705,30 @@ TEST_CASE("values named like generated identifiers") {
   check_against_torch(t, "ident_collision");
 }
 
+namespace {
+
+// Runs `m` (its inputs: a [10, 4] table, then int64 indices) with index element 1 set to each of 10, -1 and
+// 2^40: every call must fail with an error holding message(index); then with 9, the last row, which must run
+// and give that row as output 0's second row.
+template <class Model, class Message>
+void check_index_out_of_range(Model& m, std::vector<HostTensor> in, Message message) {
+  for (std::int64_t bad : {std::int64_t{10}, std::int64_t{-1}, std::int64_t{1} << 40}) {
+    CAPTURE(bad);
+    static_cast<std::int64_t*>(in[1].raw())[1] = bad;
+    try {
+      m.run(in);
+      FAIL("an out-of-range index did not fail the call");
+    } catch (const thunderc::Error& e) {
+      CHECK(std::string(e.what()).find(message(bad)) != std::string::npos);
+    }
+  }
+  static_cast<std::int64_t*>(in[1].raw())[1] = 9;
+  auto out = m.run(in);
+  for (std::int64_t j = 0; j < 4; ++j) CHECK(element(out[0], 4 + j) == element(in[0], 9 * 4 + j));
+}
+
+}  // namespace
+
 // Integer tensors (the loops move, convert and compare them, and read them as embedding indices; nvfuser too,
 // with its embedding kernel): what a Hugging Face encoder does with its int64 input_ids and attention_mask.
 // Integer inputs are in [0, 10).
@@ -901,21 +925,9 @@ TEST_CASE("embedding: an index out of range fails the call with a message, as AT
   ValueId ids = t.add_input("ids", TensorType{DType::Int64, {3}, Device::cpu()});
   t.set_outputs({t.emit1(op("embedding"), {T(table), T(ids)}, {})});
   thunderc::Model m(compile(claimed(t, {"cpp"}), {"cpp"}, "embedding_range"));
-  auto in = random_inputs(t, 1, false);
-  for (std::int64_t bad : {std::int64_t{10}, std::int64_t{-1}, std::int64_t{1} << 40}) {
-    CAPTURE(bad);
-    static_cast<std::int64_t*>(in[1].raw())[1] = bad;
-    try {
-      m.run(in);
-      FAIL("an out-of-range index did not fail the call");
-    } catch (const thunderc::Error& e) {
-      CHECK(std::string(e.what()).find("embedding: index " + std::to_string(bad) + " is out of range for a table of 10 rows") !=
-            std::string::npos);
-    }
-  }
-  static_cast<std::int64_t*>(in[1].raw())[1] = 9;  // the last row is fine
-  auto out = m.run(in);
-  for (std::int64_t j = 0; j < 4; ++j) CHECK(element(out[0], 4 + j) == element(in[0], 9 * 4 + j));
+  check_index_out_of_range(m, random_inputs(t, 1, false), [](std::int64_t bad) {
+    return "embedding: index " + std::to_string(bad) + " is out of range for a table of 10 rows";
+  });
 }
 #endif
 
@@ -980,20 +992,8 @@ TEST_CASE("embedding and scatter_reduce on CUDA: an index out of range traps, an
   const std::string sources = std::string(THUNDERC_TEST_TMP) + "/embedding_trap_nvfuser_src";
   nvfuser_emu::EmulatedModel m(compile(claimed(on_cuda, {"nvfuser"}), {"nvfuser"}, "embedding_trap_nvfuser", sources),
                                sources);
-  auto in = random_inputs(t, 1, false);
-  for (std::int64_t bad : {std::int64_t{10}, std::int64_t{-1}, std::int64_t{1} << 40}) {
-    CAPTURE(bad);
-    static_cast<std::int64_t*>(in[1].raw())[1] = bad;
-    try {
-      m.run(in);
-      FAIL("an out-of-range index did not fail the call");
-    } catch (const thunderc::Error& e) {
-      CHECK(std::string(e.what()).find("CUDA_ERROR_LAUNCH_FAILED") != std::string::npos);
-    }
-  }
-  static_cast<std::int64_t*>(in[1].raw())[1] = 9;  // the last row is fine
-  auto out = m.run(in);
-  for (std::int64_t j = 0; j < 4; ++j) CHECK(element(out[0], 4 + j) == element(in[0], 9 * 4 + j));
+  check_index_out_of_range(m, random_inputs(t, 1, false),
+                           [](std::int64_t) { return std::string("CUDA_ERROR_LAUNCH_FAILED"); });
 }
 #endif
 
