@@ -1,5 +1,8 @@
-// nvfuser's kernels for the indexing operators a language model needs on CUDA (inference and --autograd):
-//  * embedding: rows of a table by int32/int64 indices, a thread per element written.
+// nvfuser's kernels for indexing operators on CUDA (inference and --autograd), each mirroring the cpp kernel
+// (codegen/cpp/indexing.cpp, scatter.cpp, embedding.cpp) so that both give the same results:
+//  * embedding, index_select, gather, diagonal: a thread per element written.
+//  * argmax/argmin, cumsum, prod: a thread per row along `dim`, in the cpp kernels' order and precision.
+//  * scatter: a copy of the input, then the last index element of each group (below) writes.
 //  * scatter_reduce (sum, prod, mean, amax, amin; float32/float64; what embedding's VJP emits): the result
 //    starts as a copy of the input (one kernel), then a thread per index element (a second kernel). Among the
 //    index elements that share every coordinate but `dim` and hit the same place, only the first along `dim`
@@ -23,7 +26,7 @@ namespace thunderc {
 
 bool is_cuda_indexing_op(const std::string& name);
 
-// The launches of an embedding or scatter_reduce symbol, in order, each named by `name_of(base)`; each kernel's
+// The launches of an indexing symbol (is_cuda_indexing_op), in order, each named by `name_of(base)`; each kernel's
 // parameters are (out, inputs...), the inputs of kernel k in (*inputs)[k] (filled when not null).
 std::vector<cuda::KernelLaunch> cuda_indexing_kernels(const std::function<std::string(const std::string&)>& name_of,
                                                       const Trace& t, const BoundSymbol& sym,

@@ -67,28 +67,31 @@ bool loop_embedding(const Trace& t, const BoundSymbol& s) {
   return is_floating(w) && (idx == DType::Int64 || idx == DType::Int32);
 }
 
-// index_select and gather on the CPU (codegen/cpp/indexing.cpp, never in a region): any dtype the loops move,
-// int32/int64 indices (gather: int64, as ATen).
-bool cpu_gather(const Trace& t, const BoundSymbol& s) {
-  if (!moves<DeviceKind::CPU>(t, s)) return false;
+// index_select and gather (never in a region; codegen/cpp/indexing.cpp, codegen/nvfuser/indexing.h): any dtype
+// the loops move, int32/int64 indices (gather: int64, as ATen).
+template <DeviceKind K>
+bool loop_gather(const Trace& t, const BoundSymbol& s) {
+  if (!moves<K>(t, s)) return false;
   const DType idx = t.type(s.inputs[1].value).dtype;
   return idx == DType::Int64 || (idx == DType::Int32 && s.op->name == "index_select");
 }
 
-// argmax / argmin of floating (the half types compared as floats) or integer tensors on the CPU.
-bool cpu_arg_extreme(const Trace& t, const BoundSymbol& s) {
-  if (!moves<DeviceKind::CPU>(t, s)) return false;
+// argmax / argmin of floating (the half types compared as floats) or integer tensors.
+template <DeviceKind K>
+bool loop_arg_extreme(const Trace& t, const BoundSymbol& s) {
+  if (!moves<K>(t, s)) return false;
   const DType d = t.type(s.inputs[0].value).dtype;
   return is_floating(d) || is_integral(d);
 }
 
-// cumsum and prod on the CPU into a floating dtype (accumulated in double; a half result rounded where each
-// element is stored) or int64 (from any dtype the loops move but floating into int64: C++'s conversion of NaN or
-// an out-of-range value is undefined behaviour).
-bool cpu_cumsum(const Trace& t, const BoundSymbol& s) {
-  if (!moves<DeviceKind::CPU>(t, s)) return false;
+// cumsum and prod into a floating dtype (accumulated in double; on the CPU a half result is rounded where each
+// element is stored, on CUDA half results are left to others) or int64 (from any dtype the loops move but
+// floating into int64: C++'s conversion of NaN or an out-of-range value is undefined behaviour).
+template <DeviceKind K>
+bool loop_cumsum(const Trace& t, const BoundSymbol& s) {
+  if (!moves<K>(t, s)) return false;
   const DType in = t.type(s.inputs[0].value).dtype, out = t.type(s.outputs[0]).dtype;
-  if (is_floating(out)) return true;
+  if (is_floating(out)) return K == DeviceKind::CPU || (out != DType::Float16 && out != DType::BFloat16);
   return out == DType::Int64 && !is_floating(in);
 }
 
@@ -103,9 +106,12 @@ bool cpu_sort(const Trace& t, const BoundSymbol& s) {
 bool exact_integer_number(const Operand& in);
 
 // diagonal, index: data movement in any dtype the loops move; index tensors int32 or int64 (the meta function's
-// rule). scatter: the same, with a number as src only where a literal holds it exactly.
-bool cpu_index_move(const Trace& t, const BoundSymbol& s) {
-  if (!moves<DeviceKind::CPU>(t, s)) return false;
+// rule). scatter: the same, with a number as src only where a literal holds it exactly. On CUDA: diagonal, and
+// scatter into a tensor of at least one dim (nvfuser has no `index` kernel).
+template <DeviceKind K>
+bool loop_index_move(const Trace& t, const BoundSymbol& s) {
+  if (!moves<K>(t, s)) return false;
+  if (K == DeviceKind::CUDA && (s.op->name == "index" || t.type(s.inputs[0].value).rank() == 0)) return false;
   if (s.op->name == "scatter" && !s.inputs[2].is_tensor())
     return !is_integral(t.type(s.inputs[0].value).dtype) || exact_integer_number(s.inputs[2]);
   return true;
@@ -130,7 +136,8 @@ bool cpu_sampling(const Trace& t, const BoundSymbol& s) {
   return is_floating(d);
 }
 
-// max_pool2d_backward on the CPU (codegen/cpp/pool3d.cpp): float32 or float64, [N, C, H, W] or [C, H, W].
+// max_pool2d_backward on the CPU (codegen/cpp/pool3d.cpp): float32 or float64, [N, C, H, W] or [C, H, W]; its
+// channels-last form [N, H, W, C] only.
 bool cpu_max_pool_backward(const Trace& t, const BoundSymbol& s) {
   if (!moves<DeviceKind::CPU>(t, s)) return false;
   const TensorType& x = t.type(s.outputs[0]);
@@ -472,11 +479,12 @@ void register_cpp_impls(Executor& cpp) {
   register_loop_impls<DeviceKind::CPU>(cpp);
   cpp.register_impl("scaled_dot_product_attention", cpu_attention);
   cpp.register_impl("embedding", loop_embedding<DeviceKind::CPU>);
-  for (const char* name : {"index_select", "gather"}) cpp.register_impl(name, cpu_gather);
-  for (const char* name : {"argmax", "argmin"}) cpp.register_impl(name, cpu_arg_extreme);
-  for (const char* name : {"cumsum", "prod"}) cpp.register_impl(name, cpu_cumsum);
+  for (const char* name : {"index_select", "gather"}) cpp.register_impl(name, loop_gather<DeviceKind::CPU>);
+  for (const char* name : {"argmax", "argmin"}) cpp.register_impl(name, loop_arg_extreme<DeviceKind::CPU>);
+  for (const char* name : {"cumsum", "prod"}) cpp.register_impl(name, loop_cumsum<DeviceKind::CPU>);
   for (const char* name : {"sort", "topk"}) cpp.register_impl(name, cpu_sort);
-  for (const char* name : {"diagonal", "index", "scatter", "masked_scatter"}) cpp.register_impl(name, cpu_index_move);
+  for (const char* name : {"diagonal", "index", "scatter", "masked_scatter"})
+    cpp.register_impl(name, loop_index_move<DeviceKind::CPU>);
   for (const char* name : {"scatter_reduce", "index_put"}) cpp.register_impl(name, cpu_index_reduce);
   for (const char* name : {"upsample_bilinear2d", "grid_sampler_2d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d"}) {
     cpp.register_impl(name, cpu_sampling);
@@ -484,6 +492,10 @@ void register_cpp_impls(Executor& cpp) {
   }
   cpp.register_impl("embedding_bag", cpu_sampling);
   cpp.register_impl("max_pool2d_backward", cpu_max_pool_backward);
+  cpp.register_impl("max_pool2d_backward_nhwc", [](const Trace& t, const BoundSymbol& s) {
+    return cpu_max_pool_backward(t, s) && t.type(s.outputs[0]).rank() == 4;
+  });
+  cpp.run_alone("max_pool2d_backward_nhwc");
   for (const char* name : {"im2col", "col2im"}) {  // codegen/cpp/conv_columns.cpp: float32/float64 (the meta's floats)
     cpp.register_impl(name, [](const Trace& t, const BoundSymbol& s) {
       const DType d = t.type(s.outputs[0]).dtype;
@@ -517,9 +529,13 @@ void register_nvfuser_impls(Executor& nvfuser) {
     });
     nvfuser.run_alone(name);
   }
-  // Indexing (codegen/nvfuser/indexing.h): embedding, and scatter_reduce of float32/float64 (embedding's VJP);
-  // kernels of their own, as every Indexing operator.
+  // Indexing (codegen/nvfuser/indexing.h): kernels of their own, as every Indexing operator; scatter_reduce of
+  // float32/float64 (embedding's VJP).
   nvfuser.register_impl("embedding", loop_embedding<DeviceKind::CUDA>);
+  for (const char* name : {"index_select", "gather"}) nvfuser.register_impl(name, loop_gather<DeviceKind::CUDA>);
+  for (const char* name : {"argmax", "argmin"}) nvfuser.register_impl(name, loop_arg_extreme<DeviceKind::CUDA>);
+  for (const char* name : {"cumsum", "prod"}) nvfuser.register_impl(name, loop_cumsum<DeviceKind::CUDA>);
+  for (const char* name : {"diagonal", "scatter"}) nvfuser.register_impl(name, loop_index_move<DeviceKind::CUDA>);
   nvfuser.register_impl("scatter_reduce", [](const Trace& t, const BoundSymbol& s) {
     const TensorType& a = t.type(s.inputs[0].value);
     return moves<DeviceKind::CUDA>(t, s) && s.inputs[2].is_tensor() && a.rank() > 0 &&

@@ -856,8 +856,11 @@ TEST_CASE("integer tensors: what cpp leaves to torch") {
   for (const BoundSymbol& s : t.symbols()) CHECK_MESSAGE(s.executor == "torch", s.op->name);
 }
 
-// index_select, gather, argmax/argmin and cumsum: code of their own (codegen/cpp/indexing.cpp). Integer inputs
-// are in [0, 10): valid indices into dims of 10 or more.
+#endif
+
+// index_select, gather, argmax/argmin and cumsum: code of their own (codegen/cpp/indexing.cpp; nvfuser's kernels,
+// codegen/nvfuser/indexing.h, a thread per row or per element written). Integer inputs are in [0, 10): valid
+// indices into dims of 10 or more.
 TEST_CASE("index_select, gather, argmax, argmin, cumsum: dims, dtypes, NaN, ties, keepdim") {
   auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
   Trace t;
@@ -894,6 +897,45 @@ TEST_CASE("index_select, gather, argmax, argmin, cumsum: dims, dtypes, NaN, ties
   check_native(t, {"index_select", "gather", "argmax", "argmin", "cumsum"});
   check_against_torch(t, "indexing");
 }
+
+// prod (rows, everything, keepdim, empty and 0-dim inputs, integers into int64, NaN and infinities), diagonal
+// (offsets of both signs, dims in either order) and scatter (a tensor src and a number; indices that repeat
+// along dim, where the last one along dim wins as in the cpp kernel's loop). Inputs in [0, 10).
+TEST_CASE("prod, diagonal, scatter: dims, dtypes, empty and 0-dim inputs, repeated indices") {
+  auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
+  Trace t;
+  ValueId x = t.add_input("x", f32({4, 5, 3})), xd = t.add_input("xd", f64({6, 7}));
+  ValueId n = t.add_input("n", ty(DType::Int32, {3, 4})), e = t.add_input("e", f32({0, 4})), z = t.add_input("z", f32({}));
+  ValueId raw = t.add_input("raw", ty(DType::Int64, {5, 3}));
+  std::vector<ValueId> outs;
+  auto dim = [](std::int64_t d) { return AttrValue(d); };
+  ValueId scaled = t.emit1(op("mul"), {T(x), N(0.3)}, {});  // products that stay finite
+  outs.push_back(t.emit1(op("prod"), {T(scaled)}, {{"dim", dim(1)}}));
+  outs.push_back(t.emit1(op("prod"), {T(scaled)}, {{"dim", dim(-1)}, {"keepdim", true}}));
+  outs.push_back(t.emit1(op("prod"), {T(scaled)}, {}));
+  outs.push_back(t.emit1(op("prod"), {T(t.emit1(op("log"), {T(xd)}, {}))}, {{"dim", dim(0)}}));  // NaN, -inf
+  outs.push_back(t.emit1(op("prod"), {T(n)}, {{"dim", dim(1)}}));  // int32 into int64
+  outs.push_back(t.emit1(op("prod"), {T(e)}, {{"dim", dim(0)}}));  // empty rows: ones
+  outs.push_back(t.emit1(op("prod"), {T(z)}, {}));
+  outs.push_back(t.emit1(op("diagonal"), {T(x)}, {{"offset", dim(0)}, {"dim1", dim(0)}, {"dim2", dim(1)}}));
+  outs.push_back(t.emit1(op("diagonal"), {T(x)}, {{"offset", dim(1)}, {"dim1", dim(2)}, {"dim2", dim(0)}}));
+  outs.push_back(t.emit1(op("diagonal"), {T(xd)}, {{"offset", dim(-2)}, {"dim1", dim(0)}, {"dim2", dim(1)}}));
+  // scatter into [4, 5, 3] along dim 0 (index values raw / 3 in [0, 4)) and along dim 1 (raw / 2 in [0, 5)).
+  ValueId idx0 = t.emit1(op("div"), {T(raw), Operand::number(Scalar(std::int64_t{3}))}, {{"rounding_mode", std::string("floor")}});
+  ValueId idx1 = t.emit1(op("div"), {T(raw), Operand::number(Scalar(std::int64_t{2}))}, {{"rounding_mode", std::string("floor")}});
+  ValueId rows4 = t.emit1(op("slice"), {T(idx0)}, {{"dim", dim(0)}, {"start", dim(0)}, {"end", dim(4)}});
+  ValueId i3 = t.emit1(op("reshape"), {T(rows4)}, {{"shape", IntList{4, 1, 3}}});
+  ValueId i3b = t.emit1(op("reshape"), {T(idx1)}, {{"shape", IntList{1, 5, 3}}});
+  outs.push_back(t.emit1(op("scatter"), {T(x), T(i3), T(scaled)}, {{"dim", dim(0)}}));
+  outs.push_back(t.emit1(op("scatter"), {T(xd), T(t.emit1(op("reshape"), {T(idx1)}, {{"shape", IntList{3, 5}}})),
+                                         T(t.emit1(op("mul"), {T(xd), N(-1.0)}, {}))}, {{"dim", dim(1)}}));
+  outs.push_back(t.emit1(op("scatter"), {T(x), T(i3b), N(-2.5)}, {{"dim", dim(1)}}));
+  t.set_outputs(outs);
+  check_native(t, {"prod", "diagonal", "scatter"});
+  check_against_torch(t, "prod_diagonal_scatter");
+}
+
+#ifndef THUNDERC_CONFORMANCE_NVFUSER
 
 TEST_CASE("index_select and gather: an index out of range fails the call with a message, as ATen raises") {
   auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
@@ -977,23 +1019,30 @@ TEST_CASE("scatter_reduce: sum, prod, mean, amax, amin, with and without self, f
 #ifdef THUNDERC_CONFORMANCE_NVFUSER
 // On CUDA an index out of range stops nvfuser's kernel with __trap() (PyTorch's device-side assert): the launch
 // fails (here at once; on a GPU where the runtime next synchronizes) and so does the call, with the CUDA error.
-// scatter_reduce likewise. In range, the same model runs.
-TEST_CASE("embedding and scatter_reduce on CUDA: an index out of range traps, and the call fails") {
-  Trace t;
-  ValueId table = t.add_input("table", f32({10, 4}));
-  ValueId ids = t.add_input("ids", TensorType{DType::Int64, {3}, Device::cpu()});
-  ValueId rows = t.emit1(op("embedding"), {T(table), T(ids)}, {});
-  ValueId index = t.emit1(op("expand"), {T(t.emit1(op("reshape"), {T(ids)}, {{"shape", IntList{3, 1}}}))},
-                          {{"shape", IntList{3, 4}}});
-  t.set_outputs({rows, t.emit1(op("scatter_reduce"), {T(table), T(index), T(rows)},
-                               {{"dim", std::int64_t{0}}, {"reduce", std::string("sum")}, {"include_self", true}})});
-  Trace on_cuda = t;
-  on_cuda.set_device(Device::cuda(0));
-  const std::string sources = std::string(THUNDERC_TEST_TMP) + "/embedding_trap_nvfuser_src";
-  nvfuser_emu::EmulatedModel m(compile(claimed(on_cuda, {"nvfuser"}), {"nvfuser"}, "embedding_trap_nvfuser", sources),
-                               sources);
-  check_index_out_of_range(m, random_inputs(t, 1, false),
-                           [](std::int64_t) { return std::string("CUDA_ERROR_LAUNCH_FAILED"); });
+// embedding, index_select and gather (each giving the table's rows), with a scatter_reduce of those rows back.
+// In range, the same model runs.
+TEST_CASE("embedding, index_select, gather, scatter_reduce on CUDA: an index out of range traps, and the call fails") {
+  for (const char* name : {"embedding", "index_select", "gather"}) {
+    CAPTURE(name);
+    Trace t;
+    ValueId table = t.add_input("table", f32({10, 4}));
+    ValueId ids = t.add_input("ids", TensorType{DType::Int64, {3}, Device::cpu()});
+    ValueId index = t.emit1(op("expand"), {T(t.emit1(op("reshape"), {T(ids)}, {{"shape", IntList{3, 1}}}))},
+                            {{"shape", IntList{3, 4}}});
+    const std::string n = name;
+    ValueId rows = n == "embedding"      ? t.emit1(op("embedding"), {T(table), T(ids)}, {})
+                   : n == "index_select" ? t.emit1(op("index_select"), {T(table), T(ids)}, {{"dim", std::int64_t{0}}})
+                                         : t.emit1(op("gather"), {T(table), T(index)}, {{"dim", std::int64_t{0}}});
+    t.set_outputs({rows, t.emit1(op("scatter_reduce"), {T(table), T(index), T(rows)},
+                                 {{"dim", std::int64_t{0}}, {"reduce", std::string("sum")}, {"include_self", true}})});
+    Trace on_cuda = t;
+    on_cuda.set_device(Device::cuda(0));
+    const std::string sources = std::string(THUNDERC_TEST_TMP) + "/" + n + "_trap_nvfuser_src";
+    nvfuser_emu::EmulatedModel m(compile(claimed(on_cuda, {"nvfuser"}), {"nvfuser"}, n + "_trap_nvfuser", sources),
+                                 sources);
+    check_index_out_of_range(m, random_inputs(t, 1, false),
+                             [](std::int64_t) { return std::string("CUDA_ERROR_LAUNCH_FAILED"); });
+  }
 }
 #endif
 
