@@ -5,6 +5,7 @@
 #include "codegen/nvfuser/cnn_gradients.h"
 #include "codegen/nvfuser/dropout.h"
 #include "codegen/nvfuser/indexing.h"
+#include "codegen/nvfuser/sampling.h"
 #include "codegen/nvfuser/gemm.h"
 #include "codegen/nvfuser/gemm_plan.h"
 
@@ -800,6 +801,10 @@ void NvfuserBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym,
     emit_cuda_indexing(ctx, sym, out);
     return;
   }
+  if (is_cuda_sampling_op(sym.op->name)) {  // likewise (run_alone)
+    emit_cuda_sampling(ctx, sym, out);
+    return;
+  }
   if (sym.op->name == "dropout_mask") {  // likewise (an Indexing operator)
     emit_cuda_dropout_mask(ctx, sym, out);
     return;
@@ -826,7 +831,7 @@ void NvfuserBackend::emit_module_prelude(SourceWriter& out) const {
 
 std::size_t NvfuserBackend::scratch_bytes(const Trace& trace, const BoundSymbol& sym) const {
   if (sym.op->category == OpCategory::Attention || is_cuda_cnn_gradient_op(sym.op->name) ||
-      is_cuda_indexing_op(sym.op->name) || sym.op->name == "dropout_mask")
+      is_cuda_indexing_op(sym.op->name) || is_cuda_sampling_op(sym.op->name) || sym.op->name == "dropout_mask")
     return 0;
   if (!sym.is_region() && gemm_backed(sym)) return 0;
   BoundSymbol region = as_region(sym);

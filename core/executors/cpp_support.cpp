@@ -536,6 +536,11 @@ void register_nvfuser_impls(Executor& nvfuser) {
   for (const char* name : {"argmax", "argmin"}) nvfuser.register_impl(name, loop_arg_extreme<DeviceKind::CUDA>);
   for (const char* name : {"cumsum", "prod"}) nvfuser.register_impl(name, loop_cumsum<DeviceKind::CUDA>);
   for (const char* name : {"diagonal", "scatter"}) nvfuser.register_impl(name, loop_index_move<DeviceKind::CUDA>);
+  // codegen/nvfuser/sampling.h: bilinear upsampling of floating tensors.
+  nvfuser.register_impl("upsample_bilinear2d", [](const Trace& t, const BoundSymbol& s) {
+    return moves<DeviceKind::CUDA>(t, s) && is_floating(t.type(s.inputs[0].value).dtype);
+  });
+  nvfuser.run_alone("upsample_bilinear2d");
   nvfuser.register_impl("scatter_reduce", [](const Trace& t, const BoundSymbol& s) {
     const TensorType& a = t.type(s.inputs[0].value);
     return moves<DeviceKind::CUDA>(t, s) && s.inputs[2].is_tensor() && a.rank() > 0 &&

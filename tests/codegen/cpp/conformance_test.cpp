@@ -935,8 +935,33 @@ TEST_CASE("prod, diagonal, scatter: dims, dtypes, empty and 0-dim inputs, repeat
   check_against_torch(t, "prod_diagonal_scatter");
 }
 
-#ifndef THUNDERC_CONFORMANCE_NVFUSER
+// Bilinear upsampling (codegen/cpp/resample.cpp; nvfuser: codegen/nvfuser/sampling.h, the same arithmetic a
+// thread per output element): scales given or derived, align_corners, downsampling, one output pixel, the same
+// size, a permuted input, float64, a one-pixel dim.
+TEST_CASE("upsample_bilinear2d: scales, align_corners, down- and upsampling, float32 and float64") {
+  Trace t;
+  ValueId x = t.add_input("x", f32({2, 3, 5, 6}));
+  std::vector<ValueId> outs;
+  auto up = [&](ValueId v, IntList size, bool align, AttrValue sh = None{}, AttrValue sw = None{}) {
+    outs.push_back(t.emit1(op("upsample_bilinear2d"), {T(v)},
+                           {{"output_size", size}, {"align_corners", align}, {"scale_h", sh}, {"scale_w", sw}}));
+  };
+  up(x, {10, 12}, false, 2.0, 2.0);
+  up(x, {10, 12}, true);
+  up(x, {7, 5}, false);
+  up(x, {3, 4}, false);
+  up(x, {1, 1}, true);
+  up(x, {8, 9}, false, 1.7, 1.4);
+  up(x, {5, 6}, false);
+  up(t.emit1(op("permute"), {T(t.add_input("nhwc", f32({1, 4, 4, 2})))}, {{"dims", IntList{0, 3, 1, 2}}}), {9, 7}, false);
+  up(t.add_input("d", f64({1, 2, 4, 4})), {9, 9}, false);
+  up(t.add_input("d1", f64({1, 1, 1, 3})), {4, 5}, true);
+  t.set_outputs(outs);
+  check_native(t, {"upsample_bilinear2d"});
+  check_against_torch(t, "upsample_bilinear2d");
+}
 
+#ifndef THUNDERC_CONFORMANCE_NVFUSER
 TEST_CASE("index_select and gather: an index out of range fails the call with a message, as ATen raises") {
   auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
   for (const char* name : {"index_select", "gather"}) {
