@@ -36,6 +36,9 @@ void add_gemm_kernel(const EmitContext& ctx, const cuda::KernelLaunch& l, const 
 // `output` then `inputs`, its parameters in that order.
 void emit_kernel_block(const EmitContext& ctx, const cuda::KernelLaunch& l, ValueId output,
                        const std::vector<ValueId>& inputs, const std::string& what, SourceWriter& out);
+// The same with several outputs (sort, topk: values and positions), passed first in order.
+void emit_kernel_block(const EmitContext& ctx, const cuda::KernelLaunch& l, const std::vector<ValueId>& outputs,
+                       const std::vector<ValueId>& inputs, const std::string& what, SourceWriter& out);
 
 // A one-dimensional grid-stride kernel `name` over `total` elements, with the given parameter declarations;
 // `body` (lines, indented here) sees `long long e_`, the element (codegen/nvfuser/cnn_gradients.cpp, indexing.cpp).

@@ -245,12 +245,48 @@ cuda::KernelLaunch diagonal_kernel(const std::string& name, const Trace& t, cons
                             {"o[e_] = x[" + at + " + (e_ % " + S(len) + ") * " + S(st[d1] + st[d2]) + "];"});
 }
 
+// sort / topk: a thread per element, which finds its rank in its row (the elements that come before it, ties
+// and NaNs by position: a stable order, as the cpp kernels' std::stable_sort and position-tied partial_sort) and
+// writes itself there when the rank is below the count kept. O(n) per element, n^2 per row: fine for the rows
+// of a batch's logits or scores, slow for rows of hundreds of thousands.
+cuda::KernelLaunch sort_kernel(const std::string& name, const Trace& t, const BoundSymbol& sym) {
+  const TensorType& a = t.type(sym.inputs[0].value);
+  const Rows rows = rows_along(a, sym.attrs.get("dim"));
+  const bool topk = sym.op->name == "topk";
+  const bool descending = topk ? sym.attrs.get_bool("largest") : sym.attrs.get_bool("descending");
+  const std::int64_t count = topk ? sym.attrs.get_int("k") : rows.n;
+  const std::string A = loops::atype(a.dtype), C = loops::ctype(a.dtype);
+  // Whether u comes first in ascending (descending) order, NaN above every number (codegen/cpp/indexing.cpp).
+  auto before = [&](const std::string& u, const std::string& v) {
+    if (!is_floating(a.dtype)) return descending ? u + " > " + v : u + " < " + v;
+    return descending ? "((" + u + " != " + u + ") ? (" + v + " == " + v + ") : (" + u + " > " + v + "))"
+                      : "((" + v + " != " + v + ") ? (" + u + " == " + u + ") : (" + u + " < " + v + "))";
+  };
+  std::vector<std::string> body = {
+      "const long long r_ = e_ / " + S(rows.n) + ", p_ = e_ % " + S(rows.n) + ";  // row, position",
+      "const long long base_ = (r_ / " + S(rows.inner) + ") * " + S(rows.n * rows.inner) + " + r_ % " + S(rows.inner) + ";",
+      "const " + A + " u_ = x[base_ + p_ * " + S(rows.inner) + "];",
+      "long long rank_ = 0;",
+      "for (long long q_ = 0; q_ < " + S(rows.n) + "; ++q_) {",
+      "  if (q_ == p_) continue;",
+      "  const " + A + " v_ = x[base_ + q_ * " + S(rows.inner) + "];",
+      "  if (" + before("v_", "u_") + " || (q_ < p_ && !(" + before("u_", "v_") + "))) ++rank_;",
+      "}",
+      "if (rank_ >= " + S(count) + ") continue;",
+      "const long long at_ = (r_ / " + S(rows.inner) + ") * " + S(count * rows.inner) + " + r_ % " + S(rows.inner) +
+          " + rank_ * " + S(rows.inner) + ";",
+      "ov[at_] = x[base_ + p_ * " + S(rows.inner) + "];",
+      "oi[at_] = p_;"};
+  return grid_stride_kernel(name, rows.outer * rows.inner * rows.n,
+                            {C + "* __restrict__ ov", "int64_t* __restrict__ oi", "const " + C + "* __restrict__ x"}, body);
+}
+
 }  // namespace
 
 bool is_cuda_indexing_op(const std::string& name) {
   return name == "embedding" || name == "scatter_reduce" || name == "scatter" || name == "index_select" ||
          name == "gather" || name == "argmax" || name == "argmin" || name == "cumsum" || name == "prod" ||
-         name == "diagonal";
+         name == "diagonal" || name == "sort" || name == "topk";
 }
 
 std::vector<cuda::KernelLaunch> cuda_indexing_kernels(const std::function<std::string(const std::string&)>& name_of,
@@ -269,6 +305,9 @@ std::vector<cuda::KernelLaunch> cuda_indexing_kernels(const std::function<std::s
     out.push_back(op == "diagonal" ? diagonal_kernel(name_of(op), t, sym)
                   : op == "argmax" || op == "argmin" ? arg_extreme_kernel(name_of(op), t, sym)
                                                      : scan_kernel(name_of(op), t, sym));
+    in.push_back({sym.inputs[0].value});
+  } else if (op == "sort" || op == "topk") {
+    out.push_back(sort_kernel(name_of(op), t, sym));
     in.push_back({sym.inputs[0].value});
   } else if (op == "scatter") {
     const DType d = t.type(sym.outputs[0]).dtype;
@@ -303,7 +342,7 @@ void emit_cuda_indexing(const EmitContext& ctx, const BoundSymbol& sym, SourceWr
   std::vector<std::vector<ValueId>> inputs;
   const std::vector<cuda::KernelLaunch> kernels = cuda_indexing_kernels([&](const std::string& base) { return ctx.kernel_name(base); }, t, sym, &inputs);
   for (std::size_t k = 0; k < kernels.size(); ++k)  // in order on the call's stream: the copy before the reduction
-    emit_kernel_block(ctx, kernels[k], sym.outputs[0], inputs[k],
+    emit_kernel_block(ctx, kernels[k], sym.outputs, inputs[k],
                       sym.op->name + (k + 1 < kernels.size() ? " (input copied)" : "") + " " +
                           shape_str(t.type(sym.outputs[0]).shape),
                       out);

@@ -2,6 +2,8 @@
 // (codegen/cpp/indexing.cpp, scatter.cpp, embedding.cpp) so that both give the same results:
 //  * embedding, index_select, gather, diagonal: a thread per element written.
 //  * argmax/argmin, cumsum, prod: a thread per row along `dim`, in the cpp kernels' order and precision.
+//  * sort/topk: a thread per element, which counts the elements of its row that come before it (a stable
+//    order, NaN last ascending) and writes itself at that rank; n^2 per row.
 //  * scatter: a copy of the input, then the last index element of each group (below) writes.
 //  * scatter_reduce (sum, prod, mean, amax, amin; float32/float64; what embedding's VJP emits): the result
 //    starts as a copy of the input (one kernel), then a thread per index element (a second kernel). Among the

@@ -177,6 +177,11 @@ void add_gemm_kernel(const EmitContext& ctx, const cuda::KernelLaunch& l, const 
 
 void emit_kernel_block(const EmitContext& ctx, const cuda::KernelLaunch& l, ValueId output,
                        const std::vector<ValueId>& inputs, const std::string& what, SourceWriter& out) {
+  emit_kernel_block(ctx, l, std::vector<ValueId>{output}, inputs, what, out);
+}
+
+void emit_kernel_block(const EmitContext& ctx, const cuda::KernelLaunch& l, const std::vector<ValueId>& outputs,
+                       const std::vector<ValueId>& inputs, const std::string& what, SourceWriter& out) {
   Lines decls, lines;
   std::vector<std::string> vars;
   auto ptr = [&](const std::string& type, ValueId v) {
@@ -184,7 +189,7 @@ void emit_kernel_block(const EmitContext& ctx, const cuda::KernelLaunch& l, Valu
     decls.push_back(type + " " + name + " = " + ctx.buffer(v) + ".data;");
     vars.push_back(name);
   };
-  ptr("void*", output);
+  for (ValueId o : outputs) ptr("void*", o);
   for (ValueId v : inputs) ptr("const void*", v);
   add_gemm_kernel(ctx, l, vars, what, lines, "  ");
   out.line("{");

@@ -95,10 +95,11 @@ bool loop_cumsum(const Trace& t, const BoundSymbol& s) {
   return out == DType::Int64 && !is_floating(in);
 }
 
-// sort / topk of floating (the half types compared as floats), integer (and, for sort, bool) tensors on the CPU
-// (codegen/cpp/indexing.cpp).
-bool cpu_sort(const Trace& t, const BoundSymbol& s) {
-  if (!moves<DeviceKind::CPU>(t, s)) return false;
+// sort / topk of floating (the half types compared as floats), integer (and, for sort, bool) tensors
+// (codegen/cpp/indexing.cpp, codegen/nvfuser/indexing.h).
+template <DeviceKind K>
+bool loop_sort(const Trace& t, const BoundSymbol& s) {
+  if (!moves<K>(t, s)) return false;
   const DType d = t.type(s.inputs[0].value).dtype;
   return is_floating(d) || is_integral(d) || (d == DType::Bool && s.op->name == "sort");
 }
@@ -482,7 +483,7 @@ void register_cpp_impls(Executor& cpp) {
   for (const char* name : {"index_select", "gather"}) cpp.register_impl(name, loop_gather<DeviceKind::CPU>);
   for (const char* name : {"argmax", "argmin"}) cpp.register_impl(name, loop_arg_extreme<DeviceKind::CPU>);
   for (const char* name : {"cumsum", "prod"}) cpp.register_impl(name, loop_cumsum<DeviceKind::CPU>);
-  for (const char* name : {"sort", "topk"}) cpp.register_impl(name, cpu_sort);
+  for (const char* name : {"sort", "topk"}) cpp.register_impl(name, loop_sort<DeviceKind::CPU>);
   for (const char* name : {"diagonal", "index", "scatter", "masked_scatter"})
     cpp.register_impl(name, loop_index_move<DeviceKind::CPU>);
   for (const char* name : {"scatter_reduce", "index_put"}) cpp.register_impl(name, cpu_index_reduce);
@@ -536,6 +537,7 @@ void register_nvfuser_impls(Executor& nvfuser) {
   for (const char* name : {"argmax", "argmin"}) nvfuser.register_impl(name, loop_arg_extreme<DeviceKind::CUDA>);
   for (const char* name : {"cumsum", "prod"}) nvfuser.register_impl(name, loop_cumsum<DeviceKind::CUDA>);
   for (const char* name : {"diagonal", "scatter"}) nvfuser.register_impl(name, loop_index_move<DeviceKind::CUDA>);
+  for (const char* name : {"sort", "topk"}) nvfuser.register_impl(name, loop_sort<DeviceKind::CUDA>);
   // codegen/nvfuser/sampling.h: bilinear upsampling of floating tensors.
   nvfuser.register_impl("upsample_bilinear2d", [](const Trace& t, const BoundSymbol& s) {
     return moves<DeviceKind::CUDA>(t, s) && is_floating(t.type(s.inputs[0].value).dtype);

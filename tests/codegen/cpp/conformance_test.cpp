@@ -407,6 +407,35 @@ TEST_CASE("max_pool2d_nhwc and avg_pool2d_nhwc of a cat of channels pool each pi
 }
 #endif
 
+#ifndef THUNDERC_CONFORMANCE_NVFUSER
+// max_pool2d's gradient on channels-last tensors (a training backward's channels-last pass): overlapping windows
+// (stride < kernel) that sum into shared positions, padding, dilation, ceil_mode, a channel count that is no
+// multiple of the kernel's block of 16, ties and NaN (the first maximum; NaN wins, as ATen).
+TEST_CASE("max_pool2d_backward_nhwc: ATen's picks and sums per channel") {
+  Trace t;
+  auto k = [](IntList v) { return AttrValue(v); };
+  std::vector<ValueId> outs;
+  struct Case {
+    Shape x, g;
+    Attrs attrs;
+  };
+  const std::vector<Case> cases = {
+      {{2, 11, 12, 20}, {2, 6, 6, 20}, {{"kernel_size", k({3, 3})}, {"stride", k({2, 2})}, {"padding", k({1, 1})}}},
+      {{1, 9, 11, 35}, {1, 3, 4, 35}, {{"kernel_size", k({3, 2})}, {"stride", k({2, 3})}, {"dilation", k({2, 1})},
+                                        {"ceil_mode", true}}},
+      {{1, 8, 8, 16}, {1, 7, 7, 16}, {{"kernel_size", k({2, 2})}, {"stride", k({1, 1})}}},
+  };
+  for (const Case& c : cases) {
+    ValueId x = t.add_input("x" + std::to_string(outs.size()), f32(c.x));
+    ValueId g = t.add_input("g" + std::to_string(outs.size()), f32(c.g));
+    outs.push_back(t.emit1(op("max_pool2d_backward_nhwc"), {T(g), T(x)}, c.attrs));
+  }
+  t.set_outputs(outs);
+  check_native(t, {"max_pool2d_backward_nhwc"});
+  check_against_torch(t, "max_pool2d_backward_nhwc", false, Tol{1e-6, 1e-6}, 1, InputOpts{0.02});
+}
+#endif
+
 TEST_CASE("pooling: max, average, adaptive average") {
   Trace t;
   ValueId x = t.add_input("x", f32({2, 3, 9, 11})), x3 = t.add_input("x3", f32({3, 7, 7}));
@@ -959,6 +988,37 @@ TEST_CASE("upsample_bilinear2d: scales, align_corners, down- and upsampling, flo
   t.set_outputs(outs);
   check_native(t, {"upsample_bilinear2d"});
   check_against_torch(t, "upsample_bilinear2d");
+}
+
+// sort (stable: equal elements keep their order; NaN above every number) and topk (ties by position; the
+// cases avoid ties, whose order ATen leaves unspecified), values and positions, along strided and contiguous
+// rows, ascending and descending, float64 and integers, empty rows and a 0-dim input. nvfuser ranks each element in its row (codegen/nvfuser/indexing.h).
+TEST_CASE("sort and topk: orders, NaN, ties, dims, dtypes, empty and 0-dim inputs") {
+  auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
+  Trace t;
+  ValueId x = t.add_input("x", f32({5, 7})), d = t.add_input("d", f64({3, 4, 6}));
+  ValueId n = t.add_input("n", ty(DType::Int32, {4, 9})), e = t.add_input("e", f32({0, 3})), z = t.add_input("z", f32({}));
+  std::vector<ValueId> outs;
+  auto all = [&](const char* name, ValueId v, Attrs a) {
+    for (ValueId o : t.emit(op(name), {T(v)}, std::move(a))) outs.push_back(o);
+  };
+  auto dim = [](std::int64_t v) { return AttrValue(v); };
+  ValueId ties = t.emit1(op("round"), {T(t.emit1(op("mul"), {T(x), N(2.0)}, {}))}, {});
+  ValueId nans = t.emit1(op("log"), {T(x)}, {});
+  all("sort", ties, {{"dim", dim(1)}, {"stable", true}});
+  all("sort", ties, {{"dim", dim(0)}, {"descending", true}, {"stable", true}});
+  all("sort", nans, {{"dim", dim(-1)}, {"stable", true}});
+  all("sort", nans, {{"dim", dim(0)}, {"descending", true}, {"stable", true}});
+  all("sort", d, {{"dim", dim(1)}, {"stable", true}});
+  all("sort", n, {{"dim", dim(1)}, {"descending", true}, {"stable", true}});
+  all("sort", e, {{"stable", true}});
+  all("sort", z, {{"stable", true}});
+  all("topk", x, {{"k", dim(3)}});
+  all("topk", x, {{"k", dim(2)}, {"dim", dim(0)}, {"largest", false}});
+  all("topk", d, {{"k", dim(4)}, {"dim", dim(-1)}});
+  t.set_outputs(outs);
+  check_native(t, {"sort", "topk"});
+  check_against_torch(t, "sort_topk");
 }
 
 #ifndef THUNDERC_CONFORMANCE_NVFUSER
