@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/cpp/own_code.h"
+#include "codegen/loops/advanced_index_plan.h"
 #include "core/ops/meta_util.h"
 
 namespace thunderc {
@@ -148,53 +149,6 @@ struct ScatterEmitter {
   // --- index, index_put: the indexed shape IS (the shape of a[indices]) and, for a position in it, where it
   // reads (writes) in a.
 
-  struct Indexed {
-    Shape shape;  // IS
-    std::string a_offset;  // offset in a of position `e` of IS, the index tensors' values read as i<k>
-    std::vector<std::string> index_offsets;  // offset in index tensor k of position e (broadcast)
-  };
-  Indexed indexed(std::size_t first_index) const {
-    const TensorType& a = in_type(0);
-    const IntList& dims = sym.attrs.get_ints("dims");
-    const std::size_t m = dims.size();
-    std::vector<Shape> index_shapes;
-    for (std::size_t k = 0; k < m; ++k) index_shapes.push_back(in_type(first_index + k).shape);
-    const Shape b = broadcast_shapes(index_shapes, sym.op->name);  // the index tensors broadcast together
-    bool adjacent = true;
-    for (std::size_t k = 1; k < m; ++k) adjacent = adjacent && dims[k] == dims[k - 1] + 1;
-    // Each dim of IS: either a's dim d (not indexed) or dim j of b.
-    struct Slot {
-      bool from_b;
-      std::size_t which;
-    };
-    std::vector<Slot> slots;
-    auto is_indexed = [&](std::size_t d) { return std::find(dims.begin(), dims.end(), static_cast<std::int64_t>(d)) != dims.end(); };
-    const std::size_t b_at = adjacent ? static_cast<std::size_t>(dims[0]) : 0;
-    for (std::size_t d = 0; d < a.rank(); ++d)
-      if (!is_indexed(d) && d < b_at) slots.push_back({false, d});
-    for (std::size_t j = 0; j < b.size(); ++j) slots.push_back({true, j});
-    for (std::size_t d = 0; d < a.rank(); ++d)
-      if (!is_indexed(d) && d >= b_at) slots.push_back({false, d});
-    Indexed r;
-    for (const Slot& s : slots) r.shape.push_back(s.from_b ? b[s.which] : a.shape[s.which]);
-    const Shape a_strides = loops::contiguous(a.shape);
-    std::vector<std::vector<std::int64_t>> index_strides;
-    for (const Shape& s : index_shapes) index_strides.push_back(loops::broadcast_strides(s, b));
-    r.a_offset = "0";
-    r.index_offsets.assign(m, "0");
-    std::int64_t step = 1;
-    for (std::size_t q = slots.size(); q-- > 0;) {
-      const std::string c = "((e / " + S(step) + ") % " + S(r.shape[q]) + ")";
-      if (slots[q].from_b) {
-        for (std::size_t k = 0; k < m; ++k) r.index_offsets[k] += " + " + c + " * " + S(index_strides[k][slots[q].which]);
-      } else {
-        r.a_offset += " + " + c + " * " + S(a_strides[slots[q].which]);
-      }
-      step *= r.shape[q];
-    }
-    for (std::size_t k = 0; k < m; ++k) r.a_offset += " + i" + std::to_string(k) + " * " + S(a_strides[static_cast<std::size_t>(dims[k])]);
-    return r;
-  }
   // Declares the index tensors' pointers and checks every index (negative ones count from the end).
   void check_advanced_indices(std::size_t first_index) {
     const IntList& dims = sym.attrs.get_ints("dims");
@@ -206,17 +160,16 @@ struct ScatterEmitter {
     }
   }
   // Reads index k at position e into i<k>, wrapped into [0, size).
-  void read_indices(const Indexed& ix, const std::string& indent) {
-    const IntList& dims = sym.attrs.get_ints("dims");
-    for (std::size_t k = 0; k < dims.size(); ++k) {
+  void read_indices(const loops::AdvancedIndexPlan& ix, const std::string& indent) {
+    for (std::size_t k = 0; k < ix.sizes.size(); ++k) {
       const std::string i = "i" + std::to_string(k);
-      out.line(indent + "int64_t " + i + " = (int64_t)idx" + std::to_string(k) + "[" + ix.index_offsets[k] + "];");
-      out.line(indent + "if (" + i + " < 0) " + i + " += " + S(in_type(0).shape[static_cast<std::size_t>(dims[k])]) + ";");
+      out.line(indent + "int64_t " + i + " = (int64_t)idx" + std::to_string(k) + "[" + ix.index_offset(k, "e") + "];");
+      out.line(indent + "if (" + i + " < 0) " + i + " += " + S(ix.sizes[k]) + ";");
     }
   }
 
   void index() {
-    const Indexed ix = indexed(1);
+    const loops::AdvancedIndexPlan ix = loops::plan_advanced_index(t, sym, 1);
     const std::int64_t n = out_type().numel();
     out.comment("index at dims " + shape_str(sym.attrs.get_ints("dims")) + ": " + std::to_string(n) + " elements");
     pointer(ctx, out, "x", sym.inputs[0].value, true);
@@ -225,12 +178,12 @@ struct ScatterEmitter {
     out.line(parallel_for_if(n));
     out.line("for (int64_t e = 0; e < " + S(n) + "; ++e) {");
     read_indices(ix, "  ");
-    out.line("  o[e] = x[" + ix.a_offset + "];");
+    out.line("  o[e] = x[" + ix.a_offset("e", "i") + "];");
     out.line("}");
   }
 
   void index_put() {
-    const Indexed ix = indexed(2);
+    const loops::AdvancedIndexPlan ix = loops::plan_advanced_index(t, sym, 2);
     const TensorType& a = in_type(0);
     const std::int64_t n = loops::numel(ix.shape);
     const bool accumulate = sym.attrs.get_bool("accumulate");
@@ -243,7 +196,7 @@ struct ScatterEmitter {
     const std::string value = "v[" + offset_of("e", ix.shape, loops::broadcast_strides(in_type(1).shape, ix.shape)) + "]";
     out.line("for (int64_t e = 0; e < " + S(n) + "; ++e) {");
     read_indices(ix, "  ");
-    out.line("  const int64_t at = " + ix.a_offset + ";");
+    out.line("  const int64_t at = " + ix.a_offset("e", "i") + ";");
     if (!accumulate) out.line("  o[at] = " + value + ";");
     else if (is_floating(a.dtype)) out.line("  o[at] = o[at] + " + value + ";");
     else out.line("  o[at] = (" + T + ")((uint64_t)(int64_t)o[at] + (uint64_t)(int64_t)" + value + ");");

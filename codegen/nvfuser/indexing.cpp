@@ -1,5 +1,6 @@
 #include "codegen/nvfuser/indexing.h"
 
+#include "codegen/loops/advanced_index_plan.h"
 #include "codegen/loops/region_lowering.h"
 #include "codegen/nvfuser/gemm_plan.h"
 #include "core/ir/error.h"
@@ -281,12 +282,99 @@ cuda::KernelLaunch sort_kernel(const std::string& name, const Trace& t, const Bo
                             {C + "* __restrict__ ov", "int64_t* __restrict__ oi", "const " + C + "* __restrict__ x"}, body);
 }
 
+// The index tensors' values at flat position `flat` of the indexed shape, into <prefix>0, ... (wrapped into
+// [0, size); out of range traps, as PyTorch's device-side assert).
+std::vector<std::string> read_advanced_indices(const loops::AdvancedIndexPlan& ix, const std::string& flat,
+                                               const std::string& prefix) {
+  std::vector<std::string> lines;
+  for (std::size_t k = 0; k < ix.sizes.size(); ++k) {
+    const std::string i = prefix + std::to_string(k);
+    lines.push_back("long long " + i + " = (long long)idx" + std::to_string(k) + "[" + ix.index_offset(k, flat) + "];");
+    lines.push_back("if (" + i + " < -" + S(ix.sizes[k]) + " || " + i + " >= " + S(ix.sizes[k]) + ") __trap();");
+    lines.push_back("if (" + i + " < 0) " + i + " += " + S(ix.sizes[k]) + ";");
+  }
+  return lines;
+}
+std::vector<std::string> index_params(const Trace& t, const BoundSymbol& sym, std::size_t first_index) {
+  std::vector<std::string> params;
+  for (std::size_t k = 0; k < sym.attrs.get_ints("dims").size(); ++k)
+    params.push_back("const " + std::string(loops::ctype(t.type(sym.inputs[first_index + k].value).dtype)) + "* __restrict__ idx" +
+                     std::to_string(k));
+  return params;
+}
+
+// index: out[e] = a at the indexed position e (a thread per element written).
+cuda::KernelLaunch index_kernel(const std::string& name, const Trace& t, const BoundSymbol& sym) {
+  const TensorType& a = t.type(sym.inputs[0].value);
+  const loops::AdvancedIndexPlan ix = loops::plan_advanced_index(t, sym, 1);
+  std::vector<std::string> params = in_out_params(a.dtype, a.dtype);
+  for (const std::string& p : index_params(t, sym, 1)) params.push_back(p);
+  std::vector<std::string> body = read_advanced_indices(ix, "e_", "i");
+  body.push_back("o[e_] = x[" + ix.a_offset("e_", "i") + "];");
+  return grid_stride_kernel(name, t.type(sym.outputs[0]).numel(), params, body);
+}
+
+// index_put: out (already a copy of a) at the place indexed position e_ names takes the values (accumulate:
+// adds them). Where several positions name one place, the cpp kernel's loop in position order leaves the last
+// one (adds them all in order): here the last position writes (the first adds the others in order). Each thread
+// scans every position: n^2 for n indexed positions.
+cuda::KernelLaunch index_put_kernel(const std::string& name, const Trace& t, const BoundSymbol& sym) {
+  const TensorType &a = t.type(sym.inputs[0].value), &v = t.type(sym.inputs[1].value);
+  const loops::AdvancedIndexPlan ix = loops::plan_advanced_index(t, sym, 2);
+  const std::int64_t n = loops::numel(ix.shape);
+  const bool accumulate = sym.attrs.get_bool("accumulate");
+  const std::string C = loops::ctype(a.dtype);
+  const Shape vs = loops::broadcast_strides(v.shape, ix.shape);
+  auto value_at = [&](const std::string& flat) {
+    std::string e = "0";
+    for (std::size_t q = 0; q < ix.shape.size(); ++q) e += " + " + ix.coordinate(flat, q) + " * " + S(vs[q]);
+    return "v[" + e + "]";
+  };
+  std::vector<std::string> params = {C + "* __restrict__ out", "const " + C + "* __restrict__ v"};
+  for (const std::string& p : index_params(t, sym, 2)) params.push_back(p);
+  std::vector<std::string> body = read_advanced_indices(ix, "e_", "i");
+  body.push_back("const long long at_ = " + ix.a_offset("e_", "i") + ";");
+  // Another position f_ naming the same place: its indices into j<k>, then its offset.
+  std::vector<std::string> other = read_advanced_indices(ix, "f_", "j");
+  auto same_place = [&](const std::string& indent) {
+    std::vector<std::string> l;
+    for (const std::string& ln : other) l.push_back(indent + ln);
+    l.push_back(indent + "const bool same_ = " + ix.a_offset("f_", "j") + " == at_;");
+    return l;
+  };
+  if (!accumulate) {
+    body.push_back("bool last_ = true;");
+    body.push_back("for (long long f_ = e_ + 1; f_ < " + S(n) + " && last_; ++f_) {");
+    for (const std::string& ln : same_place("  ")) body.push_back(ln);
+    body.push_back("  last_ = !same_;");
+    body.push_back("}");
+    body.push_back("if (last_) out[at_] = " + value_at("e_") + ";");
+  } else {
+    body.push_back("bool first_ = true;");
+    body.push_back("for (long long f_ = 0; f_ < e_ && first_; ++f_) {");
+    for (const std::string& ln : same_place("  ")) body.push_back(ln);
+    body.push_back("  first_ = !same_;");
+    body.push_back("}");
+    body.push_back("if (!first_) continue;");
+    const std::string add = is_floating(a.dtype)
+                                ? "acc_ = acc_ + " + value_at("f_") + ";"
+                                : "acc_ = (" + C + ")((unsigned long long)(long long)acc_ + (unsigned long long)(long long)" + value_at("f_") + ");";
+    body.push_back(C + " acc_ = out[at_];");
+    body.push_back("for (long long f_ = e_; f_ < " + S(n) + "; ++f_) {");
+    for (const std::string& ln : same_place("  ")) body.push_back(ln);
+    body.push_back("  if (same_) " + add);
+    body.push_back("}");
+    body.push_back("out[at_] = acc_;");
+  }
+  return grid_stride_kernel(name, n, params, body);
+}
+
 }  // namespace
 
 bool is_cuda_indexing_op(const std::string& name) {
   return name == "embedding" || name == "scatter_reduce" || name == "scatter" || name == "index_select" ||
          name == "gather" || name == "argmax" || name == "argmin" || name == "cumsum" || name == "prod" ||
-         name == "diagonal" || name == "sort" || name == "topk";
+         name == "diagonal" || name == "sort" || name == "topk" || name == "index" || name == "index_put";
 }
 
 std::vector<cuda::KernelLaunch> cuda_indexing_kernels(const std::function<std::string(const std::string&)>& name_of,
@@ -309,6 +397,19 @@ std::vector<cuda::KernelLaunch> cuda_indexing_kernels(const std::function<std::s
   } else if (op == "sort" || op == "topk") {
     out.push_back(sort_kernel(name_of(op), t, sym));
     in.push_back({sym.inputs[0].value});
+  } else if (op == "index") {
+    out.push_back(index_kernel(name_of(op), t, sym));
+    in.push_back({sym.inputs[0].value});
+    for (std::size_t k = 1; k < sym.inputs.size(); ++k) in.back().push_back(sym.inputs[k].value);
+  } else if (op == "index_put") {
+    const DType d = t.type(sym.outputs[0]).dtype;
+    out.push_back(copy_kernel(name_of("index_put_copy"), d, t.type(sym.outputs[0]).numel()));
+    in.push_back({sym.inputs[0].value});
+    if (loops::numel(loops::plan_advanced_index(t, sym, 2).shape) > 0) {
+      out.push_back(index_put_kernel(name_of(op), t, sym));
+      in.push_back({});
+      for (std::size_t k = 1; k < sym.inputs.size(); ++k) in.back().push_back(sym.inputs[k].value);
+    }
   } else if (op == "scatter") {
     const DType d = t.type(sym.outputs[0]).dtype;
     out.push_back(copy_kernel(name_of("scatter_copy"), d, t.type(sym.outputs[0]).numel()));

@@ -5,6 +5,8 @@
 //  * sort/topk: a thread per element, which counts the elements of its row that come before it (a stable
 //    order, NaN last ascending) and writes itself at that rank; n^2 per row.
 //  * scatter: a copy of the input, then the last index element of each group (below) writes.
+//  * index: a thread per element written; index_put: a copy, then a thread per indexed position, where the last
+//    position naming a place writes (accumulate: the first adds all of them in order); n^2 for n positions.
 //  * scatter_reduce (sum, prod, mean, amax, amin; float32/float64; what embedding's VJP emits): the result
 //    starts as a copy of the input (one kernel), then a thread per index element (a second kernel). Among the
 //    index elements that share every coordinate but `dim` and hit the same place, only the first along `dim`

@@ -107,12 +107,12 @@ bool loop_sort(const Trace& t, const BoundSymbol& s) {
 bool exact_integer_number(const Operand& in);
 
 // diagonal, index: data movement in any dtype the loops move; index tensors int32 or int64 (the meta function's
-// rule). scatter: the same, with a number as src only where a literal holds it exactly. On CUDA: diagonal, and
-// scatter into a tensor of at least one dim (nvfuser has no `index` kernel).
+// rule). scatter: the same, with a number as src only where a literal holds it exactly. On CUDA, inputs of at
+// least one dim.
 template <DeviceKind K>
 bool loop_index_move(const Trace& t, const BoundSymbol& s) {
   if (!moves<K>(t, s)) return false;
-  if (K == DeviceKind::CUDA && (s.op->name == "index" || t.type(s.inputs[0].value).rank() == 0)) return false;
+  if (K == DeviceKind::CUDA && t.type(s.inputs[0].value).rank() == 0) return false;
   if (s.op->name == "scatter" && !s.inputs[2].is_tensor())
     return !is_integral(t.type(s.inputs[0].value).dtype) || exact_integer_number(s.inputs[2]);
   return true;
@@ -120,8 +120,10 @@ bool loop_index_move(const Trace& t, const BoundSymbol& s) {
 
 // scatter_reduce, and index_put when it accumulates: arithmetic in the dtype itself, so float32, float64 and
 // integers (not the half types, whose sums ATen forms in float; not bool).
-bool cpu_index_reduce(const Trace& t, const BoundSymbol& s) {
-  if (!moves<DeviceKind::CPU>(t, s)) return false;
+template <DeviceKind K>
+bool loop_index_reduce(const Trace& t, const BoundSymbol& s) {
+  if (!moves<K>(t, s)) return false;
+  if (K == DeviceKind::CUDA && t.type(s.inputs[0].value).rank() == 0) return false;
   if (s.op->name == "index_put" && !s.attrs.get_bool("accumulate")) return true;
   const DType d = t.type(s.inputs[0].value).dtype;
   return d == DType::Float32 || d == DType::Float64 || is_integral(d);
@@ -486,7 +488,7 @@ void register_cpp_impls(Executor& cpp) {
   for (const char* name : {"sort", "topk"}) cpp.register_impl(name, loop_sort<DeviceKind::CPU>);
   for (const char* name : {"diagonal", "index", "scatter", "masked_scatter"})
     cpp.register_impl(name, loop_index_move<DeviceKind::CPU>);
-  for (const char* name : {"scatter_reduce", "index_put"}) cpp.register_impl(name, cpu_index_reduce);
+  for (const char* name : {"scatter_reduce", "index_put"}) cpp.register_impl(name, loop_index_reduce<DeviceKind::CPU>);
   for (const char* name : {"upsample_bilinear2d", "grid_sampler_2d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d"}) {
     cpp.register_impl(name, cpu_sampling);
     cpp.run_alone(name);
@@ -536,7 +538,8 @@ void register_nvfuser_impls(Executor& nvfuser) {
   for (const char* name : {"index_select", "gather"}) nvfuser.register_impl(name, loop_gather<DeviceKind::CUDA>);
   for (const char* name : {"argmax", "argmin"}) nvfuser.register_impl(name, loop_arg_extreme<DeviceKind::CUDA>);
   for (const char* name : {"cumsum", "prod"}) nvfuser.register_impl(name, loop_cumsum<DeviceKind::CUDA>);
-  for (const char* name : {"diagonal", "scatter"}) nvfuser.register_impl(name, loop_index_move<DeviceKind::CUDA>);
+  for (const char* name : {"diagonal", "index", "scatter"}) nvfuser.register_impl(name, loop_index_move<DeviceKind::CUDA>);
+  nvfuser.register_impl("index_put", loop_index_reduce<DeviceKind::CUDA>);
   for (const char* name : {"sort", "topk"}) nvfuser.register_impl(name, loop_sort<DeviceKind::CUDA>);
   // codegen/nvfuser/sampling.h: bilinear upsampling of floating tensors.
   nvfuser.register_impl("upsample_bilinear2d", [](const Trace& t, const BoundSymbol& s) {

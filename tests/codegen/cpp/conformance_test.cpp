@@ -1021,6 +1021,35 @@ TEST_CASE("sort and topk: orders, NaN, ties, dims, dtypes, empty and 0-dim input
   check_against_torch(t, "sort_topk");
 }
 
+// Advanced indexing: index with one index tensor, two adjacent ones (broadcast together), two apart (their dims
+// go in front), negative indices; index_put with and without accumulation, where positions repeat (the last one
+// wins; accumulation adds them in position order), float and integer values broadcast to the indexed shape.
+// Index inputs in [0, 10), shifted to [-5, 5).
+TEST_CASE("index and index_put: adjacent and separated dims, broadcasting, negative and repeated indices") {
+  auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
+  Trace t;
+  ValueId x = t.add_input("x", f32({6, 5, 7})), n = t.add_input("n", ty(DType::Int64, {6, 5}));
+  ValueId r1 = t.add_input("r1", ty(DType::Int64, {4})), r2 = t.add_input("r2", ty(DType::Int32, {3, 1}));
+  ValueId vals = t.add_input("vals", f32({4, 7})), v5 = t.add_input("v5", f32({5}));
+  ValueId ivals = t.add_input("ivals", ty(DType::Int64, {4, 1}));
+  auto shifted = [&](ValueId v) { return t.emit1(op("sub"), {T(v), Operand::number(Scalar(std::int64_t{5}))}, {}); };
+  const ValueId i1 = shifted(r1), i2 = shifted(r2);  // [-5, 5): valid for dims of 5 or more
+  std::vector<ValueId> outs;
+  auto dims = [](IntList d) { return AttrValue(d); };
+  outs.push_back(t.emit1(op("index"), {T(x), T(i1)}, {{"dims", dims({0})}}));
+  outs.push_back(t.emit1(op("index"), {T(x), T(i2), T(i1)}, {{"dims", dims({1, 2})}}));  // [3, 4] in place of dims 1, 2
+  outs.push_back(t.emit1(op("index"), {T(x), T(i1), T(i2)}, {{"dims", dims({0, 2})}}));  // apart: [3, 4] in front
+  outs.push_back(t.emit1(op("index"), {T(n), T(i1)}, {{"dims", dims({1})}}));            // integer data
+  for (bool accumulate : {false, true}) {
+    outs.push_back(t.emit1(op("index_put"), {T(x), T(vals), T(i1)}, {{"dims", dims({1})}, {"accumulate", accumulate}}));
+    outs.push_back(t.emit1(op("index_put"), {T(x), T(v5), T(i2), T(i1)}, {{"dims", dims({0, 2})}, {"accumulate", accumulate}}));
+    outs.push_back(t.emit1(op("index_put"), {T(n), T(ivals), T(i1)}, {{"dims", dims({0})}, {"accumulate", accumulate}}));
+  }
+  t.set_outputs(outs);
+  check_native(t, {"index", "index_put"});
+  check_against_torch(t, "index_index_put");
+}
+
 #ifndef THUNDERC_CONFORMANCE_NVFUSER
 TEST_CASE("index_select and gather: an index out of range fails the call with a message, as ATen raises") {
   auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
