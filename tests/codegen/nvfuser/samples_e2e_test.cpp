@@ -111,10 +111,20 @@ Compiled check_sample(const std::string& name, const std::vector<std::string>& f
   }
   // Run it: the runtime loads the sm_90 cubin for the fake's compute capability 9.0, the kernels run emulated.
   nvfuser_emu::EmulatedModel m(c.so, c.sources);
-  thunderc::HostTensor x = thunderc::npy::load(std::string(THUNDERC_SAMPLES_DIR) + "/" + name + ".input.npy");
-  thunderc::HostTensor want = thunderc::npy::load(std::string(THUNDERC_SAMPLES_DIR) + "/" + name + ".expected.npy");
-  std::vector<thunderc::HostTensor> in;
-  in.push_back(std::move(x));
+  // Inputs and PyTorch's outputs: <name>.input.npy and <name>.expected.npy, or (the language models)
+  // <name>.input_ids.npy [+ .attention_mask.npy] and <name>.expected0.npy, expected1.npy, ...
+  const std::string base = std::string(THUNDERC_SAMPLES_DIR) + "/" + name;
+  std::vector<thunderc::HostTensor> in, wants;
+  if (fs::exists(base + ".input.npy")) {
+    in.push_back(thunderc::npy::load(base + ".input.npy"));
+  } else {
+    for (const char* part : {".input_ids.npy", ".attention_mask.npy"})
+      if (fs::exists(base + part)) in.push_back(thunderc::npy::load(base + part));
+  }
+  if (fs::exists(base + ".expected.npy")) wants.push_back(thunderc::npy::load(base + ".expected.npy"));
+  for (int k = 0; fs::exists(base + ".expected" + std::to_string(k) + ".npy"); ++k)
+    wants.push_back(thunderc::npy::load(base + ".expected" + std::to_string(k) + ".npy"));
+  REQUIRE(!in.empty());
   if (library_runs) unsetenv("THUNDERC_FAKE_CUBLASLT_NO_ALGO");
   else setenv("THUNDERC_FAKE_CUBLASLT_NO_ALGO", "1", 1);
   const uint64_t before = fake_libs::cublaslt_matmuls(), dnn_before = fake_libs::cudnn_executes();
@@ -124,12 +134,15 @@ Compiled check_sample(const std::string& name, const std::vector<std::string>& f
   // convolution ran in cuDNN once.
   CHECK(fake_libs::cublaslt_matmuls() - before == (library_runs ? calls["cublasLt"] : 0));
   CHECK(fake_libs::cudnn_executes() - dnn_before == calls["cudnn"]);
-  REQUIRE(got.size() == 1);
-  REQUIRE(got[0].shape() == want.shape());
-  std::size_t bad = 0;
-  double worst = max_rel_excess(got[0], want, rtol, atol, &bad);
-  INFO(name << ": " << bad << " elements outside rtol " << rtol << " / atol " << atol << ", worst abs error " << worst);
-  CHECK(bad == 0);
+  REQUIRE(got.size() == wants.size());
+  for (std::size_t k = 0; k < wants.size(); ++k) {
+    REQUIRE(got[k].shape() == wants[k].shape());
+    std::size_t bad = 0;
+    double worst = max_rel_excess(got[k], wants[k], rtol, atol, &bad);
+    INFO(name << " output " << k << ": " << bad << " elements outside rtol " << rtol << " / atol " << atol
+              << ", worst abs error " << worst);
+    CHECK(bad == 0);
+  }
   return c;
 }
 
@@ -153,6 +166,19 @@ TEST_CASE("samples: --device cuda (cudnn, cublas, nvfuser), run emulated, match 
   }
   SUBCASE("mlp_scripted") { check_sample("mlp_scripted", {"--device", "cuda", "--shapes", "x=1x64"}, ex); }
   SUBCASE("gpt_block_scripted") { check_sample("gpt_block_scripted", {"--device", "cuda", "--shapes", "x=1x16x64"}, ex); }
+}
+
+// The language models (int64 token ids and masks: nvfuser's integer loops, embedding kernel), and the .pt2
+// programs of indexing operators (index_select, gather, argmax, cumsum, sort, topk, prod, diagonal, scatter,
+// index, index_put: nvfuser's indexing kernels, codegen/nvfuser/indexing.h).
+TEST_CASE("samples: --device cuda language models and indexing programs, run emulated, match LibTorch") {
+  const std::set<std::string> ex = {"nvfuser", "cudnn", "cublas"};
+  SUBCASE("bert_tiny") { check_sample("bert_tiny", {"--device", "cuda"}, ex); }
+  SUBCASE("distilbert_tiny") { check_sample("distilbert_tiny", {"--device", "cuda"}, ex); }
+  SUBCASE("gpt2_tiny") { check_sample("gpt2_tiny", {"--device", "cuda"}, ex); }
+  SUBCASE("pt2/core_ops") { check_sample("pt2/core_ops", {"--executors", "nvfuser"}); }
+  SUBCASE("pt2/composites") { check_sample("pt2/composites", {"--executors", "nvfuser"}); }
+  SUBCASE("pt2/positions") { check_sample("pt2/positions", {"--executors", "nvfuser"}); }
 }
 
 TEST_CASE("samples: --device cuda where cuBLASLt finds no algorithm: every GEMM runs its fallback kernel") {
