@@ -369,12 +369,57 @@ cuda::KernelLaunch index_put_kernel(const std::string& name, const Trace& t, con
   return grid_stride_kernel(name, n, params, body);
 }
 
+// embedding_bag: a thread per (bag, column), reducing the bag's rows in order in the opmath type (the cpp
+// kernel's arithmetic, codegen/cpp/embedding.cpp). Thread 0 also checks every index and offset first, as the cpp
+// kernel does before it computes (out of range traps, as PyTorch's device-side assert).
+cuda::KernelLaunch embedding_bag_kernel(const std::string& name, const Trace& t, const BoundSymbol& sym) {
+  const TensorType &w = t.type(sym.inputs[0].value), &idx = t.type(sym.inputs[1].value), &o = t.type(sym.outputs[0]);
+  const std::string C = loops::ctype(w.dtype), I = loops::ctype(idx.dtype), A = loops::atype(w.dtype);
+  const std::int64_t rows = w.shape[0], width = w.shape[1], n = idx.numel(), bags = o.shape[0];
+  const std::int64_t mode = sym.attrs.get_int("mode");
+  const bool has_offsets = sym.inputs[2].is_tensor(), has_weights = sym.inputs.size() > 3 && sym.inputs[3].is_tensor();
+  const auto padding = sym.attrs.get_optional_int("padding_idx");
+  const std::int64_t n_offsets = has_offsets ? t.type(sym.inputs[2].value).numel() : 0;
+  std::vector<std::string> params = {C + "* __restrict__ o", "const " + C + "* __restrict__ w", "const " + I + "* __restrict__ idx"};
+  if (has_offsets) params.push_back("const " + I + "* __restrict__ off");
+  if (has_weights) params.push_back("const " + C + "* __restrict__ psw");
+  std::vector<std::string> body = {
+      "if (e_ == 0) {",
+      "  for (long long i_ = 0; i_ < " + S(n) + "; ++i_)",
+      "    if ((long long)idx[i_] < 0 || (long long)idx[i_] >= " + S(rows) + ") __trap();  // out of range"};
+  if (has_offsets)
+    body.push_back("  for (long long b_ = 0; b_ < " + S(n_offsets) + "; ++b_) if ((b_ == 0 && off[0] != 0) || (b_ > 0 && off[b_] < off[b_ - 1]) || (long long)off[b_] > " +
+                   S(n) + ") __trap();");
+  body.push_back("}");
+  body.push_back("const long long b_ = e_ / " + S(width) + ", d_ = e_ % " + S(width) + ";");
+  if (has_offsets) {
+    body.push_back("const long long start_ = (long long)off[b_], end_ = b_ + 1 < " + S(n_offsets) + " ? (long long)off[b_ + 1] : " + S(n) + ";");
+  } else {
+    const std::int64_t per_bag = idx.rank() == 2 ? idx.shape[1] : 0;
+    body.push_back("const long long start_ = b_ * " + S(per_bag) + ", end_ = start_ + " + S(per_bag) + ";");
+  }
+  body.push_back(A + " acc_ = 0;");
+  body.push_back("long long count_ = 0;");
+  body.push_back("for (long long i_ = start_; i_ < end_; ++i_) {");
+  body.push_back("  const long long row_ = (long long)idx[i_];");
+  body.push_back("  if (row_ < 0 || row_ >= " + S(rows) + ") __trap();");
+  if (padding) body.push_back("  if (row_ == " + S(*padding) + ") continue;  // padding_idx: left out");
+  body.push_back("  const " + A + " v_ = w[row_ * " + S(width) + " + d_];");
+  if (mode == 2) body.push_back("  if (count_ == 0 || v_ > acc_) acc_ = v_;");
+  else body.push_back("  acc_ += v_" + std::string(has_weights ? " * (" + A + ")psw[i_]" : "") + ";");
+  body.push_back("  ++count_;");
+  body.push_back("}");
+  if (mode == 1) body.push_back("if (count_ > 0) acc_ /= (" + A + ")count_;");
+  body.push_back("o[e_] = acc_;");
+  return grid_stride_kernel(name, bags * width, params, body);
+}
+
 }  // namespace
 
 bool is_cuda_indexing_op(const std::string& name) {
   return name == "embedding" || name == "scatter_reduce" || name == "scatter" || name == "index_select" ||
          name == "gather" || name == "argmax" || name == "argmin" || name == "cumsum" || name == "prod" ||
-         name == "diagonal" || name == "sort" || name == "topk" || name == "index" || name == "index_put";
+         name == "diagonal" || name == "sort" || name == "topk" || name == "index" || name == "index_put" || name == "embedding_bag";
 }
 
 std::vector<cuda::KernelLaunch> cuda_indexing_kernels(const std::function<std::string(const std::string&)>& name_of,
@@ -397,6 +442,11 @@ std::vector<cuda::KernelLaunch> cuda_indexing_kernels(const std::function<std::s
   } else if (op == "sort" || op == "topk") {
     out.push_back(sort_kernel(name_of(op), t, sym));
     in.push_back({sym.inputs[0].value});
+  } else if (op == "embedding_bag") {
+    out.push_back(embedding_bag_kernel(name_of(op), t, sym));
+    in.push_back({});
+    for (const Operand& o : sym.inputs)
+      if (o.is_tensor()) in.back().push_back(o.value);
   } else if (op == "index") {
     out.push_back(index_kernel(name_of(op), t, sym));
     in.push_back({sym.inputs[0].value});

@@ -1,6 +1,7 @@
 // nvfuser's kernels for indexing operators on CUDA (inference and --autograd), each mirroring the cpp kernel
 // (codegen/cpp/indexing.cpp, scatter.cpp, embedding.cpp) so that both give the same results:
-//  * embedding, index_select, gather, diagonal: a thread per element written.
+//  * embedding, index_select, gather, diagonal: a thread per element written; embedding_bag: a thread per
+//    (bag, column), the bag's rows in order.
 //  * argmax/argmin, cumsum, prod: a thread per row along `dim`, in the cpp kernels' order and precision.
 //  * sort/topk: a thread per element, which counts the elements of its row that come before it (a stable
 //    order, NaN last ascending) and writes itself at that rank; n^2 per row.

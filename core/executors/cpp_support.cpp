@@ -540,6 +540,9 @@ void register_nvfuser_impls(Executor& nvfuser) {
   for (const char* name : {"cumsum", "prod"}) nvfuser.register_impl(name, loop_cumsum<DeviceKind::CUDA>);
   for (const char* name : {"diagonal", "index", "scatter"}) nvfuser.register_impl(name, loop_index_move<DeviceKind::CUDA>);
   nvfuser.register_impl("index_put", loop_index_reduce<DeviceKind::CUDA>);
+  nvfuser.register_impl("embedding_bag", [](const Trace& t, const BoundSymbol& s) {
+    return moves<DeviceKind::CUDA>(t, s) && is_floating(t.type(s.inputs[0].value).dtype);
+  });
   for (const char* name : {"sort", "topk"}) nvfuser.register_impl(name, loop_sort<DeviceKind::CUDA>);
   // codegen/nvfuser/sampling.h: bilinear upsampling of floating tensors.
   nvfuser.register_impl("upsample_bilinear2d", [](const Trace& t, const BoundSymbol& s) {

@@ -1050,6 +1050,40 @@ TEST_CASE("index and index_put: adjacent and separated dims, broadcasting, negat
   check_against_torch(t, "index_index_put");
 }
 
+// embedding_bag: sum, mean and max bags from offsets (with include_last_offset, and repeats making empty bags),
+// from 2-D indices, with padding_idx and per-sample weights; int64 and int32 indices. Offsets made in the trace:
+// 0, then three sorted values in [0, 7]. Inputs in [0, 10).
+TEST_CASE("embedding_bag: modes, offsets, empty bags, padding_idx, per-sample weights") {
+  auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
+  for (DType it : {DType::Int64, DType::Int32}) {
+    CAPTURE(dtype_name(it));
+    Trace t;
+    ValueId w = t.add_input("w", f32({10, 4})), idx = t.add_input("idx", ty(it, {7})), psw = t.add_input("psw", f32({7}));
+    ValueId r = t.emit1(op("minimum"), {T(t.add_input("r", ty(it, {3}))), Operand::number(Scalar(std::int64_t{7}))}, {});
+    ValueId sorted = t.emit(op("sort"), {T(r)}, {{"stable", true}})[0];
+    ValueId first = t.emit1(op("slice"), {T(sorted)}, {{"dim", std::int64_t{0}}, {"start", std::int64_t{0}}, {"end", std::int64_t{1}}});
+    ValueId zero = t.emit1(op("mul"), {T(first), Operand::number(Scalar(std::int64_t{0}))}, {});
+    ValueId off = t.emit1(op("cat"), {T(zero), T(sorted)}, {{"dim", std::int64_t{0}}});
+    ValueId rows2 = t.emit1(op("reshape"), {T(t.emit1(op("slice"), {T(idx)}, {{"dim", std::int64_t{0}}, {"start", std::int64_t{0}}, {"end", std::int64_t{6}}}))},
+                            {{"shape", IntList{2, 3}}});
+    std::vector<ValueId> outs;
+    auto bag = [&](ValueId indices, Operand offsets, Operand weights, std::int64_t mode, bool last, AttrValue padding = None{}) {
+      outs.push_back(t.emit1(op("embedding_bag"), {T(w), T(indices), offsets, weights},
+                             {{"mode", mode}, {"include_last_offset", last}, {"padding_idx", padding}}));
+    };
+    for (std::int64_t mode : {0, 1, 2}) {
+      bag(idx, T(off), Operand::none(), mode, false);
+      if (mode != 2) bag(idx, T(off), Operand::none(), mode, true);  // LibTorch 1.13's max with it corrupts its heap
+      bag(idx, T(off), Operand::none(), mode, false, std::int64_t{3});
+      bag(rows2, Operand::none(), Operand::none(), mode, false);
+    }
+    bag(idx, T(off), T(psw), 0, false);
+    t.set_outputs(outs);
+    check_native(t, {"embedding_bag"});
+    check_against_torch(t, std::string("embedding_bag_") + dtype_short_name(it));
+  }
+}
+
 #ifndef THUNDERC_CONFORMANCE_NVFUSER
 TEST_CASE("index_select and gather: an index out of range fails the call with a message, as ATen raises") {
   auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
