@@ -47,11 +47,68 @@ cuda::KernelLaunch upsample_bilinear2d_kernel(const std::string& name, const Tra
   return grid_stride_kernel(name, o.numel(), {C + "* __restrict__ o", "const " + C + "* __restrict__ x"}, body);
 }
 
+// grid_sampler_2d(x [N, C, H, W], grid [N, OH, OW, 2]) -> [N, C, OH, OW], bilinear or nearest, zeros, border or
+// reflection padding: a thread per output element, with the cpp kernel's arithmetic (codegen/cpp/resample.cpp,
+// ATen's grid_sampler_compute_source_index).
+cuda::KernelLaunch grid_sampler_2d_kernel(const std::string& name, const Trace& t, const BoundSymbol& sym) {
+  const TensorType &a = t.type(sym.inputs[0].value), &o = t.type(sym.outputs[0]);
+  const std::string A = loops::atype(a.dtype), C = loops::ctype(a.dtype);
+  const bool align = sym.attrs.get_bool("align_corners"), nearest = sym.attrs.get_int("interpolation_mode") == 1;
+  const std::int64_t padding = sym.attrs.get_int("padding_mode");
+  const std::int64_t CH = a.shape[1], H = a.shape[2], W = a.shape[3], OH = o.shape[2], OW = o.shape[3];
+  std::vector<std::string> body = {
+      "const long long at_ = e_ % " + S(OH * OW) + ", c_ = (e_ / " + S(OH * OW) + ") % " + S(CH) + ", n_ = e_ / " + S(CH * OH * OW) + ";",
+      "const long long p_ = n_ * " + S(OH * OW) + " + at_;  // the grid position"};
+  // The source position of grid coordinate `g` along an axis of `size` pixels into `c` (declared here).
+  auto source = [&](const std::string& c, const std::string& g, std::int64_t size) {
+    body.push_back(A + " " + c + " = (" + A + ")grid[" + g + "];");
+    body.push_back(align ? c + " = (" + c + " + 1) / 2 * (" + A + ")" + S(size - 1) + ";"
+                         : c + " = ((" + c + " + 1) * (" + A + ")" + S(size) + " - 1) / 2;");
+    if (padding == 2) {  // reflect about the borders (pixel centres with align_corners, pixel edges without)
+      const std::string lo = align ? "(" + A + ")0" : "(" + A + ")-0.5", span = "(" + A + ")" + S(align ? size - 1 : size);
+      body.push_back("if (" + span + " > 0) {");
+      body.push_back("  const " + A + " in_ = std::abs(" + c + " - " + lo + "), extra_ = std::fmod(in_, " + span + ");");
+      body.push_back("  const long long flips_ = (long long)std::floor(in_ / " + span + ");");
+      body.push_back("  " + c + " = flips_ % 2 == 0 ? extra_ + " + lo + " : " + span + " - extra_ + " + lo + ";");
+      body.push_back("} else {");
+      body.push_back("  " + c + " = 0;");
+      body.push_back("}");
+    }
+    if (padding != 0) body.push_back(c + " = std::min((" + A + ")" + S(size - 1) + ", std::max(" + c + ", (" + A + ")0));");
+    body.push_back("if (std::isnan(" + c + ") || std::isinf(" + c + ") || " + c + " > (" + A + ")2147483646 || " + c + " < (" + A +
+                   ")-2147483648.0) " + c + " = -100;  // never in range");
+  };
+  source("ix_", "2 * p_", W);
+  source("iy_", "2 * p_ + 1", H);
+  const std::string plane = "x + (n_ * " + S(CH) + " + c_) * " + S(H * W);
+  auto inside = [&](const std::string& xx, const std::string& yy) {
+    return "(" + xx + " >= 0 && " + xx + " < " + S(W) + " && " + yy + " >= 0 && " + yy + " < " + S(H) + ")";
+  };
+  body.push_back("const " + C + "* plane_ = " + plane + ";");
+  if (nearest) {
+    body.push_back("const long long xn_ = (long long)std::nearbyint(ix_), yn_ = (long long)std::nearbyint(iy_);");
+    body.push_back("o[e_] = " + inside("xn_", "yn_") + " ? (" + A + ")plane_[yn_ * " + S(W) + " + xn_] : (" + A + ")0;");
+  } else {
+    body.push_back("const " + A + " xw_ = std::floor(ix_), yw_ = std::floor(iy_);");
+    body.push_back("const long long x0_ = (long long)xw_, y0_ = (long long)yw_;");
+    body.push_back("const " + A + " ex_ = ix_ - xw_, w1_ = 1 - ex_, sy_ = iy_ - yw_, n1_ = 1 - sy_;");
+    body.push_back(A + " v_ = 0;");
+    body.push_back("if " + inside("x0_", "y0_") + " v_ += plane_[y0_ * " + S(W) + " + x0_] * (n1_ * w1_);");
+    body.push_back("if " + inside("x0_ + 1", "y0_") + " v_ += plane_[y0_ * " + S(W) + " + x0_ + 1] * (n1_ * ex_);");
+    body.push_back("if " + inside("x0_", "y0_ + 1") + " v_ += plane_[(y0_ + 1) * " + S(W) + " + x0_] * (sy_ * w1_);");
+    body.push_back("if " + inside("x0_ + 1", "y0_ + 1") + " v_ += plane_[(y0_ + 1) * " + S(W) + " + x0_ + 1] * (sy_ * ex_);");
+    body.push_back("o[e_] = v_;");
+  }
+  return grid_stride_kernel(name, o.numel(),
+                            {C + "* __restrict__ o", "const " + C + "* __restrict__ x", "const " + C + "* __restrict__ grid"}, body);
+}
+
 }  // namespace
 
-bool is_cuda_sampling_op(const std::string& name) { return name == "upsample_bilinear2d"; }
+bool is_cuda_sampling_op(const std::string& name) { return name == "upsample_bilinear2d" || name == "grid_sampler_2d"; }
 
 cuda::KernelLaunch cuda_sampling_kernel(const std::string& name, const Trace& t, const BoundSymbol& sym) {
+  if (sym.op->name == "grid_sampler_2d") return grid_sampler_2d_kernel(name, t, sym);
   THUNDERC_CHECK(sym.op->name == "upsample_bilinear2d", "nvfuser: no sampling kernel for ", sym.op->name);
   return upsample_bilinear2d_kernel(name, t, sym);
 }
@@ -59,8 +116,11 @@ cuda::KernelLaunch cuda_sampling_kernel(const std::string& name, const Trace& t,
 void emit_cuda_sampling(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
   const Trace& t = ctx.trace();
   if (t.type(sym.outputs[0]).numel() == 0) return;
-  emit_kernel_block(ctx, cuda_sampling_kernel(ctx.kernel_name(sym.op->name), t, sym), sym.outputs[0],
-                    {sym.inputs[0].value}, sym.op->name + " " + shape_str(t.type(sym.outputs[0]).shape), out);
+  std::vector<ValueId> inputs;
+  for (const Operand& in : sym.inputs)
+    if (in.is_tensor()) inputs.push_back(in.value);
+  emit_kernel_block(ctx, cuda_sampling_kernel(ctx.kernel_name(sym.op->name), t, sym), sym.outputs[0], inputs,
+                    sym.op->name + " " + shape_str(t.type(sym.outputs[0]).shape), out);
 }
 
 }  // namespace thunderc

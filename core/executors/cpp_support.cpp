@@ -544,11 +544,15 @@ void register_nvfuser_impls(Executor& nvfuser) {
     return moves<DeviceKind::CUDA>(t, s) && is_floating(t.type(s.inputs[0].value).dtype);
   });
   for (const char* name : {"sort", "topk"}) nvfuser.register_impl(name, loop_sort<DeviceKind::CUDA>);
-  // codegen/nvfuser/sampling.h: bilinear upsampling of floating tensors.
-  nvfuser.register_impl("upsample_bilinear2d", [](const Trace& t, const BoundSymbol& s) {
-    return moves<DeviceKind::CUDA>(t, s) && is_floating(t.type(s.inputs[0].value).dtype);
-  });
-  nvfuser.run_alone("upsample_bilinear2d");
+  // codegen/nvfuser/sampling.h: bilinear upsampling and grid sampling (bicubic stays with others) of floating
+  // tensors, as cpu_sampling.
+  for (const char* name : {"upsample_bilinear2d", "grid_sampler_2d"}) {
+    nvfuser.register_impl(name, [](const Trace& t, const BoundSymbol& s) {
+      if (s.op->name == "grid_sampler_2d" && s.attrs.get_int("interpolation_mode") == 2) return false;
+      return moves<DeviceKind::CUDA>(t, s) && is_floating(t.type(s.inputs[0].value).dtype);
+    });
+    nvfuser.run_alone(name);
+  }
   nvfuser.register_impl("scatter_reduce", [](const Trace& t, const BoundSymbol& s) {
     const TensorType& a = t.type(s.inputs[0].value);
     return moves<DeviceKind::CUDA>(t, s) && s.inputs[2].is_tensor() && a.rank() > 0 &&

@@ -1084,6 +1084,30 @@ TEST_CASE("embedding_bag: modes, offsets, empty bags, padding_idx, per-sample we
   }
 }
 
+// grid_sampler_2d: bilinear and nearest, zeros, border and reflection padding, with and without align_corners,
+// grid positions partly outside [-1, 1]; a one-pixel-wide input (reflection about a single pixel); float64.
+TEST_CASE("grid_sampler_2d: modes, padding, align_corners, positions outside the image") {
+  for (const DType d : {DType::Float32, DType::Float64}) {
+    CAPTURE(dtype_name(d));
+    auto type = [&](Shape s) { return d == DType::Float64 ? f64(std::move(s)) : f32(std::move(s)); };
+    Trace t;
+    ValueId x = t.add_input("x", type({2, 3, 5, 6})), thin = t.add_input("thin", type({2, 1, 3, 1}));
+    ValueId grid = t.emit1(op("mul"), {T(t.emit1(op("tanh"), {T(t.add_input("g", type({2, 4, 7, 2})))}, {})), N(1.2)}, {});
+    std::vector<ValueId> outs;
+    for (std::int64_t mode : {0, 1})
+      for (std::int64_t padding : {0, 1, 2})
+        for (bool align : {false, true})
+          outs.push_back(t.emit1(op("grid_sampler_2d"), {T(x), T(grid)},
+                                 {{"interpolation_mode", mode}, {"padding_mode", padding}, {"align_corners", align}}));
+    for (bool align : {false, true})
+      outs.push_back(t.emit1(op("grid_sampler_2d"), {T(thin), T(grid)},
+                             {{"interpolation_mode", std::int64_t{0}}, {"padding_mode", std::int64_t{2}}, {"align_corners", align}}));
+    t.set_outputs(outs);
+    check_native(t, {"grid_sampler_2d"});
+    check_against_torch(t, std::string("grid_sampler_") + dtype_short_name(d), false, d == DType::Float64 ? kF64 : Tol{});
+  }
+}
+
 #ifndef THUNDERC_CONFORMANCE_NVFUSER
 TEST_CASE("index_select and gather: an index out of range fails the call with a message, as ATen raises") {
   auto ty = [](DType d, Shape s) { return TensorType{d, std::move(s), Device::cpu()}; };
