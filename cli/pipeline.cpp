@@ -19,6 +19,7 @@
 #include "core/ir/verifier.h"
 #include "core/transforms/autocast.h"
 #include "core/transforms/autodiff.h"
+#include "core/transforms/channels_last.h"
 #include "core/transforms/decompose.h"
 #include "core/transforms/value_bounds.h"
 #include "core/util/diagnostics.h"
@@ -369,7 +370,7 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
   // The passes on an imported specialization; `bounded` builds the bounded variant (its dumps go to a
   // "bounded" folder inside dump_dir).
   auto passes_one = [&](SpecializedTrace s, const std::string& prefix, const std::string& where, std::string dump_dir,
-                        bool bounded) {
+                        bool bounded, std::vector<bool> nhwc_outputs = {}) {
     std::unique_ptr<TraceDumper> dumper;
     if (!dump_dir.empty()) {  // 00-<importer>.txt, then one file per pass
       if (bounded) dump_dir = (std::filesystem::path(dump_dir) / "bounded").string();
@@ -378,6 +379,7 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     }
     TransformContext ctx = context;
     ctx.bounded_inputs = bounded;
+    ctx.nhwc_outputs = std::move(nhwc_outputs);
     CliObserver observer(progress, dumper.get(), options.verbose, bounded ? where + "[bounded] " : where, result.timings,
                          s.trace.symbols().size());
     try {
@@ -415,9 +417,37 @@ PipelineResult run_pipeline(const PipelineOptions& options) {
     auto sub = [&](const char* part) {
       return dump_dir.empty() ? std::string() : (std::filesystem::path(dump_dir) / part).string();
     };
+    // The saved tensors may stay channels-last where the forward's channels-last pass computes them so (its
+    // onednn convolutions and the ops between them); the backward then takes those in NHWC, and its own pass
+    // runs the convolution gradients and the ops between them on them as they are (no layout change at the
+    // boundary). Which ones: those whose type the forward's passes changed.
+    std::vector<bool> nhwc_saved(tt->forward.outputs().size(), false);
+    std::vector<TensorType> before;
+    for (ValueId v : tt->forward.outputs()) before.push_back(tt->forward.type(v));
+    for (std::size_t j = 0; j < tt->saved.size(); ++j) nhwc_saved.at(tt->num_outputs + j) = true;
     SpecializedTrace fwd = s;
     fwd.trace = std::move(tt->forward);
-    fwd = passes_one(std::move(fwd), prefix, where + "[forward] ", sub("forward"), false);
+    fwd = passes_one(std::move(fwd), prefix, where + "[forward] ", sub("forward"), false, nhwc_saved);
+    const std::size_t first_saved_input = tt->parameters.size();  // backward(parameters..., saved..., grads...)
+    THUNDERC_CHECK(tt->backward.inputs().size() >= first_saved_input + tt->saved.size(),
+                   "--autograd: the backward has ", tt->backward.inputs().size(), " inputs for ",
+                   tt->parameters.size(), " parameters and ", tt->saved.size(), " saved tensors");
+    std::vector<bool> nhwc_inputs(tt->backward.inputs().size(), false);
+    bool any_nhwc = false;
+    for (std::size_t j = 0; j < tt->saved.size(); ++j) {
+      const std::size_t k = tt->num_outputs + j;
+      const TensorType& now = fwd.trace.type(fwd.trace.outputs().at(k));
+      if (now.shape == before[k].shape) continue;
+      const Shape& b = before[k].shape;
+      THUNDERC_CHECK(tt->backward.type(tt->backward.inputs().at(first_saved_input + j)) == before[k],
+                     "--autograd: the backward's input for saved tensor ", j, " is not ", before[k].str());
+      THUNDERC_CHECK(b.size() == 4 && (now.shape == Shape{b[0], b[2], b[3], b[1]}), "--autograd: saved tensor ", j,
+                     " changed from ", before[k].str(), " to ", now.str(), " in the forward's passes");
+      tt->saved[j] = now;
+      nhwc_inputs.at(first_saved_input + j) = true;
+      any_nhwc = true;
+    }
+    if (any_nhwc) tt->backward = with_nhwc_inputs(tt->backward, nhwc_inputs);
     SpecializedTrace bwd = std::move(s);
     bwd.trace = std::move(tt->backward);
     bwd = passes_one(std::move(bwd), prefix + "backward: ", where + "[backward] ", sub("backward"), false);

@@ -71,14 +71,87 @@ void emit_max_pool2d_backward(const EmitContext& ctx, const BoundSymbol& sym, So
   out.line("}");
 }
 
+// max_pool2d_backward_nhwc(grad, a) on [N, H, W, C] tensors (a training backward's channels-last pass): the same
+// windows, picks and sums as above, per channel, vectorized along the channels. One task per image and block of
+// 16 channels (in parallel); within a task the output positions go in order, each finding its window's pick
+// for every channel of the block, then adding its gradient where the pick is (0 elsewhere, which leaves the sum
+// as it is), so every input position sums its windows' gradients in output order, as ATen.
+void emit_max_pool2d_backward_nhwc(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
+  const Trace& t = ctx.trace();
+  const TensorType& a = t.type(sym.inputs[1].value);
+  const TensorType& g = t.type(sym.inputs[0].value);
+  const std::int64_t n = a.shape[0], h = a.shape[1], w = a.shape[2], c = a.shape[3], oh = g.shape[1], ow = g.shape[2];
+  const IntList k = pair(sym.attrs, "kernel_size"), s = pair(sym.attrs, "stride", k), p = pair(sym.attrs, "padding"),
+                d = pair(sym.attrs, "dilation", {1, 1});
+  const std::string A = loops::atype(a.dtype), C = loops::ctype(a.dtype);
+  const std::int64_t block = 16, blocks = (c + block - 1) / block;
+  out.line("{");
+  out.indent();
+  out.comment("max_pool2d_backward (NHWC): " + std::to_string(n) + " images " + shape_str(Shape{oh, ow}) + " -> " +
+              shape_str(Shape{h, w}) + ", " + std::to_string(c) + " channels");
+  pointer(ctx, out, "gy", sym.inputs[0].value, true);
+  pointer(ctx, out, "x", sym.inputs[1].value, true);
+  pointer(ctx, out, "gx", sym.outputs[0], false);
+  out.line(parallel_for_if(n * c * (h * w + oh * ow * k[0] * k[1] * 2)));
+  out.line("for (int64_t task = 0; task < " + S(n * blocks) + "; ++task) {");
+  out.line("  const int64_t c0 = (task % " + S(blocks) + ") * " + S(block) + ";");
+  out.line("  const int64_t nc = std::min<int64_t>(" + S(block) + ", " + S(c) + " - c0);");
+  out.line("  const " + C + "* in = x + (task / " + S(blocks) + ") * " + S(h * w * c) + " + c0;");
+  out.line("  const " + C + "* go = gy + (task / " + S(blocks) + ") * " + S(oh * ow * c) + " + c0;");
+  out.line("  " + C + "* gi = gx + (task / " + S(blocks) + ") * " + S(h * w * c) + " + c0;");
+  out.line("  for (int64_t i = 0; i < " + S(h * w) + "; ++i)");
+  out.line("    for (int64_t ch = 0; ch < nc; ++ch) gi[i * " + S(c) + " + ch] = 0;");
+  out.line("  for (int64_t oh = 0; oh < " + S(oh) + "; ++oh) {");
+  out.line("    int64_t hs = oh * " + S(s[0]) + " - " + S(p[0]) + ";");
+  out.line("    const int64_t he = std::min<int64_t>(hs + " + S((k[0] - 1) * d[0] + 1) + ", " + S(h) + ");");
+  out.line("    while (hs < 0) hs += " + S(d[0]) + ";");
+  out.line("    for (int64_t ow = 0; ow < " + S(ow) + "; ++ow) {");
+  out.line("      int64_t ws = ow * " + S(s[1]) + " - " + S(p[1]) + ";");
+  out.line("      const int64_t we = std::min<int64_t>(ws + " + S((k[1] - 1) * d[1] + 1) + ", " + S(w) + ");");
+  out.line("      while (ws < 0) ws += " + S(d[1]) + ";");
+  out.line("      " + A + " best[" + S(block) + "];");
+  out.line("      int64_t at[" + S(block) + "];");
+  out.line("      for (int64_t ch = 0; ch < " + S(block) + "; ++ch) {");
+  out.line("        best[ch] = -std::numeric_limits<" + A + ">::infinity();");
+  out.line("        at[ch] = hs * " + S(w) + " + ws;");
+  out.line("      }");
+  out.line("      for (int64_t h = hs; h < he; h += " + S(d[0]) + ")");
+  out.line("        for (int64_t w = ws; w < we; w += " + S(d[1]) + ") {");
+  out.line("          const " + C + "* px = in + (h * " + S(w) + " + w) * " + S(c) + ";");
+  out.line("          const int64_t idx = h * " + S(w) + " + w;");
+  out.line("          #pragma omp simd");
+  out.line("          for (int64_t ch = 0; ch < nc; ++ch) {");
+  out.line("            const " + A + " v = px[ch];");
+  out.line("            const bool take = v > best[ch] || v != v;  // NaN wins, as ATen");
+  out.line("            best[ch] = take ? v : best[ch];");
+  out.line("            at[ch] = take ? idx : at[ch];");
+  out.line("          }");
+  out.line("        }");
+  out.line("      const " + C + "* pg = go + (oh * " + S(ow) + " + ow) * " + S(c) + ";");
+  out.line("      for (int64_t h = hs; h < he; h += " + S(d[0]) + ")");
+  out.line("        for (int64_t w = ws; w < we; w += " + S(d[1]) + ") {");
+  out.line("          " + C + "* pi = gi + (h * " + S(w) + " + w) * " + S(c) + ";");
+  out.line("          const int64_t idx = h * " + S(w) + " + w;");
+  out.line("          #pragma omp simd");
+  out.line("          for (int64_t ch = 0; ch < nc; ++ch) pi[ch] += at[ch] == idx ? pg[ch] : " + C + "(0);");
+  out.line("        }");
+  out.line("    }");
+  out.line("  }");
+  out.line("}");
+  out.dedent();
+  out.line("}");
+}
+
 }  // namespace
 
 bool is_cpp_pool3d_op(const std::string& name) {
-  return name == "max_pool3d" || name == "avg_pool3d" || name == "adaptive_avg_pool3d" || name == "max_pool2d_backward";
+  return name == "max_pool3d" || name == "avg_pool3d" || name == "adaptive_avg_pool3d" ||
+         name == "max_pool2d_backward" || name == "max_pool2d_backward_nhwc";
 }
 
 void emit_cpp_pool3d(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
   if (sym.op->name == "max_pool2d_backward") return emit_max_pool2d_backward(ctx, sym, out);
+  if (sym.op->name == "max_pool2d_backward_nhwc") return emit_max_pool2d_backward_nhwc(ctx, sym, out);
   const Trace& t = ctx.trace();
   const TensorType &a = t.type(sym.inputs[0].value), &o = t.type(sym.outputs[0]);
   const std::string& name = sym.op->name;

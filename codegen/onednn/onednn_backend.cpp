@@ -151,25 +151,30 @@ IntList two(const BoundSymbol& conv, const char* name) {
 void OnednnBackend::emit_symbol(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
   const BoundSymbol& head = sym.is_region() ? sym.subsymbols[0] : sym;
   if (head.op->name == "linear") return emit_linear(ctx, sym, out);
-  if (head.op->name == "conv2d_backward_input" || head.op->name == "conv2d_backward_weight")
-    return emit_conv2d_backward(ctx, sym, out);
+  if (head.op->name.rfind("conv2d_backward_", 0) == 0) return emit_conv2d_backward(ctx, sym, out);
   emit_conv2d(ctx, sym, out);
 }
 
 void OnednnBackend::emit_conv2d_backward(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) const {
   const Trace& t = ctx.trace();
   THUNDERC_CHECK(!sym.is_region(), "onednn: a region around '", sym.op->name, "'");
-  const bool weights = sym.op->name == "conv2d_backward_weight";
-  const TensorType &g = t.type(sym.inputs[0].value), &b = t.type(sym.inputs[1].value), &r = t.type(sym.outputs[0]);
-  const TensorType &x = weights ? b : r, &w = weights ? r : b;
+  const std::string& name = sym.op->name;
+  const bool weights = name == "conv2d_backward_weight" || name == "conv2d_backward_weight_nhwc";
+  // conv2d_backward_*_nhwc (the channels-last pass): the gradient and the activation [N, H, W, C].
+  const bool channels_last = name.size() > 5 && name.compare(name.size() - 5, 5, "_nhwc") == 0;
+  TensorType g = t.type(sym.inputs[0].value), b = t.type(sym.inputs[1].value), r = t.type(sym.outputs[0]);
+  TensorType &x = weights ? b : r, &w = weights ? r : b;
   THUNDERC_CHECK(x.rank() == 4 && w.rank() == 4 && g.rank() == 4, "onednn: ", sym.op->name, " of rank ", x.rank());
+  if (channels_last)  // [n, h, w, c] -> the NCHW sizes the spec lists
+    for (TensorType* v : {&x, &g}) v->shape = {v->shape[0], v->shape[3], v->shape[1], v->shape[2]};
   const IntList st = two(sym, "stride"), pd = two(sym, "padding"), dl = two(sym, "dilation");
   const std::vector<std::int64_t> sizes = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2],
                                           w.shape[3], st[0], st[1], pd[0], pd[1], dl[0], dl[1],
-                                          sym.attrs.get_int("groups"), g.shape[2], g.shape[3], 0, 0, 0, 0};
+                                          sym.attrs.get_int("groups"), g.shape[2], g.shape[3], 0, 0,
+                                          channels_last ? 1 : 0, 0};
   const std::string what = std::string(weights ? "conv2d weight gradient " : "conv2d input gradient ") +
                            shape_str(g.shape) + " -> " + shape_str(r.shape) + ", kernel " + std::to_string(w.shape[2]) +
-                           "x" + std::to_string(w.shape[3]);
+                           "x" + std::to_string(w.shape[3]) + (channels_last ? ", NHWC" : "");
   auto data = [&](ValueId v) { return "static_cast<const float*>(" + ctx.buffer(v) + ".data)"; };
   out.line("{  " + c_comment("oneDNN: " + what));
   out.indent();

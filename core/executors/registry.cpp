@@ -115,8 +115,8 @@ double conv_macs(const Trace& trace, const BoundSymbol& sym) {
   const std::string& name = sym.op->name;
   const bool forward = name == "conv2d" || name == "conv2d_nhwc";
   const Shape& y = forward ? trace.type(sym.outputs[0]).shape : trace.type(sym.inputs[0].value).shape;
-  const Shape& w = name == "conv2d_backward_weight" ? trace.type(sym.outputs[0]).shape
-                                                    : trace.type(sym.inputs[1].value).shape;
+  const bool weight_grad = name == "conv2d_backward_weight" || name == "conv2d_backward_weight_nhwc";
+  const Shape& w = weight_grad ? trace.type(sym.outputs[0]).shape : trace.type(sym.inputs[1].value).shape;
   double macs = 1;
   for (std::int64_t d : y) macs *= static_cast<double>(d);
   for (std::size_t i = 1; i < w.size(); ++i) macs *= static_cast<double>(w[i]);
@@ -139,8 +139,8 @@ bool onednn_conv_checker(const Trace& trace, const BoundSymbol& sym) {
          conv_macs(trace, sym) >= kOnednnTrainingMinMacs;
 }
 
-// onednn conv2d_backward_input / _weight (--autograd's convolution gradients): oneDNN's backward primitives, for
-// convolutions of at least kOnednnTrainingMinMacs.
+// onednn conv2d_backward_input / _weight (--autograd's convolution gradients) and their channels-last forms:
+// oneDNN's backward primitives, for convolutions of at least kOnednnTrainingMinMacs.
 bool onednn_conv_backward_checker(const Trace& trace, const BoundSymbol& sym) {
   return onednn_operands(trace, sym, false) && conv_macs(trace, sym) >= kOnednnTrainingMinMacs;
 }
@@ -226,6 +226,8 @@ std::vector<std::unique_ptr<Executor>> make_executors() {
   dn1->register_impl("linear", onednn_linear_checker);
   dn1->register_impl("conv2d_backward_input", onednn_conv_backward_checker);
   dn1->register_impl("conv2d_backward_weight", onednn_conv_backward_checker);
+  dn1->register_impl("conv2d_backward_input_nhwc", onednn_conv_backward_checker);
+  dn1->register_impl("conv2d_backward_weight_nhwc", onednn_conv_backward_checker);
   out.push_back(std::move(dn1));
 
   Executor::Info nvfuser;

@@ -85,18 +85,23 @@ std::vector<TensorType> pool_meta(const MetaArgs& m, bool has_dilation) {
 
 // The meta function of the channels-last form of `nchw_op`: input 0 is [N, H, W, C]; the output is the NCHW
 // operator's, permuted the same way.
-MetaFn channels_last_meta(std::string nchw_op) {
-  return [nchw_op](const MetaArgs& m) {
-    const TensorType& a = m.tensor(0);
-    if (a.rank() != 4) user_error(m.op.name, ": expected a 4-D [N, H, W, C] input, got ", shape_str(a.shape));
-    TensorType nchw = a;
-    nchw.shape = {a.shape[0], a.shape[3], a.shape[1], a.shape[2]};
+// `nhwc_inputs`: how many leading operands are [N, H, W, C] (the others as the NCHW operator takes them);
+// `nhwc_output`: whether the result is too (conv2d_backward_weight_nhwc's is a weight, OIHW).
+MetaFn channels_last_meta(std::string nchw_op, std::size_t nhwc_inputs = 1, bool nhwc_output = true) {
+  return [nchw_op, nhwc_inputs, nhwc_output](const MetaArgs& m) {
     std::vector<OperandInfo> inputs = m.inputs;
-    inputs[0].tensor = &nchw;
+    std::vector<TensorType> nchw(nhwc_inputs);
+    for (std::size_t i = 0; i < nhwc_inputs; ++i) {
+      const TensorType& a = m.tensor(i);
+      if (a.rank() != 4) user_error(m.op.name, ": expected a 4-D [N, H, W, C] input, got ", shape_str(a.shape));
+      nchw[i] = a;
+      nchw[i].shape = {a.shape[0], a.shape[3], a.shape[1], a.shape[2]};
+      inputs[i].tensor = &nchw[i];
+    }
     const OpDef& def = op(nchw_op);
     std::vector<TensorType> out = def.meta(MetaArgs{def, inputs, m.attrs});
     Shape& s = out[0].shape;
-    s = {s[0], s[2], s[3], s[1]};
+    if (nhwc_output) s = {s[0], s[2], s[3], s[1]};
     return out;
   };
 }
@@ -617,6 +622,25 @@ void register_nn_ops(OpRegistry& r) {
     const OpDef* nchw = r.find(name);
     r.add({std::string(name) + "_nhwc", nchw->category, nchw->inputs, nchw->attrs, channels_last_meta(name),
            std::string(name) + " on channels-last tensors: [N, H, W, C] in, [N, H', W', C'] out"});
+  }
+  // conv2d's gradients on channels-last tensors (the channels-last pass, in a training backward that onednn runs):
+  // the output gradient [N, OH, OW, K] and, for the weight's, the input [N, H, W, C]; the input's gradient is
+  // [N, H, W, C], the weight's OIHW as before. Attributes as the NCHW operator's (input_size stays NCHW).
+  // max_pool2d's gradient on channels-last tensors: the gradient [N, OH, OW, C] and the input [N, H, W, C] in, the
+  // input's gradient [N, H, W, C] out (the same positions and sums as max_pool2d_backward, per channel).
+  r.add({"max_pool2d_backward_nhwc", OpCategory::Pooling, r.find("max_pool2d_backward")->inputs,
+         r.find("max_pool2d_backward")->attrs, channels_last_meta("max_pool2d_backward", 2, true),
+         "max_pool2d_backward on channels-last tensors: the gradient [N, OH, OW, C] and the input [N, H, W, C] in, "
+         "[N, H, W, C] out"});
+  for (const char* name : {"conv2d_backward_input", "conv2d_backward_weight"}) {
+    const OpDef* nchw = r.find(name);
+    const bool input = std::string(name) == "conv2d_backward_input";
+    r.add({std::string(name) + "_nhwc", nchw->category, nchw->inputs, nchw->attrs,
+           channels_last_meta(name, input ? 1 : 2, input),
+           input ? std::string("conv2d_backward_input on channels-last tensors: the gradient [N, OH, OW, K] in, "
+                               "[N, H, W, C] out")
+                 : std::string("conv2d_backward_weight on channels-last tensors: the gradient [N, OH, OW, K] and "
+                               "the input [N, H, W, C] in, the weight's gradient [K, C/groups, R, S] out")});
   }
   // padding_idx and scale_grad_by_freq change only the gradient (set by the importers when not -1 / false).
   r.add({"embedding", OpCategory::Indexing, {{"weight"}, {"indices"}},

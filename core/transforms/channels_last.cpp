@@ -30,7 +30,12 @@ class ChannelsLast {
       if (!rewrite(s)) keep(s);
     }
     std::vector<ValueId> outputs;
-    for (ValueId v : in_.outputs()) outputs.push_back(nchw(v));
+    const std::vector<bool>& may = ctx_.nhwc_outputs;
+    for (std::size_t k = 0; k < in_.outputs().size(); ++k) {
+      const ValueId v = in_.outputs()[k];
+      outputs.push_back(k < may.size() && may[k] && is_nhwc(v) && nhwc_differs(in_.type(v).shape) ? nhwc_.at(v)
+                                                                                                   : nchw(v));
+    }
     out_.set_outputs(std::move(outputs));
     return std::move(out_);
   }
@@ -46,6 +51,11 @@ class ChannelsLast {
   }
 
   bool is_nhwc(ValueId v) const { return nhwc_.count(v) != 0; }
+
+  // An output is left NHWC only where that changes its shape, so that the caller tells the two apart by it.
+  static bool nhwc_differs(const Shape& s) {
+    return s.size() == 4 && Shape{s[0], s[2], s[3], s[1]} != s;
+  }
 
   // The out_ value holding v in NCHW: v itself unless it was rewritten, or computed only in NHWC.
   ValueId nchw(ValueId v) {
@@ -95,6 +105,24 @@ class ChannelsLast {
     const std::string& name = s.op->name;
     const TensorType& y = in_.type(s.outputs[0]);
 
+    // permute(v, [0, 3, 1, 2]) of a 4-D v that is no NHWC form itself: v is that value's NHWC form (a training
+    // backward's input saved in NHWC by its forward: with_nhwc_inputs), so readers that can take NHWC read v.
+    if (name == "permute" && s.attrs.get_ints("dims") == kToNchw && in_.type(s.inputs[0].value).rank() == 4 &&
+        !is_nhwc(s.inputs[0].value)) {
+      produced_nhwc(s, nchw(s.inputs[0].value));
+      return true;
+    }
+    if ((name == "conv2d_backward_input" || name == "conv2d_backward_weight") &&
+        is_onednn(first_claimer(ctx_, in_, s))) {
+      // The gradient (and, for the weight's, the forward's input) NHWC; the input's gradient comes out NHWC.
+      const bool input = name == "conv2d_backward_input";
+      std::vector<Operand> ins = {Operand::tensor(nhwc(s.inputs[0].value)),
+                                  input ? resolved(s.inputs[1]) : Operand::tensor(nhwc(s.inputs[1].value))};
+      auto v = try_emit(name + "_nhwc", ins, s.attrs, s.source, is_onednn);
+      if (v && input) produced_nhwc(s, *v);
+      if (v && !input) renamed_[s.outputs[0]] = *v;
+      return v.has_value();
+    }
     if (name == "conv2d" && in_.type(s.inputs[0].value).rank() == 4 && is_onednn(first_claimer(ctx_, in_, s))) {
       std::vector<Operand> ins = {Operand::tensor(nhwc(s.inputs[0].value))};
       for (std::size_t i = 1; i < s.inputs.size(); ++i) ins.push_back(resolved(s.inputs[i]));
@@ -110,6 +138,13 @@ class ChannelsLast {
       for (const Operand& o : s.inputs) ins.push_back(broadcast_operand(o));
       produced_nhwc(s, out_.emit1(*s.op, std::move(ins), s.attrs, s.source));
       return true;
+    }
+    if (name == "batch_norm" && is_nhwc(x) && y.rank() == 4) return batch_norm(s, x);
+    if (name == "max_pool2d_backward" && y.rank() == 4) {  // either operand NHWC: both are read so
+      auto v = try_emit("max_pool2d_backward_nhwc", {Operand::tensor(nhwc(x)), Operand::tensor(nhwc(s.inputs[1].value))},
+                        s.attrs, s.source, is_native);
+      if (v) produced_nhwc(s, *v);
+      return v.has_value();
     }
     if ((name == "max_pool2d" || name == "avg_pool2d") && is_nhwc(x)) {
       auto v = try_emit(name + "_nhwc", {Operand::tensor(nhwc_.at(x))}, s.attrs, s.source, is_native);
@@ -133,6 +168,30 @@ class ChannelsLast {
     }
     if ((name == "sum" || name == "mean" || name == "amax" || name == "amin") && is_nhwc(x)) return reduce(s, x);
     return false;
+  }
+
+  // batch_norm with running statistics (a training forward's, whose weights are parameters fold-batchnorm cannot
+  // fold into the convolution) of an NHWC value, as the cpp executor computes it (ATen's inference kernel):
+  // alpha = weight / sqrt(var + eps), beta = bias - mean * alpha, y = x * alpha + beta, with [C] statistics that
+  // broadcast along NHWC's last dim.
+  bool batch_norm(const BoundSymbol& s, ValueId x) {
+    for (std::size_t i : {3, 4})
+      if (s.inputs.size() <= i || !s.inputs[i].is_tensor() || in_.type(s.inputs[i].value).rank() != 1) return false;
+    for (std::size_t i : {1, 2})
+      if (s.inputs.size() > i && s.inputs[i].is_tensor() && in_.type(s.inputs[i].value).rank() != 1) return false;
+    auto vec = [&](std::size_t i) { return resolved(s.inputs[i]); };
+    auto has = [&](std::size_t i) { return s.inputs.size() > i && s.inputs[i].is_tensor(); };
+    const ValueId var_eps = out_.emit1(op("add"), {vec(4), Operand::number(s.attrs.get_float("eps"))}, {}, s.source);
+    const ValueId invstd = out_.emit1(op("reciprocal"), {Operand::tensor(out_.emit1(op("sqrt"), {Operand::tensor(var_eps)},
+                                                                                    {}, s.source))},
+                                      {}, s.source);
+    const ValueId alpha = has(1) ? out_.emit1(op("mul"), {Operand::tensor(invstd), vec(1)}, {}, s.source) : invstd;
+    const ValueId mean_alpha = out_.emit1(op("mul"), {vec(3), Operand::tensor(alpha)}, {}, s.source);
+    const ValueId beta = has(2) ? out_.emit1(op("sub"), {vec(2), Operand::tensor(mean_alpha)}, {}, s.source)
+                                : out_.emit1(op("neg"), {Operand::tensor(mean_alpha)}, {}, s.source);
+    const ValueId scaled = out_.emit1(op("mul"), {Operand::tensor(nhwc_.at(x)), Operand::tensor(alpha)}, {}, s.source);
+    produced_nhwc(s, out_.emit1(op("add"), {Operand::tensor(scaled), Operand::tensor(beta)}, {}, s.source));
+    return true;
   }
 
   // A reduction of an NHWC value: the same dims, renumbered. With keepdim the result is NHWC; without, it is the
@@ -179,7 +238,9 @@ bool claims_a_conv(const Trace& t, const TransformContext& ctx) {
   bool conv = false;
   for (const BoundSymbol& s : t.symbols()) {
     if (s.is_region()) return false;
-    conv = conv || (s.op->name == "conv2d" && is_onednn(first_claimer(ctx, t, s)));
+    const std::string& name = s.op->name;
+    conv = conv || ((name == "conv2d" || name == "conv2d_backward_input" || name == "conv2d_backward_weight") &&
+                    is_onednn(first_claimer(ctx, t, s)));
   }
   return conv;
 }
@@ -189,6 +250,40 @@ bool claims_a_conv(const Trace& t, const TransformContext& ctx) {
 Trace channels_last(const Trace& trace, const TransformContext& ctx) {
   if (!claims_a_conv(trace, ctx)) return trace;
   return ChannelsLast(trace, ctx).run();
+}
+
+Trace with_nhwc_inputs(const Trace& trace, const std::vector<bool>& nhwc_inputs) {
+  Trace out;
+  out.name = trace.name;
+  out.constructed_by = trace.constructed_by;
+  std::map<ValueId, ValueId> m;
+  std::vector<std::pair<ValueId, ValueId>> permuted;  // (input of `trace`, its NHWC input in `out`)
+  for (std::size_t k = 0; k < trace.inputs().size(); ++k) {
+    const ValueId v = trace.inputs()[k];
+    TensorType type = trace.type(v);
+    const bool nhwc = k < nhwc_inputs.size() && nhwc_inputs[k];
+    if (nhwc) {
+      THUNDERC_CHECK(type.rank() == 4, "with_nhwc_inputs: input ", k, " is ", type.str(), ", not 4-D");
+      type.shape = {type.shape[0], type.shape[2], type.shape[3], type.shape[1]};
+    }
+    m[v] = out.add_input(trace.value(v).source_name, type);
+    if (nhwc) permuted.emplace_back(v, m[v]);
+  }
+  for (ValueId c : trace.constants()) m[c] = out.add_constant(trace.value(c).source_name, trace.type(c), trace.value(c).data);
+  for (const auto& [v, held] : permuted)
+    m[v] = out.emit1(op("permute"), {Operand::tensor(held)}, Attrs{{"dims", kToNchw}});
+  for (const BoundSymbol& s : trace.symbols()) {
+    THUNDERC_CHECK(!s.is_region() && s.executor.empty(), "with_nhwc_inputs: a claimed or fused trace");
+    std::vector<Operand> ins = s.inputs;
+    for (Operand& o : ins)
+      if (o.is_tensor()) o.value = m.at(o.value);
+    const std::vector<ValueId> outs = out.emit(*s.op, std::move(ins), s.attrs, s.source);
+    for (std::size_t i = 0; i < outs.size(); ++i) m[s.outputs[i]] = outs[i];
+  }
+  std::vector<ValueId> outputs;
+  for (ValueId v : trace.outputs()) outputs.push_back(m.at(v));
+  out.set_outputs(std::move(outputs));
+  return out;
 }
 
 const Transform& channels_last_transform() {

@@ -23,6 +23,12 @@
 namespace thunderc {
 
 Trace channels_last(const Trace& trace, const TransformContext& ctx);
+
+// A training backward whose saved inputs its forward computed in NHWC (TransformContext::nhwc_outputs): the same
+// program with inputs k where nhwc_inputs[k] typed [N, H, W, C] and read through permute(., [0, 3, 1, 2]), which
+// the backward's channels-last pass folds (so its conv2d gradients and the ops between them read them as they are).
+// `trace`: unclaimed, without regions (as autodiff built it).
+Trace with_nhwc_inputs(const Trace& trace, const std::vector<bool>& nhwc_inputs);
 const Transform& channels_last_transform();
 
 }  // namespace thunderc

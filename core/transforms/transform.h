@@ -20,6 +20,10 @@ struct TransformContext {
   // A bounded variant (value_bounds.h): the runtime calls it only with finite inputs within a bound, so
   // `fusion` may fuse activations that turn NaN into a number where no NaN can arise.
   bool bounded_inputs = false;
+  // channels-last: the outputs (by index) it may leave [N, H, W, C] where it computes them so: a training
+  // forward's saved tensors, which the backward then reads as they are (with_nhwc_inputs in channels_last.h).
+  // It does so only where that changes the shape, so the caller tells which by the output's type.
+  std::vector<bool> nhwc_outputs;
 };
 
 // The executor that would claim `s` in `ctx`'s order: the first whose checker accepts it (null: none).

@@ -86,6 +86,29 @@ OPS_TEST_CASE("meta conv2d_backward_input and conv2d_backward_weight: the differ
                    "conv2d_backward_input");
 }
 
+OPS_TEST_CASE("meta channels-last gradients: conv2d's and max_pool2d's through the permutation",
+              "conv2d_backward_input_nhwc", "conv2d_backward_weight_nhwc", "max_pool2d_backward_nhwc") {
+  Attrs a = {{"stride", IntList{2, 1}}, {"padding", IntList{1, 2}}, {"dilation", IntList{2, 3}}, {"groups", I(2)}};
+  Attrs in = a, wt = a;
+  in.set("input_size", IntList{2, 8, 15, 17});  // NCHW, as the NCHW operator's
+  wt.set("weight_size", IntList{16, 4, 3, 3});
+  // The gradient [N, OH, OW, K]; the input's gradient [N, H, W, C]; the weight's OIHW.
+  CHECK(meta1("conv2d_backward_input_nhwc", {T(f4, {2, 7, 15, 16}), T(f4, {16, 4, 3, 3})}, in) ==
+        tt(f4, {2, 15, 17, 8}));
+  CHECK(meta1("conv2d_backward_weight_nhwc", {T(f8, {2, 7, 15, 16}), T(f8, {2, 15, 17, 8})}, wt) ==
+        tt(f8, {16, 4, 3, 3}));
+  // The NCHW operator's checks, in NHWC terms: an NCHW gradient is the wrong shape.
+  CHECK_USER_ERROR(meta_error("conv2d_backward_input_nhwc", {T(f4, {2, 16, 7, 15}), T(f4, {16, 4, 3, 3})}, in),
+                   "conv2d_backward_input", "the gradient");
+  CHECK_USER_ERROR(meta_error("conv2d_backward_weight_nhwc", {T(f4, {2, 7, 15, 16}), T(f4, {8, 15, 17})}, wt),
+                   "conv2d_backward_weight_nhwc", "4-D [N, H, W, C]");
+  const Attrs pool{{"kernel_size", IntList{3}}, {"stride", IntList{2}}, {"padding", IntList{1}}};
+  CHECK(meta1("max_pool2d_backward_nhwc", {T(f4, {1, 56, 56, 64}), T(f4, {1, 112, 112, 64})}, pool) ==
+        tt(f4, {1, 112, 112, 64}));
+  CHECK_USER_ERROR(meta_error("max_pool2d_backward_nhwc", {T(f4, {1, 64, 56, 56}), T(f4, {1, 112, 112, 64})}, pool),
+                   "max_pool2d_backward", "the gradient");
+}
+
 OPS_TEST_CASE("meta conv2d", "conv2d") {
   auto conv = [](Shape x, Shape w, Attrs attrs = {}) {
     return meta_shape("conv2d", {T(f4, std::move(x)), T(f4, std::move(w)), N()}, std::move(attrs));

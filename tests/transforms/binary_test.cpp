@@ -171,6 +171,27 @@ TEST_CASE("--dump-traces writes one stamped file per pass, the manifest records 
   CHECK(contains(manifest, "\"disable_torch_autograd\":true"));
 }
 
+// --autograd with onednn's convolutions (the cnn sample's largest two): the forward's channels-last pass leaves
+// the saved activations its convolutions and the ops between them computed in NHWC ([1, 4, 4, 64] in the
+// manifest), the backward takes them so (permute(saved_..., [0, 3, 1, 2]) at its start, folded by its own pass)
+// and runs conv2d's gradients in NHWC, with no NCHW form left in the final trace. Gradients: training_test.cpp.
+TEST_CASE("--autograd: saved activations stay channels-last across the forward/backward boundary") {
+  std::string dir = tmp("dump_cnn_train"), so = tmp("cnn_train.so");
+  Result r = thunderc({sample("cnn.pt"), "--autograd", "-o", so, "--dump-traces", dir});
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const std::string start = read_file(fs::path(dir) / "backward" / "00-autodiff.txt");
+  CHECK_MESSAGE(contains(start, "= permute(saved_"), start);
+  const std::string backward = read_file(fs::path(dir) / "backward" / "13-dce.txt");
+  CHECK_MESSAGE(contains(backward, "onednn.conv2d_backward_input_nhwc("), backward);
+  CHECK(contains(backward, "onednn.conv2d_backward_weight_nhwc("));
+  CHECK(!contains(backward, "conv2d_backward_input("));
+  CHECK(!contains(backward, "conv2d_backward_weight("));
+  const std::string forward = read_file(fs::path(dir) / "forward" / "13-dce.txt");
+  CHECK(contains(forward, "onednn.conv2d_nhwc("));
+  std::string manifest = without_spaces(read_file(fs::path(so).replace_extension(".json")));
+  CHECK_MESSAGE(contains(manifest, "\"shape\":[1,4,4,64]"), manifest);
+}
+
 TEST_CASE("--transforms none: only claiming runs, and the manifest says so") {
   std::string dir = tmp("dump_none"), so = tmp("mlp_none.so");
   Result r = thunderc({sample("mlp.pt"), "-o", so, "--transforms", "none", "--dump-traces", dir});

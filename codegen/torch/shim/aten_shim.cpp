@@ -338,6 +338,23 @@ const std::unordered_map<std::string, OpFn>& ops() {
         return nchw_op(args, a).permute({0, 2, 3, 1}).contiguous();
       };
     }
+    // The gradients' channels-last forms (a training backward's channels-last pass): the leading `nhwc` operands
+    // [N, H, W, C]; the result too, but for the weight's gradient (OIHW).
+    struct Grad {
+      const char* name;
+      std::size_t nhwc;
+      bool nhwc_result;
+    };
+    for (const Grad& g : {Grad{"conv2d_backward_input", 1, true}, Grad{"conv2d_backward_weight", 2, false},
+                          Grad{"max_pool2d_backward", 2, true}}) {
+      auto nchw_op = t.at(g.name);
+      t[std::string(g.name) + "_nhwc"] = [nchw_op, g](A x, T a) {
+        std::vector<at::Tensor> args(x.begin(), x.end());
+        for (std::size_t i = 0; i < g.nhwc; ++i) args[i] = args[i].permute({0, 3, 1, 2});
+        at::Tensor r = nchw_op(args, a);
+        return g.nhwc_result ? r.permute({0, 2, 3, 1}).contiguous() : r;
+      };
+    }
     t["index_select"] = [](A x, T a) { return at::index_select(x[0], a.get_int("dim"), x[1]); };
     t["gather"] = [](A x, T a) { return at::gather(x[0], a.get_int("dim"), x[1]); };
     t["argmax"] = [](A x, T a) {

@@ -16,7 +16,9 @@
 #include "codegen/build.h"
 #include "codegen/module_codegen.h"
 #include "common/run_process.h"
+#include "core/transforms/channels_last.h"
 #include "core/transforms/fusion.h"
+#include "pass_test_util.h"
 
 using namespace blastest;
 
@@ -107,11 +109,14 @@ struct Suite {
 
   // Fusion as in a bounded variant: every value proven finite, so activations join the library call too.
   bool bounded = false;
+  // The channels-last pass first (as the compiler runs it): conv2d_nhwc and conv2d_backward_*_nhwc, with
+  // permutes (cpp) at the trace's inputs and outputs.
+  bool nhwc = false;
 
   // The trace as the compiler would hand it to codegen: onednn claims the convolutions and linears, cpp the
   // rest, and fusion gives each the residual add (and in a bounded variant the activation) that follows it.
   Trace claimed_and_fused() const {
-    Trace c = t;
+    Trace c = nhwc ? channels_last(t, transform_context({"onednn", "cpp"})) : t;
     auto unclaimed = claim_executors(c, {find_executor("onednn"), find_executor("cpp")});
     REQUIRE(unclaimed.empty());
     return bounded ? fuse_library_epilogues(c, [](ValueId) { return true; }) : fuse_library_epilogues(c);
@@ -194,6 +199,48 @@ TEST_CASE("onednn conv2d with varying weights and conv2d's gradients match the t
   CHECK(code.find("static thunderc_onednn::Conv2dBackward<false> op;") != std::string::npos);
   CHECK(code.find("static thunderc_onednn::Conv2dBackward<true> op;") != std::string::npos);
   CHECK(code.find("weights reordered per call") != std::string::npos);
+}
+
+// The same in channels-last form (a training backward's channels-last pass): the gradient and activations NHWC,
+// so oneDNN's backward primitives read and write them as they are; and small outputs next to large weights,
+// where the weight gradient (and a training forward) take oneDNN's GEMM kernel on PyTorch's OIHW weights
+// (gemm_weight_grad_pays, gemm_forward_pays), NHWC activations reordered to NCHW for it.
+TEST_CASE("onednn conv2d's gradients on channels-last tensors, and the GEMM kernel for small outputs, match the torch "
+          "executor (float32)") {
+  struct Case {
+    Shape x, w;
+    IntList stride, pad, dil;
+    std::int64_t groups;
+  };
+  const std::vector<Case> cases = {
+      {{2, 16, 24, 23}, {32, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {{2, 32, 25, 24}, {48, 16, 3, 2}, {2, 1}, {1, 0}, {1, 2}, 2},
+      {{4, 96, 57, 56}, {96, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 96},  // depthwise
+      {{1, 24, 20, 20}, {64, 24, 3, 3}, {1, 3}, {3, 2}, {1, 1}, 1},  // padding past the kernel
+      {{1, 128, 7, 7}, {64, 128, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},   // 7x7 output: GEMM
+      {{1, 64, 14, 13}, {128, 64, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1},  // 7x7 from 14x13, stride 2: GEMM
+      {{2, 96, 6, 6}, {192, 96, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1},    // 1x1, two images of 6x6: GEMM
+  };
+  Suite s;
+  s.nhwc = true;
+  bool bias = false;
+  for (const Case& c : cases) {
+    s.conv_varying(c.x, c.w, bias = !bias, c.stride, c.pad, c.dil, c.groups);
+    s.conv_grads(c.x, c.w, c.stride, c.pad, c.dil, c.groups);
+  }
+  s.check("conv_grads_nhwc_f32");
+  s.check("conv_grads_nhwc_f32_1t", 1);
+  const Trace fused = s.claimed_and_fused();
+  std::vector<std::string> names;
+  for (const BoundSymbol& sym : fused.symbols()) names.push_back(sym.op->name);
+  CHECK(std::count(names.begin(), names.end(), "conv2d_backward_input_nhwc") == 7);
+  CHECK(std::count(names.begin(), names.end(), "conv2d_backward_weight_nhwc") == 7);
+  CHECK(std::count(names.begin(), names.end(), "conv2d_backward_input") == 0);
+  const fs::path src = fs::path(THUNDERC_TEST_TMP) / "conv_grads_nhwc_src";
+  fs::remove_all(src);
+  s.compile_onednn("conv_grads_nhwc_src", src.string());
+  const std::string code = read_dir_text(src);
+  CHECK(code.find("conv2d input gradient [1, 64, 7, 7] -> [1, 128, 7, 7], kernel 3x3, NHWC") != std::string::npos);
 }
 
 TEST_CASE("onednn runs the residual add inside the convolution, activations stay with cpp") {
