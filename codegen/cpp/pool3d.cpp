@@ -92,15 +92,19 @@ void emit_max_pool2d_backward_nhwc(const EmitContext& ctx, const BoundSymbol& sy
   pointer(ctx, out, "gy", sym.inputs[0].value, true);
   pointer(ctx, out, "x", sym.inputs[1].value, true);
   pointer(ctx, out, "gx", sym.outputs[0], false);
+  // A whole number of blocks: every inner loop runs 16 lanes (one AVX-512 vector of floats), known at compile
+  // time; the picks as 32-bit positions where they fit, so they pack as densely as the values.
+  const std::string nc = c % block == 0 ? S(block) : std::string("nc");
+  const std::string I = h * w < (std::int64_t{1} << 31) ? "int32_t" : "int64_t";
   out.line(parallel_for_if(n * c * (h * w + oh * ow * k[0] * k[1] * 2)));
   out.line("for (int64_t task = 0; task < " + S(n * blocks) + "; ++task) {");
   out.line("  const int64_t c0 = (task % " + S(blocks) + ") * " + S(block) + ";");
-  out.line("  const int64_t nc = std::min<int64_t>(" + S(block) + ", " + S(c) + " - c0);");
+  if (c % block != 0) out.line("  const int64_t nc = std::min<int64_t>(" + S(block) + ", " + S(c) + " - c0);");
   out.line("  const " + C + "* in = x + (task / " + S(blocks) + ") * " + S(h * w * c) + " + c0;");
   out.line("  const " + C + "* go = gy + (task / " + S(blocks) + ") * " + S(oh * ow * c) + " + c0;");
   out.line("  " + C + "* gi = gx + (task / " + S(blocks) + ") * " + S(h * w * c) + " + c0;");
   out.line("  for (int64_t i = 0; i < " + S(h * w) + "; ++i)");
-  out.line("    for (int64_t ch = 0; ch < nc; ++ch) gi[i * " + S(c) + " + ch] = 0;");
+  out.line("    for (int64_t ch = 0; ch < " + nc + "; ++ch) gi[i * " + S(c) + " + ch] = 0;");
   out.line("  for (int64_t oh = 0; oh < " + S(oh) + "; ++oh) {");
   out.line("    int64_t hs = oh * " + S(s[0]) + " - " + S(p[0]) + ";");
   out.line("    const int64_t he = std::min<int64_t>(hs + " + S((k[0] - 1) * d[0] + 1) + ", " + S(h) + ");");
@@ -110,17 +114,17 @@ void emit_max_pool2d_backward_nhwc(const EmitContext& ctx, const BoundSymbol& sy
   out.line("      const int64_t we = std::min<int64_t>(ws + " + S((k[1] - 1) * d[1] + 1) + ", " + S(w) + ");");
   out.line("      while (ws < 0) ws += " + S(d[1]) + ";");
   out.line("      " + A + " best[" + S(block) + "];");
-  out.line("      int64_t at[" + S(block) + "];");
+  out.line("      " + I + " at[" + S(block) + "];");
   out.line("      for (int64_t ch = 0; ch < " + S(block) + "; ++ch) {");
   out.line("        best[ch] = -std::numeric_limits<" + A + ">::infinity();");
-  out.line("        at[ch] = hs * " + S(w) + " + ws;");
+  out.line("        at[ch] = static_cast<" + I + ">(hs * " + S(w) + " + ws);");
   out.line("      }");
   out.line("      for (int64_t h = hs; h < he; h += " + S(d[0]) + ")");
   out.line("        for (int64_t w = ws; w < we; w += " + S(d[1]) + ") {");
   out.line("          const " + C + "* px = in + (h * " + S(w) + " + w) * " + S(c) + ";");
-  out.line("          const int64_t idx = h * " + S(w) + " + w;");
+  out.line("          const " + I + " idx = static_cast<" + I + ">(h * " + S(w) + " + w);");
   out.line("          #pragma omp simd");
-  out.line("          for (int64_t ch = 0; ch < nc; ++ch) {");
+  out.line("          for (int64_t ch = 0; ch < " + nc + "; ++ch) {");
   out.line("            const " + A + " v = px[ch];");
   out.line("            const bool take = v > best[ch] || v != v;  // NaN wins, as ATen");
   out.line("            best[ch] = take ? v : best[ch];");
@@ -131,9 +135,9 @@ void emit_max_pool2d_backward_nhwc(const EmitContext& ctx, const BoundSymbol& sy
   out.line("      for (int64_t h = hs; h < he; h += " + S(d[0]) + ")");
   out.line("        for (int64_t w = ws; w < we; w += " + S(d[1]) + ") {");
   out.line("          " + C + "* pi = gi + (h * " + S(w) + " + w) * " + S(c) + ";");
-  out.line("          const int64_t idx = h * " + S(w) + " + w;");
+  out.line("          const " + I + " idx = static_cast<" + I + ">(h * " + S(w) + " + w);");
   out.line("          #pragma omp simd");
-  out.line("          for (int64_t ch = 0; ch < nc; ++ch) pi[ch] += at[ch] == idx ? pg[ch] : " + C + "(0);");
+  out.line("          for (int64_t ch = 0; ch < " + nc + "; ++ch) pi[ch] += at[ch] == idx ? pg[ch] : " + C + "(0);");
   out.line("        }");
   out.line("    }");
   out.line("  }");

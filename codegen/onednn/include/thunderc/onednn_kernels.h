@@ -256,12 +256,14 @@ struct Conv2dPlan {
 
 // Where a training forward's convolution (weights_vary: its OIHW weights reordered into the direct kernel's
 // blocked layout by every call) is faster through oneDNN's GEMM-based kernel, which reads OIHW as it is: dense
-// convolutions whose output is small next to their weights (n * oh * ow at most 64). Measured on AVX-512, one
-// thread: 512x512x3x3 on 7x7 3.0 ms against 1.8 + 2.3 ms of reorder; 256->512 3x3 stride 2 to 7x7 1.5 against
-// 1.2 + 0.7; at 14x14 the direct kernel wins (256x256x3x3: 2.9 against 2.0 + 0.3).
+// convolutions with a spatial kernel whose output is small next to their weights (n * oh * ow at most 64).
+// Measured on AVX-512, one thread: 512x512x3x3 on 7x7 3.0 ms against 1.8 + 2.3 ms of reorder (in ResNet-18's
+// step 2.5 against 1.9 + 1.7); 256->512 3x3 stride 2 to 7x7 1.5 against 1.2 + 0.7; at 14x14 the direct kernel
+// wins (256x256x3x3: 2.9 against 2.0 + 0.3), and so does the 1x1 kernel on 7x7 (mobilenet_v2's 160->960:
+// 0.13 + about 0.07 against 0.23).
 constexpr int64_t kGemmForwardMaxOutput = 64;
 inline bool gemm_forward_pays(const Conv2dSpec& s) {
-  return s.weights_vary && s.groups == 1 && s.n * s.oh * s.ow <= kGemmForwardMaxOutput &&
+  return s.weights_vary && s.groups == 1 && s.kh * s.kw > 1 && s.n * s.oh * s.ow <= kGemmForwardMaxOutput &&
          s.c * s.kh * s.kw * s.oc >= 64 * 1024;
 }
 
