@@ -20,8 +20,11 @@
  *    oneDNN's fastest kernels read and write NHWC, on AVX2 they use nChw8c); those buffers and oneDNN's
  *    scratchpad live in a per-thread arena, so concurrent calls share nothing mutable.
  * conv2d's gradients (--autograd) are Conv2dBackward<false> (input) and <true> (weights) call sites: oneDNN's
- * backward primitives, planned per spec like the forward; a training variant's forward convolution reorders its
- * weights (parameters, not constants) every call (Conv2dSpec::weights_vary).
+ * backward primitives, planned per spec like the forward, on NHWC activations as they are where the spec is
+ * channels_last (conv2d_backward_*_nhwc); a training variant's forward convolution reorders its weights
+ * (parameters, not constants) every call (Conv2dSpec::weights_vary). Where the output is small next to the
+ * weights, the weight gradient and the training forward use oneDNN's GEMM kernel on the OIHW weights instead
+ * (gemm_weight_grad_pays, gemm_forward_pays): no weight reorder in or out.
  * A linear call site is one static thunderc_onednn::Linear: oneDNN's matmul with the weights packed for its
  * kernel once (brgemm on AVX-512), bias, residual and activation as for convolutions; a plain M = 1 product
  * (a classifier head) is a matrix-vector product through dnnl_sgemm on the weights as they are.
