@@ -813,7 +813,7 @@ TEST_CASE("--list-ops: the catalog as text, JSON and the Markdown of docs/ops.md
     if (op.at("name") == "embedding") {
       embedding = true;
       CHECK(op.at("aten") == nlohmann::json::array({"embedding"}));
-      CHECK(op.at("executors") == nlohmann::json::array({"torch", "cpp"}));
+      CHECK(op.at("executors") == nlohmann::json::array({"torch", "cpp", "nvfuser"}));
       CHECK(op.at("decomposes") == false);
     }
     if (op.at("name") == "var") {  // only torch runs it; decompose gives the native executors its pieces

@@ -518,10 +518,12 @@ TEST_CASE("op database: float16 and bfloat16") { run_samples("half"); }
 // covers.
 TEST_CASE("op database: covers every operator cpp runs with code of its own") {
   // max_pool2d_backward, im2col and col2im: --autograd's, tested against LibTorch autograd in float64 by
-  // tests/transforms/autodiff_test.cpp (forward and backward compiled with cpp/blas); dropout_mask: random, against
-  // its header bit for bit in philox_test.cpp.
+  // tests/transforms/autodiff_test.cpp (forward and backward compiled with cpp/blas); max_pool2d_backward_nhwc
+  // against the torch executor by conformance_test.cpp; dropout_mask: random, against its header bit for bit in
+  // philox_test.cpp.
   const std::set<std::string> older = {"index_select", "gather", "argmax", "argmin", "cumsum", "embedding",
-                                       "max_pool2d_backward", "im2col", "col2im", "dropout_mask"};
+                                       "max_pool2d_backward", "max_pool2d_backward_nhwc", "im2col", "col2im",
+                                       "dropout_mask"};
   const Executor* cpp = find_executor("cpp");
   for (const OpDef* def : op_registry().all()) {
     if (!cpp->implements(def->name) || (def->category != OpCategory::Indexing && !cpp->runs_alone(def->name))) continue;
