@@ -20,6 +20,21 @@ IntList pair(const Attrs& attrs, const std::string& name, const IntList& fallbac
   return v.size() == 1 ? IntList{v[0], v[0]} : v;
 }
 
+// Opens the loops over the output positions (oh, ow) of a 2-D max pooling and declares each window's rows
+// [hs, he) and columns [ws, we), clipped to the h x w input, the starts moved in by dilation steps; the caller
+// closes two braces.
+void open_windows(SourceWriter& out, const IntList& k, const IntList& s, const IntList& p, const IntList& d,
+                  std::int64_t h, std::int64_t w, std::int64_t oh, std::int64_t ow) {
+  out.line("  for (int64_t oh = 0; oh < " + S(oh) + "; ++oh) {");
+  out.line("    int64_t hs = oh * " + S(s[0]) + " - " + S(p[0]) + ";");
+  out.line("    const int64_t he = std::min<int64_t>(hs + " + S((k[0] - 1) * d[0] + 1) + ", " + S(h) + ");");
+  out.line("    while (hs < 0) hs += " + S(d[0]) + ";");
+  out.line("    for (int64_t ow = 0; ow < " + S(ow) + "; ++ow) {");
+  out.line("      int64_t ws = ow * " + S(s[1]) + " - " + S(p[1]) + ";");
+  out.line("      const int64_t we = std::min<int64_t>(ws + " + S((k[1] - 1) * d[1] + 1) + ", " + S(w) + ");");
+  out.line("      while (ws < 0) ws += " + S(d[1]) + ";");
+}
+
 // max_pool2d_backward(grad, a): per plane (in parallel), the input gradient starts at zero and each output
 // position adds its gradient where max_pool2d_with_indices's CPU kernel puts its index: the window is
 // [oh * s - p, + (k - 1) * d + 1) clipped to the input, its start moved in by dilation steps; the first
@@ -48,14 +63,7 @@ void emit_max_pool2d_backward(const EmitContext& ctx, const BoundSymbol& sym, So
   out.line("  const " + C + "* go = gy + q * " + S(oh * ow) + ";");
   out.line("  " + C + "* gi = gx + q * " + S(h * w) + ";");
   out.line("  for (int64_t i = 0; i < " + S(h * w) + "; ++i) gi[i] = 0;");
-  out.line("  for (int64_t oh = 0; oh < " + S(oh) + "; ++oh) {");
-  out.line("    int64_t hs = oh * " + S(s[0]) + " - " + S(p[0]) + ";");
-  out.line("    const int64_t he = std::min<int64_t>(hs + " + S((k[0] - 1) * d[0] + 1) + ", " + S(h) + ");");
-  out.line("    while (hs < 0) hs += " + S(d[0]) + ";");
-  out.line("    for (int64_t ow = 0; ow < " + S(ow) + "; ++ow) {");
-  out.line("      int64_t ws = ow * " + S(s[1]) + " - " + S(p[1]) + ";");
-  out.line("      const int64_t we = std::min<int64_t>(ws + " + S((k[1] - 1) * d[1] + 1) + ", " + S(w) + ");");
-  out.line("      while (ws < 0) ws += " + S(d[1]) + ";");
+  open_windows(out, k, s, p, d, h, w, oh, ow);
   out.line("      int64_t at = hs * " + S(w) + " + ws;");
   out.line("      " + A + " best = -std::numeric_limits<" + A + ">::infinity();");
   out.line("      for (int64_t h = hs; h < he; h += " + S(d[0]) + ")");
@@ -105,14 +113,7 @@ void emit_max_pool2d_backward_nhwc(const EmitContext& ctx, const BoundSymbol& sy
   out.line("  " + C + "* gi = gx + (task / " + S(blocks) + ") * " + S(h * w * c) + " + c0;");
   out.line("  for (int64_t i = 0; i < " + S(h * w) + "; ++i)");
   out.line("    for (int64_t ch = 0; ch < " + nc + "; ++ch) gi[i * " + S(c) + " + ch] = 0;");
-  out.line("  for (int64_t oh = 0; oh < " + S(oh) + "; ++oh) {");
-  out.line("    int64_t hs = oh * " + S(s[0]) + " - " + S(p[0]) + ";");
-  out.line("    const int64_t he = std::min<int64_t>(hs + " + S((k[0] - 1) * d[0] + 1) + ", " + S(h) + ");");
-  out.line("    while (hs < 0) hs += " + S(d[0]) + ";");
-  out.line("    for (int64_t ow = 0; ow < " + S(ow) + "; ++ow) {");
-  out.line("      int64_t ws = ow * " + S(s[1]) + " - " + S(p[1]) + ";");
-  out.line("      const int64_t we = std::min<int64_t>(ws + " + S((k[1] - 1) * d[1] + 1) + ", " + S(w) + ");");
-  out.line("      while (ws < 0) ws += " + S(d[1]) + ";");
+  open_windows(out, k, s, p, d, h, w, oh, ow);
   out.line("      " + A + " best[" + S(block) + "];");
   out.line("      " + I + " at[" + S(block) + "];");
   out.line("      for (int64_t ch = 0; ch < " + S(block) + "; ++ch) {");

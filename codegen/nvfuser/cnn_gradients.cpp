@@ -127,13 +127,8 @@ cuda::KernelLaunch cuda_cnn_gradient_kernel(const std::string& name, const Trace
 }
 
 void emit_cuda_cnn_gradient(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
-  const Trace& t = ctx.trace();
-  if (t.type(sym.outputs[0]).numel() == 0) return;
-  std::vector<ValueId> inputs;
-  for (const Operand& in : sym.inputs)
-    if (in.is_tensor()) inputs.push_back(in.value);
-  emit_kernel_block(ctx, cuda_cnn_gradient_kernel(ctx.kernel_name(sym.op->name), t, sym), sym.outputs[0], inputs,
-                    sym.op->name + " " + shape_str(t.type(sym.outputs[0]).shape), out);
+  emit_symbol_kernel(ctx, sym, [&](const std::string& name) { return cuda_cnn_gradient_kernel(name, ctx.trace(), sym); },
+                     out);
 }
 
 }  // namespace thunderc

@@ -38,12 +38,9 @@ cuda::KernelLaunch cuda_dropout_mask_kernel(const std::string& name, const Trace
 }
 
 void emit_cuda_dropout_mask(const EmitContext& ctx, const BoundSymbol& sym, SourceWriter& out) {
-  const Trace& t = ctx.trace();
   THUNDERC_CHECK(sym.inputs[0].is_tensor(), "nvfuser: dropout_mask without an rng (autodiff gives every mask one)");
-  const TensorType& mask = t.type(sym.outputs[0]);
-  if (mask.numel() == 0) return;
-  emit_kernel_block(ctx, cuda_dropout_mask_kernel(ctx.kernel_name("dropout_mask"), t, sym), sym.outputs[0],
-                    {sym.inputs[0].value}, "dropout_mask " + mask.str(), out);
+  emit_symbol_kernel(ctx, sym, [&](const std::string& name) { return cuda_dropout_mask_kernel(name, ctx.trace(), sym); },
+                     out);
 }
 
 }  // namespace thunderc

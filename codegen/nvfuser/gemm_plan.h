@@ -3,6 +3,7 @@
 // problem to cuBLASLt/cuDNN and carry nvfuser's kernel as their fallback.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ void emit_kernel_block(const EmitContext& ctx, const cuda::KernelLaunch& l, cons
 // `body` (lines, indented here) sees `long long e_`, the element (codegen/nvfuser/cnn_gradients.cpp, indexing.cpp).
 cuda::KernelLaunch grid_stride_kernel(const std::string& name, std::int64_t total, std::vector<std::string> params,
                                       const std::vector<std::string>& body);
+
+// A symbol that is one kernel of its own (attention aside: cnn_gradients.h, sampling.h, dropout.h): nothing
+// when its output is empty, else the kernel `make(name)` builds, launched on the output then every tensor input.
+void emit_symbol_kernel(const EmitContext& ctx, const BoundSymbol& sym,
+                        const std::function<cuda::KernelLaunch(const std::string& name)>& make, SourceWriter& out);
 
 // A GEMM-backed symbol outside any region: its kernel, bias in the epilogue.
 void emit_lone_gemm(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& out);

@@ -216,6 +216,17 @@ cuda::KernelLaunch grid_stride_kernel(const std::string& name, std::int64_t tota
   return l;
 }
 
+void emit_symbol_kernel(const EmitContext& ctx, const BoundSymbol& sym,
+                        const std::function<cuda::KernelLaunch(const std::string& name)>& make, SourceWriter& out) {
+  const Trace& t = ctx.trace();
+  if (t.type(sym.outputs[0]).numel() == 0) return;
+  std::vector<ValueId> inputs;
+  for (const Operand& in : sym.inputs)
+    if (in.is_tensor()) inputs.push_back(in.value);
+  emit_kernel_block(ctx, make(ctx.kernel_name(sym.op->name)), sym.outputs[0], inputs,
+                    sym.op->name + " " + t.type(sym.outputs[0]).str(), out);
+}
+
 // A GEMM-backed symbol outside any region: its kernel, bias in the epilogue.
 void emit_lone_gemm(const EmitContext& ctx, const BoundSymbol& s, SourceWriter& out) {
   GemmPlan p = plan_gemm(ctx.trace(), s);

@@ -163,18 +163,20 @@ TEST_CASE("onednn conv2d matches the torch executor (float32)") {
   s.check("conv_f32");
 }
 
+// A convolution of the gradient tests below: input and weight shapes, stride, padding, dilation, groups.
+struct GradCase {
+  Shape x, w;
+  IntList stride, pad, dil;
+  std::int64_t groups;
+};
+
 // --autograd's convolutions: the forward's weights are parameters (inputs here; random_inputs gives each call
 // new values, so a plan that kept the first call's weights fails), and conv2d's gradients run as oneDNN's
 // backward primitives: stride, padding past the kernel, dilation, groups, depthwise, 1x1, rows and columns no
 // window reaches, a ResNet stem. Each has at least the 2^19 multiply-adds below which onednn leaves a training
 // convolution to blas and decompose (the claims test below).
 TEST_CASE("onednn conv2d with varying weights and conv2d's gradients match the torch executor (float32)") {
-  struct Case {
-    Shape x, w;
-    IntList stride, pad, dil;
-    std::int64_t groups;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<GradCase> cases = {
       {{2, 16, 24, 23}, {32, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
       {{2, 32, 25, 24}, {48, 16, 3, 2}, {2, 1}, {1, 0}, {1, 2}, 2},
       {{4, 96, 57, 56}, {96, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 96},  // depthwise, stride 2, a row no window reads
@@ -186,7 +188,7 @@ TEST_CASE("onednn conv2d with varying weights and conv2d's gradients match the t
   };
   Suite s;
   bool bias = false;
-  for (const Case& c : cases) {
+  for (const GradCase& c : cases) {
     s.conv_varying(c.x, c.w, bias = !bias, c.stride, c.pad, c.dil, c.groups);
     s.conv_grads(c.x, c.w, c.stride, c.pad, c.dil, c.groups);
   }
@@ -207,12 +209,7 @@ TEST_CASE("onednn conv2d with varying weights and conv2d's gradients match the t
 // (gemm_weight_grad_pays, gemm_forward_pays), NHWC activations reordered to NCHW for it.
 TEST_CASE("onednn conv2d's gradients on channels-last tensors, and the GEMM kernel for small outputs, match the torch "
           "executor (float32)") {
-  struct Case {
-    Shape x, w;
-    IntList stride, pad, dil;
-    std::int64_t groups;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<GradCase> cases = {
       {{2, 16, 24, 23}, {32, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
       {{2, 32, 25, 24}, {48, 16, 3, 2}, {2, 1}, {1, 0}, {1, 2}, 2},
       {{4, 96, 57, 56}, {96, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 96},  // depthwise
@@ -224,7 +221,7 @@ TEST_CASE("onednn conv2d's gradients on channels-last tensors, and the GEMM kern
   Suite s;
   s.nhwc = true;
   bool bias = false;
-  for (const Case& c : cases) {
+  for (const GradCase& c : cases) {
     s.conv_varying(c.x, c.w, bias = !bias, c.stride, c.pad, c.dil, c.groups);
     s.conv_grads(c.x, c.w, c.stride, c.pad, c.dil, c.groups);
   }
