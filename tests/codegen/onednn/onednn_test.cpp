@@ -339,6 +339,23 @@ TEST_CASE("onednn at 1 and 2 threads, and two models called concurrently with di
   CHECK(worst[1] <= 1.0);
 }
 
+// Grouped convolutions after the channels-last pass: on AVX-512 oneDNN runs them on the NHWC tensors as they are
+// (grouped_nhwc_pays), elsewhere in its blocked layout; RegNet's groups of 8 channels, strided and not, with the
+// residual and a relu, and groups of 16 with dilation. And a classifier head whose 440x1000 weights make the
+// matrix-vector product run on two threads (kMatVecParallelMinWeights). At 1 and 2 threads.
+TEST_CASE("onednn grouped convolutions on channels-last tensors and a large classifier head match the torch executor") {
+  Suite s;
+  s.nhwc = true;
+  s.conv({1, 48, 30, 30}, {48, 8, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, 6, {false, "relu"});
+  s.conv({1, 104, 14, 14}, {104, 8, 3, 3}, true, {1, 1}, {1, 1}, {1, 1}, 13, {true, "relu"});
+  s.conv({2, 32, 9, 11}, {64, 16, 3, 3}, false, {1, 2}, {2, 1}, {2, 1}, 2);
+  s.linear({1, 440}, 1000, true);
+  s.check("grouped_nhwc_1t", 1);
+  s.check("grouped_nhwc_2t", 2);
+  s.bounded = true;  // the relus inside the convolutions
+  s.check("grouped_nhwc_bounded_2t", 2);
+}
+
 // The kinds of linear a model has: transformer projections (rank 3), ConvNeXt's channels-last MLP (rank 4), a
 // classifier head (M = 1), a 1-D input, no bias.
 void linear_cases(Suite& s) {

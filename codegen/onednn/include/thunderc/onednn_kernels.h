@@ -178,6 +178,22 @@ inline bool winograd_pays(const Conv2dSpec& s) {
   return map * map >= 16.0 * static_cast<double>(s.c) * static_cast<double>(s.oc);
 }
 
+// Where a grouped convolution (not depthwise) on channels-last tensors runs better on them as they are than in the
+// layout oneDNN picks when left free: on AVX-512 it picks nChw8c for groups of 8 channels (RegNet's), and the
+// reorders of the input and output around each call cost a third of the convolution (RegNetY-400MF's 16 grouped
+// layers, one thread: 1.92 -> 1.56 ms per call; two threads 1.66 -> 0.93, the reorders ran near serial). The
+// surrounding dense convolutions read and write NHWC there. On AVX2 dense convolutions reorder to nChw8c anyway
+// and the direct NHWC kernel measured 3-7% slower at one thread (docs/onednn.md): left to oneDNN.
+inline bool grouped_nhwc_pays(const Conv2dSpec& s) {
+  if (!s.channels_last || s.groups == 1 || s.c / s.groups == 1) return false;
+  static const bool avx512 = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+    return (isa & need) == need;
+  }();
+  return avx512;
+}
+
 // A plan's argument memory objects, reused from call to call with only their data pointers changed: creating
 // the dnnl::memory objects and the argument map of the C++ API each call cost about 1.5-2 us, as much as a
 // 16x64x256 GEMM or a squeeze-excitation block's 1x1 convolution (measured: a transformer block's linears ran
@@ -319,6 +335,22 @@ inline std::shared_ptr<Conv2dPlan> make_conv2d_plan(const Conv2dSpec& s, int thr
                                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                                   dnnl::algorithm::convolution_direct, nchw_src, user_w,
                                                                   nchw_dst, strides, dilates, pad, pad);
+      pd = dnnl::convolution_forward::primitive_desc(d, attr, eng);
+      if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) pd = dnnl::convolution_forward::primitive_desc();
+    } catch (const dnnl::error&) {
+      pd = dnnl::convolution_forward::primitive_desc();
+    }
+  }
+  if (!pd && grouped_nhwc_pays(s)) {
+    // oneDNN's direct kernel on the NHWC tensors as they are, weights still in its blocked layout.
+    const memory::desc nhwc_src(src_dims, f32, tag::nhwc), nhwc_dst(dst_dims, f32, tag::nhwc);
+    try {
+      const auto d = s.has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                                  dnnl::algorithm::convolution_direct, nhwc_src, any_w,
+                                                                  bias_md, nhwc_dst, strides, dilates, pad, pad)
+                                : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                                  dnnl::algorithm::convolution_direct, nhwc_src, any_w,
+                                                                  nhwc_dst, strides, dilates, pad, pad);
       pd = dnnl::convolution_forward::primitive_desc(d, attr, eng);
       if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) pd = dnnl::convolution_forward::primitive_desc();
     } catch (const dnnl::error&) {
@@ -694,6 +726,16 @@ inline std::shared_ptr<LinearPlan> make_linear_plan(const LinearSpec& s, int thr
 // Below this many multiply-adds a linear runs on one thread: measured on AVX-512, 16x64x256 (2^18) took 5.2 us
 // on one thread and 7.7 on two, 8x128x512 (2^19) 9.3 and 7.3.
 constexpr int64_t kLinearParallelMinWork = int64_t{1} << 19;
+// ... except a matrix-vector product whose weights reach this many floats (1 MiB): it streams them from memory
+// or L3, and two threads stream about twice as fast. RegNetY-400MF's 440x1000 head (2^18.7 multiply-adds) took
+// 172-196 us on one thread and 108 on two, where serial it took 166-184 (AMD EPYC, AVX-512).
+constexpr int64_t kMatVecParallelMinWeights = int64_t{1} << 18;
+
+inline int linear_threads(const LinearSpec& s, int requested) {
+  if (s.m * s.n * s.k >= kLinearParallelMinWork) return requested;
+  const bool matvec = s.m == 1 && !s.has_residual && s.activation == kNoActivation;
+  return matvec && s.n * s.k >= kMatVecParallelMinWeights ? requested : 1;
+}
 
 // One linear call site of a model.
 class Linear {
@@ -703,7 +745,7 @@ class Linear {
           int32_t num_threads, char* error, size_t capacity) noexcept {
     return report_errors("linear", error, capacity, [&] {
       const int requested = num_threads > 0 ? num_threads : omp_get_max_threads();
-      const int threads = s.m * s.n * s.k < kLinearParallelMinWork ? 1 : requested;
+      const int threads = linear_threads(s, requested);
       ThreadScope scope(threads);
       if (s.m == 1 && !s.has_residual && s.activation == kNoActivation) {
         // A matrix-vector product (a classifier head) is memory-bound: oneDNN's sgemm streams PyTorch's [n, k]
