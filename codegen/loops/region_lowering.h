@@ -10,7 +10,10 @@
 //    and the final step of softmax, log_softmax and layer_norm, are elementwise nodes too.
 //  * A value is materialized (one loop nest storing the tree) only when it is a region output, is read
 //    more than once inside the region, feeds a reduction statistic, pooling, or a reshape that is not a
-//    view. Materialized intermediates live in the symbol's scratch space (scratch_bytes()).
+//    view. Materialized intermediates live in the symbol's scratch space (scratch_bytes()). For a reshape
+//    the store follows the memory order of the value's own leaves, with the dims the reshape merges kept
+//    together (materialize_for_reshape), so the reshape is a view of it and an NHWC tensor seen as NCHW is
+//    not transposed.
 //  * cat is lazy: a "cat" node whose arguments are the pieces' trees, each over its own piece. Elementwise
 //    ops of the same shape (and batch_norm's input) build on it, a permute renumbers it, channels-last
 //    pooling of a cat of channels pools each piece into its channels; anything else (another view, a
@@ -28,6 +31,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -672,6 +676,66 @@ class RegionLowering {
 
   Val loaded(const Val& x) { return x.e->kind == Node::Op ? materialize(0, x, false) : x; }
 
+  // Stores x for a reshape to new_shape that is not a view of it, in a memory order that makes the reshape a
+  // view: the dims the reshape merges or splits stay together, in their order, and the groups keep the order
+  // of x's own memory (the strides of its first load). ShuffleNet's channel shuffle on NHWC tensors
+  // (permute to NCHW, split the channels, swap, merge, slice, permute back) so copies each pixel's channels
+  // within the pixel, where a row-major store of the NCHW-ordered value transposed the whole map, twice.
+  Val materialize_for_reshape(const Val& x, const Shape& new_shape) {
+    const std::vector<std::pair<std::size_t, std::size_t>> groups = reshape_groups(x.shape, new_shape);
+    const Node* leaf = first_load(x.e.get());
+    if (leaf == nullptr || leaf->strides.size() != x.shape.size() || groups.size() < 2) return materialize(0, x, false);
+    // A group's place in memory: its innermost stride over dims of more than one index.
+    std::vector<std::int64_t> key(groups.size(), std::numeric_limits<std::int64_t>::max());
+    for (std::size_t g = 0; g < groups.size(); ++g)
+      for (std::size_t d = groups[g].first; d < groups[g].second; ++d)
+        if (x.shape[d] > 1) key[g] = std::min(key[g], std::abs(leaf->strides[d]));
+    std::vector<std::size_t> order(groups.size());
+    for (std::size_t g = 0; g < order.size(); ++g) order[g] = g;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key[a] > key[b]; });
+    std::vector<std::size_t> perm;  // dim j of the stored value is x's dim perm[j]
+    for (std::size_t g : order)
+      for (std::size_t d = groups[g].first; d < groups[g].second; ++d) perm.push_back(d);
+    bool identity = true;
+    for (std::size_t j = 0; j < perm.size(); ++j) identity = identity && perm[j] == j;
+    if (identity) return materialize(0, x, false);
+    const std::size_t r = x.shape.size();
+    Shape stored_shape(r);
+    auto to_stored = zeros(r, r), back = zeros(r, r);
+    for (std::size_t j = 0; j < r; ++j) {
+      stored_shape[j] = x.shape[perm[j]];
+      to_stored[perm[j]][j] = 1;  // x's index perm[j] is the stored value's index j
+      back[j][perm[j]] = 1;
+    }
+    const Val stored = materialize(0, affine(x, stored_shape, to_stored, std::vector<std::int64_t>(r, 0)), false);
+    return affine(stored, x.shape, back, std::vector<std::int64_t>(r, 0));
+  }
+
+  static const Node* first_load(const Node* n) {
+    if (n->kind == Node::Load) return n;
+    for (const NodeP& a : n->args)
+      if (const Node* l = first_load(a.get())) return l;
+    return nullptr;
+  }
+
+  // The runs of dims [first, second) of `shape` that a reshape to new_shape merges or splits as one: each run's
+  // product is the product of a run of new_shape's dims.
+  static std::vector<std::pair<std::size_t, std::size_t>> reshape_groups(const Shape& shape, const Shape& new_shape) {
+    std::vector<std::pair<std::size_t, std::size_t>> groups;
+    std::size_t i = 0, j = 0;
+    while (i < shape.size()) {
+      const std::size_t begin = i;
+      std::int64_t p = shape[i++], q = j < new_shape.size() ? new_shape[j++] : 1;
+      while (p != q) {
+        if (p < q && i < shape.size()) p *= shape[i++];
+        else if (q < p && j < new_shape.size()) q *= new_shape[j++];
+        else break;
+      }
+      groups.emplace_back(begin, i);
+    }
+    return groups;
+  }
+
   NodeP stat_leaf(int buf, DType d, const Shape& shape, const std::vector<bool>& red) {
     Shape kept_shape = shape;
     for (std::size_t i = 0; i < shape.size(); ++i)
@@ -700,7 +764,8 @@ class RegionLowering {
       // Channels-last pooling works per channel: it pools a cat of channels piece by piece (lower_pool_nhwc).
       const bool channel_pool = (s.op->name == "max_pool2d_nhwc" || s.op->name == "avg_pool2d_nhwc") && is_cat(*v.e) &&
                                 static_cast<std::size_t>(v.e->params[0]) == 3;
-      if (!same_space && !channel_pool && s.op->name != "permute") v = materialize(0, v, false);
+      if (same_space || channel_pool || s.op->name == "permute") continue;
+      v = s.op->name == "reshape" ? materialize_for_reshape(v, ot.shape) : materialize(0, v, false);
     }
   }
 
@@ -828,7 +893,7 @@ class RegionLowering {
           l.strides = ns;
         }, memo);
         if (ok) return {ot.shape, e};
-        x = materialize(0, x, false);
+        x = materialize_for_reshape(x, ot.shape);
       }
       internal_error("cpp codegen: reshape of a contiguous value failed");
     }

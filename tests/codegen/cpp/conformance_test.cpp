@@ -6,6 +6,8 @@
 // Tolerances: see cpptest::Tol (float32 rtol 1e-5, atol 1e-5; float64 1e-10).
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <regex>
 #include <set>
 
 #include "codegen/cpp/cpp_backend.h"
@@ -312,6 +314,40 @@ TEST_CASE("data movement: views feeding elementwise ops, reshape, cat, lone copi
   outs.push_back(t.emit1(op("relu"), {T(empty)}, {}));
   t.set_outputs(outs);
   check_against_torch(t, "movement");
+}
+
+// A reshape that is not a view stores its input first, in an order that makes it one and keeps the input's own
+// memory order (materialize_for_reshape). ShuffleNet's channel shuffle on NHWC tensors after the channels-last
+// pass: cat the channels, permute to NCHW, split them into 2 groups, swap, merge, slice the halves, permute back.
+// Every store walks each pixel's channels innermost; before, two stores transposed the whole map to NCHW.
+TEST_CASE("a channel shuffle on NHWC tensors stores each pixel's channels together") {
+  Trace t;
+  ValueId x = t.add_input("x", f32({2, 5, 6, 8})), y = t.add_input("y", f32({2, 5, 6, 8}));
+  ValueId c = t.emit1(op("cat"), {T(x), T(y)}, {{"dim", std::int64_t{3}}});                  // [2, 5, 6, 16]
+  ValueId nchw = t.emit1(op("permute"), {T(c)}, {{"dims", IntList{0, 3, 1, 2}}});
+  ValueId split = t.emit1(op("reshape"), {T(nchw)}, {{"shape", IntList{2, 2, 8, 5, 6}}});
+  ValueId swapped = t.emit1(op("permute"), {T(split)}, {{"dims", IntList{0, 2, 1, 3, 4}}});
+  ValueId merged = t.emit1(op("reshape"), {T(swapped)}, {{"shape", IntList{2, 16, 5, 6}}});  // not a view
+  std::vector<ValueId> outs;
+  for (std::int64_t half = 0; half < 2; ++half) {
+    ValueId s = t.emit1(op("slice"), {T(merged)}, {{"dim", std::int64_t{1}}, {"start", 8 * half}, {"end", 8 * half + 8}});
+    ValueId back = t.emit1(op("permute"), {T(s)}, {{"dims", IntList{0, 2, 3, 1}}});
+    outs.push_back(half == 0 ? back : t.emit1(op("relu"), {T(back)}, {}));
+  }
+  // And a reshape that merges the channels and rows of an NHWC tensor seen as NCHW, then a sum over it.
+  ValueId flat = t.emit1(op("reshape"), {T(t.emit1(op("permute"), {T(x)}, {{"dims", IntList{0, 3, 1, 2}}}))}, {{"shape", IntList{2, 40, 6}}});
+  outs.push_back(t.emit1(op("sum"), {T(flat)}, {{"dims", IntList{2}}}));
+  t.set_outputs(outs);
+  check_against_torch(t, "channel_shuffle");
+
+  const fs::path src = fs::path(THUNDERC_TEST_TMP) / "channel_shuffle_src";
+  fs::remove_all(src);
+  compile(claimed(t, {"cpp"}), {"cpp"}, "channel_shuffle_src", src.string());
+  std::ifstream in(src / "model.cpp");
+  const std::string code((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(code.find("// permute") != std::string::npos);
+  // No vectorized loop walks the 30 pixels of a channel (a transposition between NHWC and NCHW).
+  CHECK_FALSE(std::regex_search(code, std::regex(R"(#pragma omp (parallel for )?simd[^\n]*\n\s*for \(int64_t i\d+ = 0; i\d+ < 30;)")));
 }
 
 // cat is lazy in the loop lowering (codegen/loops/region_lowering.h): what is built on it is stored one nest
