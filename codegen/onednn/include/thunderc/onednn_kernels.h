@@ -399,38 +399,27 @@ inline std::shared_ptr<Conv2dPlan> make_conv2d_plan(const Conv2dSpec& s, int thr
       pd = dnnl::convolution_forward::primitive_desc();
     }
   }
-  if (!pd && s.weights_vary && gemm_forward_pays(s)) {
-    // PyTorch's OIHW weights as they are, through oneDNN's GEMM-based kernel on NCHW activations (small here).
-    const memory::desc nchw_src(src_dims, f32, tag::nchw), nchw_dst(dst_dims, f32, tag::nchw);
+  // A direct convolution on these exact layouts, or none where oneDNN has only its reference kernel for them.
+  auto direct_on = [&](const memory::desc& src_md, const memory::desc& w_md, const memory::desc& dst_md) {
     try {
       const auto d = s.has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                                  dnnl::algorithm::convolution_direct, nchw_src, user_w,
-                                                                  bias_md, nchw_dst, strides, dilates, pad, pad)
+                                                                  dnnl::algorithm::convolution_direct, src_md, w_md,
+                                                                  bias_md, dst_md, strides, dilates, pad, pad)
                                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                                  dnnl::algorithm::convolution_direct, nchw_src, user_w,
-                                                                  nchw_dst, strides, dilates, pad, pad);
-      pd = dnnl::convolution_forward::primitive_desc(d, attr, eng);
-      if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) pd = dnnl::convolution_forward::primitive_desc();
+                                                                  dnnl::algorithm::convolution_direct, src_md, w_md,
+                                                                  dst_md, strides, dilates, pad, pad);
+      dnnl::convolution_forward::primitive_desc found(d, attr, eng);
+      if (std::string(found.impl_info_str()).rfind("ref", 0) != 0) return found;
     } catch (const dnnl::error&) {
-      pd = dnnl::convolution_forward::primitive_desc();
     }
-  }
-  if (!pd && grouped_nhwc_pays(s)) {
-    // oneDNN's direct kernel on the NHWC tensors as they are, weights still in its blocked layout.
-    const memory::desc nhwc_src(src_dims, f32, tag::nhwc), nhwc_dst(dst_dims, f32, tag::nhwc);
-    try {
-      const auto d = s.has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                                  dnnl::algorithm::convolution_direct, nhwc_src, any_w,
-                                                                  bias_md, nhwc_dst, strides, dilates, pad, pad)
-                                : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                                  dnnl::algorithm::convolution_direct, nhwc_src, any_w,
-                                                                  nhwc_dst, strides, dilates, pad, pad);
-      pd = dnnl::convolution_forward::primitive_desc(d, attr, eng);
-      if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) pd = dnnl::convolution_forward::primitive_desc();
-    } catch (const dnnl::error&) {
-      pd = dnnl::convolution_forward::primitive_desc();
-    }
-  }
+    return dnnl::convolution_forward::primitive_desc();
+  };
+  // PyTorch's OIHW weights as they are, through oneDNN's GEMM-based kernel on NCHW activations (small here).
+  if (!pd && s.weights_vary && gemm_forward_pays(s))
+    pd = direct_on(memory::desc(src_dims, f32, tag::nchw), user_w, memory::desc(dst_dims, f32, tag::nchw));
+  // oneDNN's direct kernel on the NHWC tensors as they are, weights still in its blocked layout.
+  if (!pd && grouped_nhwc_pays(s))
+    pd = direct_on(memory::desc(src_dims, f32, tag::nhwc), any_w, memory::desc(dst_dims, f32, tag::nhwc));
   if (!pd) pd = dnnl::convolution_forward::primitive_desc(descriptor(dnnl::algorithm::convolution_direct), attr, eng);
   plan->conv = dnnl::convolution_forward(pd);
   plan->impl = pd.impl_info_str();
