@@ -219,7 +219,7 @@ __attribute__((always_inline)) inline float silu_lean(float x) {
   p = p * f + 1.0f;
   int32_t bits;
   std::memcpy(&bits, &p, sizeof bits);
-  bits += static_cast<int32_t>(n) << 23;
+  bits += static_cast<int32_t>(n) * (int32_t{1} << 23);  // n * 2^23, not n << 23: n < 0 would shift a negative
   std::memcpy(&p, &bits, sizeof p);
   const float y = x / (1.0f + p);
   return x != x ? x : y;
