@@ -168,8 +168,6 @@ inline dnnl::memory packed_weights(const dnnl::memory::desc& user, const float* 
   return packed;
 }
 
-// Where Winograd F(2x2, 3x3) beats oneDNN's direct kernel inside a model: dense 3x3 stride-1 convolutions of
-// at least 32 channels in and out whose output map is large next to the weights, oh * ow >= 4 sqrt(c * oc).
 // Whether oneDNN runs AVX-512 kernels here (the running CPU's, capped by DNNL_MAX_CPU_ISA).
 inline bool cpu_has_avx512() {
   static const bool avx512 = [] {
@@ -180,6 +178,8 @@ inline bool cpu_has_avx512() {
   return avx512;
 }
 
+// Where Winograd F(2x2, 3x3) beats oneDNN's direct kernel inside a model: dense 3x3 stride-1 convolutions of
+// at least 32 channels in and out whose output map is large next to the weights, oh * ow >= 4 sqrt(c * oc).
 // Winograd's transformed weights are 16/9 the size of the direct kernel's and arrive cold from memory in a
 // model, and each call reorders its input and output between NHWC and nChw16c. Measured in ResNet-18 on
 // AVX-512 (docs/onednn.md): 64 channels at 56x56 1.5x faster, 128 at 28x28 1.2x, 256 at 14x14 0.8x.
@@ -240,7 +240,7 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,prefer-vector-width=51
 // Where a convolution's silu runs as a pass of its own over the output (silu_in_place) instead of as oneDNN's
 // swish post-op: on AVX-512. Measured on AMD EPYC (Zen 4-class, AVX-512 on 256-bit units), one thread: the
 // post-op cost about 0.6 ns per output element (EfficientNet-B0's 16 -> 96 1x1 convolution at 112x112: 463 us
-// without it, 1190-1290 with it), silu_span_avx512 0.33 ns in cache and 0.42 from memory (the 8-wide loop 0.51:
+// without it, 1090-1290 with it), silu_span_avx512 0.33 ns in cache and 0.42 from memory (the 8-wide loop 0.51:
 // no gain on AVX2, left to oneDNN there). Test hook: own_silu_override 0 or 1 forces the choice (-1: measured rule).
 inline int own_silu_override = -1;
 inline bool own_silu_pays(int64_t activation) {
