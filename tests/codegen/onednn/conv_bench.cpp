@@ -2,7 +2,9 @@
 // it: direct, and with --conv-algorithm auto's Winograd where it pays) and through the blas executor's im2col +
 // OpenBLAS path, at batch 1: GFLOP/s per layer (a Winograd layer's counts the direct convolution's FLOPs) next
 // to this CPU's peak float32 FMA throughput per core, measured here (independent FMA chains, 16-wide where the
-// CPU has AVX-512, else 8-wide). Not a test.
+// CPU has AVX-512, else 8-wide). Then EfficientNet-B0's kinds of convolution followed by silu, on NHWC as the
+// channels-last pass hands them over: oneDNN's swish post-op against the kernel's own silu pass after the
+// primitive (own_silu_override 0 and 1; own_silu_pays picks the pass on AVX-512). Not a test.
 //
 //   build/bin/onednn_conv_bench [THREADS] [ITERATIONS]      (defaults 1, 50; medians)
 #include <immintrin.h>
@@ -69,7 +71,59 @@ __attribute__((target("avx512f"))) double peak_gflops_avx512() {
 struct Layer {
   const char* name;
   int64_t c, h, oc, k, s;
+  int64_t groups = 1;
 };
+
+// The median time of `iterations` calls of one convolution call site, or a negative value after printing oneDNN's
+// error.
+double time_conv(const thunderc_onednn::Conv2dSpec& spec, const std::vector<float>& x, const std::vector<float>& w,
+                 const std::vector<float>& b, std::vector<float>& y, int threads, int iterations) {
+  thunderc_onednn::Conv2d conv;
+  char error[512];
+  bool failed = false;
+  const double t = median_seconds(iterations, [&] {
+    failed |= conv.run(spec, x.data(), w.data(), b.data(), nullptr, y.data(), threads, error, sizeof error) != 0;
+  });
+  if (!failed) return t;
+  std::fprintf(stderr, "%s\n", error);
+  return -1;
+}
+
+// EfficientNet-B0's convolutions that a silu follows (bias folded in, NHWC): post-op against own pass.
+int silu_table(int threads, int iterations) {
+  std::printf("\n| EfficientNet-B0 layer + silu | swish post-op ms | own silu pass ms | post-op / own |\n|---|---|---|---|\n");
+  const Layer layers[] = {{"stem 3x3/2, 3 -> 32 at 224", 3, 224, 32, 3, 2},
+                          {"depthwise 3x3, 32 at 112", 32, 112, 32, 3, 1, 32},
+                          {"1x1, 16 -> 96 at 112", 16, 112, 96, 1, 1},
+                          {"depthwise 3x3/2, 96 at 112", 96, 112, 96, 3, 2, 96},
+                          {"1x1, 24 -> 144 at 56", 24, 56, 144, 1, 1},
+                          {"depthwise 3x3, 144 at 56", 144, 56, 144, 3, 1, 144},
+                          {"1x1, 40 -> 240 at 28", 40, 28, 240, 1, 1},
+                          {"depthwise 5x5, 240 at 28", 240, 28, 240, 5, 1, 240},
+                          {"1x1, 112 -> 672 at 14", 112, 14, 672, 1, 1},
+                          {"depthwise 5x5, 672 at 14", 672, 14, 672, 5, 1, 672},
+                          {"1x1, 192 -> 1152 at 7", 192, 7, 1152, 1, 1},
+                          {"1x1, 320 -> 1280 at 7", 320, 7, 1280, 1, 1}};
+  for (const Layer& l : layers) {
+    const int64_t pad = l.k / 2, oh = (l.h + 2 * pad - l.k) / l.s + 1;
+    std::vector<float> x(l.c * l.h * l.h), w(l.oc * (l.c / l.groups) * l.k * l.k), b(l.oc), y(l.oc * oh * oh);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 2.0f * std::sin(0.37f * i);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.2f * std::cos(0.11f * i);
+    const thunderc_onednn::Conv2dSpec spec = {1, l.c, l.h, l.h, l.oc, l.k, l.k, l.s, l.s, pad, pad, 1, 1, l.groups,
+                                              oh, oh, 1, 0, 1, 0, thunderc_onednn::kSilu, 0.0f, 0.0f, 0};
+    double t[2];
+    for (int own : {0, 1}) {
+      thunderc_onednn::own_silu_override = own;
+      t[own] = time_conv(spec, x, w, b, y, threads, iterations);
+      if (t[own] < 0) return 1;
+    }
+    thunderc_onednn::own_silu_override = -1;
+    std::printf("| %s | %.3f | %.3f | %.2fx |\n", l.name, t[0] * 1e3, t[1] * 1e3, t[0] / t[1]);
+  }
+  std::printf("\nown_silu_pays picks the own pass on this CPU: %s\n",
+              thunderc_onednn::own_silu_pays(thunderc_onednn::kSilu) ? "yes" : "no");
+  return 0;
+}
 
 }  // namespace
 
@@ -93,7 +147,6 @@ int main(int argc, char** argv) {
                           {"layer3.0 3x3/2", 128, 28, 256, 3, 2}, {"layer3 3x3", 256, 14, 256, 3, 1},
                           {"layer4.0 3x3/2", 256, 14, 512, 3, 2}, {"layer4 3x3", 512, 7, 512, 3, 1},
                           {"layer2 downsample 1x1/2", 64, 56, 128, 1, 2}};
-  char error[512];
   for (const Layer& l : layers) {
     const int64_t pad = l.k / 2, oh = (l.h + 2 * pad - l.k) / l.s + 1;
     std::vector<float> x(l.c * l.h * l.h), w(l.oc * l.c * l.k * l.k), b(l.oc), y(l.oc * oh * oh),
@@ -104,15 +157,8 @@ int main(int argc, char** argv) {
     double t_dnnl[2];
     for (int winograd : {0, 1}) {
       spec.winograd = winograd;
-      thunderc_onednn::Conv2d conv;
-      bool failed = false;
-      t_dnnl[winograd] = median_seconds(iterations, [&] {
-        failed |= conv.run(spec, x.data(), w.data(), b.data(), nullptr, y.data(), threads, error, sizeof error) != 0;
-      });
-      if (failed) {
-        std::fprintf(stderr, "%s\n", error);
-        return 1;
-      }
+      t_dnnl[winograd] = time_conv(spec, x, w, b, y, threads, iterations);
+      if (t_dnnl[winograd] < 0) return 1;
     }
     thunderc_onednn::ThreadScope scope(threads);  // as Conv2d::run plans
     const std::string kernel = thunderc_onednn::make_conv2d_plan(spec, threads, w.data())->impl;
@@ -126,5 +172,5 @@ int main(int argc, char** argv) {
                 100 * gflops(t_dnnl[1]) / (peak * threads), kernel.c_str(), t_blas * 1e3, gflops(t_blas),
                 t_blas / t_dnnl[0]);
   }
-  return 0;
+  return silu_table(threads, iterations);
 }
