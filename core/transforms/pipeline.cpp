@@ -12,6 +12,7 @@
 #include "core/transforms/cse.h"
 #include "core/transforms/dce.h"
 #include "core/transforms/decompose.h"
+#include "core/transforms/pool_before_conv.h"
 #include "core/transforms/remat.h"
 #include "core/transforms/split_cat_conv.h"
 // Every pass is registered explicitly below (no __has_include: a pass whose header went missing must fail
@@ -44,6 +45,7 @@ const std::vector<RegisteredPass>& registered_passes() {
       {autocast_transform(), PassPhase::BeforeClaim},   // after attention: sdpa is one low-precision op
       {decompose_transform(), PassPhase::BeforeClaim},
       {split_cat_conv_transform(), PassPhase::BeforeClaim},  // before channels-last, which then sees the pieces' convs
+      {pool_before_conv_transform(), PassPhase::BeforeClaim},  // after fold-batchnorm: a folded bias moves too
       {channels_last_transform(), PassPhase::BeforeClaim},  // last before claiming: sees the ops executors get
       {fusion_transform(), PassPhase::AfterClaim},
       {remat_transform(), PassPhase::AfterClaim},

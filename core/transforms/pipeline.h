@@ -1,7 +1,7 @@
 // The pass registry and THE order of thunderc's trace transforms (written once, here).
 //
 //   before claiming:  dce, cse, constant-folding, fold-batchnorm, attention, autocast, decompose, split-cat-conv,
-//                     channels-last
+//                     pool-before-conv, channels-last
 //   claim-executors:  every symbol gets the first executor whose checker accepts it (always runs)
 //   after claiming:   fusion, remat, dce
 //
@@ -9,9 +9,8 @@
 // registered pass in that order. `--transforms LIST` replaces the optional passes: they run in the order
 // given; claiming runs before the first pass that needs claimed symbols (fusion, remat) or at the end, or
 // where the list names "claim-executors". Passes that work either way (dce, cse, constant-folding) run
-// where they are listed; a pass that must run before claiming (attention, autocast, decompose, fold-batchnorm, split-cat-conv,
-// channels-last) listed after
-// claiming is an error. The pipeline runs verify_trace after every pass and stamps the result's
+// where they are listed; a pass that must run before claiming (attention, autocast, decompose, fold-batchnorm,
+// split-cat-conv, pool-before-conv, channels-last) listed after claiming is an error. The pipeline runs verify_trace after every pass and stamps the result's
 // constructed_by with "<pass> (took N ms)".
 #pragma once
 

@@ -181,12 +181,12 @@ TEST_CASE("--autograd: saved activations stay channels-last across the forward/b
   REQUIRE_MESSAGE(r.code == 0, r.out);
   const std::string start = read_file(fs::path(dir) / "backward" / "00-autodiff.txt");
   CHECK_MESSAGE(contains(start, "= permute(saved_"), start);
-  const std::string backward = read_file(fs::path(dir) / "backward" / "13-dce.txt");
+  const std::string backward = read_file(fs::path(dir) / "backward" / "14-dce.txt");
   CHECK_MESSAGE(contains(backward, "onednn.conv2d_backward_input_nhwc("), backward);
   CHECK(contains(backward, "onednn.conv2d_backward_weight_nhwc("));
   CHECK(!contains(backward, "conv2d_backward_input("));
   CHECK(!contains(backward, "conv2d_backward_weight("));
-  const std::string forward = read_file(fs::path(dir) / "forward" / "13-dce.txt");
+  const std::string forward = read_file(fs::path(dir) / "forward" / "14-dce.txt");
   CHECK(contains(forward, "onednn.conv2d_nhwc("));
   std::string manifest = without_spaces(read_file(fs::path(so).replace_extension(".json")));
   CHECK_MESSAGE(contains(manifest, "\"shape\":[1,4,4,64]"), manifest);

@@ -28,7 +28,8 @@ bool registered(const std::string& name) { return find_pass(name) != nullptr; }
 
 // The expected default order: every pass is registered explicitly (pipeline.cpp), none is optional.
 std::vector<std::string> expected_default() {
-  return {"dce", "cse", "constant-folding", "fold-batchnorm", "attention", "autocast", "decompose", "split-cat-conv", "channels-last", "fusion", "remat", "dce"};
+  return {"dce", "cse", "constant-folding", "fold-batchnorm", "attention", "autocast", "decompose", "split-cat-conv", "pool-before-conv",
+          "channels-last", "fusion", "remat", "dce"};
 }
 
 }  // namespace
