@@ -96,7 +96,8 @@ class CppRegion : public RegionLowering {
         std::string pragma = "#pragma omp simd";
         // pre/post see the indices without the innermost term (valid where that access's inner stride is 0)
         gen(body_idx, inner, pre, pragma, body, post);
-        if (pragma == "#pragma omp simd" && !force_simd(dims[l], cost)) pragma.clear();  // (a reduction's stays)
+        // (A reduction's pragma stays; so does a symbolic variant's, whose code must not depend on the sizes.)
+        if (pragma == "#pragma omp simd" && !symbolic() && !force_simd(dims[l], cost)) pragma.clear();
         for (auto& p : pre) L(p);
         if (par) {
           par_line = lines_.size();
