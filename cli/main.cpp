@@ -461,6 +461,7 @@ struct CompileFlags {
   std::string keep_sources;
   bool disable_torch_autograd = false;
   bool cuda_graphs = false;
+  bool profile = false;
   std::string cpu_target = "x86-64-v3";
   std::string conv_algorithm = "auto";
   std::string cache;  // empty: not given ("constant values", or "symbolic values" for a model's declared Dims)
@@ -582,6 +583,13 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   const std::vector<std::string> cpu_targets = parse_cpu_targets(out.cpu_target);
   if (out.conv_algorithm != "auto" && out.conv_algorithm != "direct")
     user_error("--conv-algorithm must be auto or direct, got ", quote_text(out.conv_algorithm));
+  if (out.profile && options.device.kind == DeviceKind::CUDA)
+    user_error("--profile times the operations of CPU variants; CUDA kernels run asynchronously to the host, so "
+               "time a CUDA model with thunderc bench, or with Nsight Systems");
+  if (out.profile && options.autograd)
+    user_error("--profile times inference variants; compile without --autograd to profile the forward");
+  if (out.profile && cpu_targets.size() > 1)
+    user_error("--profile times one build of the host code; give one --cpu-target level, not ", out.cpu_target);
   if (options.device.kind != DeviceKind::CUDA && out.cuda_graphs)
     user_error("--cuda-graphs applies to CUDA variants only; add --device cuda (or --executors nvfuser)");
   if (options.autograd && out.disable_torch_autograd)
@@ -637,6 +645,7 @@ int compile(const ModelFlags& flags, const CompileFlags& out) {
   request.options.transforms = r.transforms;
   request.options.disable_torch_autograd = out.disable_torch_autograd;
   request.options.cuda_graphs = out.cuda_graphs;
+  request.options.profile = out.profile;
   request.options.cpu_target = cpu_targets.front();
   request.options.cpu_targets = cpu_targets;
   request.options.conv_algorithm = out.conv_algorithm;
@@ -857,6 +866,10 @@ int run(int argc, char** argv) {
                "CUDA variants replay a CUDA graph (Thunder's \"reduce-overhead\"): the runtime captures a variant's "
                "launches on its second call on a stream (the first sets up the library plans) and replays them from "
                "then on, copying inputs and outputs through static device buffers; recorded in the manifest");
+  app.add_flag("--profile", out.profile,
+               "time every operation of each CPU variant (two clock reads and two atomic adds per operation, "
+               "about 50 ns): thunderc bench then prints where the time goes, and the runtime's "
+               "thunderc_model_profile reads the counters; recorded in the manifest");
   app.add_flag("--disable-torch-autograd", out.disable_torch_autograd,
                "forward-only (inference) code, the default; recorded in the manifest (thunder.jit's option; "
                "--autograd compiles a training variant instead)");

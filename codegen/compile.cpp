@@ -62,7 +62,7 @@ CompileSummary compile_model(const CompileRequest& request, const Toolchain& bui
       std::copy(p.initial->bytes.begin(), p.initial->bytes.end(), plan.weights.bytes.begin() + static_cast<std::ptrdiff_t>(parameters_base + p.offset));
   }
   GeneratedModule module = generate_module(request.variants, plan, backends, "source model: " + request.source.path,
-                                           request.cuda_archs, request.split_lines);
+                                           request.cuda_archs, request.split_lines, request.options.profile);
   module.cpu_targets = cpu_targets;
   if (training) {
     module.cpp += "\n// --autograd: the parameters' initial values (the manifest's training.parameters give offsets).\n";

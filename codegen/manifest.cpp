@@ -37,6 +37,7 @@ std::string write_manifest(const ManifestSource& source, const ManifestOptions& 
                   {"precision", options.precision}, {"cpu_target", options.cpu_target},
                   {"conv_algorithm", options.conv_algorithm}};
   if (options.cuda_graphs) m["options"]["cuda_graphs"] = true;  // absent: off (older runtimes ignore it)
+  if (options.profile) m["options"]["profile"] = true;  // absent: off (older runtimes ignore it)
   // Absent for one level; older runtimes ignore it and run the lowest level's entries.
   if (options.cpu_targets.size() > 1) m["options"]["cpu_targets"] = options.cpu_targets;
   if (training) m["options"]["autograd"] = true;

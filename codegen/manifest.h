@@ -22,6 +22,7 @@ struct ManifestOptions {
   bool standalone = false;
   bool disable_torch_autograd = false;
   bool cuda_graphs = false;                   // --cuda-graphs: the runtime replays captured CUDA graphs
+  bool profile = false;                       // --profile: every operation timed (the .so exports thunderc_profile)
   std::string sharp_edges = "allow";          // --sharp-edges
   std::string precision = "fp32";             // --precision (tf32: library calls may use tensor cores)
   std::string cpu_target = "x86-64-v3";       // --cpu-target: -march of the host code (its lowest level); checked at open

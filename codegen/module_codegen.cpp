@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
+#include <variant>
 
 #include "codegen/nvfuser/nvfuser_backend.h"
 #include "codegen/symbolic_code.h"
@@ -262,6 +264,35 @@ void emit_operation(std::size_t index, std::size_t i, const ModuleVariant& varia
   b->second->emit_symbol(VariantContext(t, scratch_expr, symbolic_ints ? &int_exprs : nullptr, &sink, index, i), s, out);
 }
 
+// --profile's name for an operation: "t26 = onednn.fusion(t24, w, b) [onednn_fusion0: conv2d_nhwc, relu]  # where
+// the model wrote it" (at most three operands, a region's first four operators). Model text: it reaches the
+// source only through c_string_literal.
+std::string operation_label(const Trace& t, const BoundSymbol& s) {
+  std::string label;
+  for (std::size_t k = 0; k < s.outputs.size(); ++k) label += (k ? ", " : "") + t.value(s.outputs[k]).name;
+  label += (label.empty() ? "" : " = ") + s.executor + "." + s.op->name + "(";
+  std::size_t shown = 0;
+  for (const Operand& o : s.inputs) {
+    if (!o.is_tensor()) continue;
+    if (shown == 3) {
+      label += ", ...";
+      break;
+    }
+    label += (shown++ ? ", " : "") + t.value(o.value).name;
+  }
+  label += ")";
+  if (s.is_region()) {
+    label += " [";
+    if (s.attrs.has("name") && std::holds_alternative<std::string>(s.attrs.get("name")))
+      label += s.attrs.get_string("name") + ": ";
+    for (std::size_t m = 0; m < std::min<std::size_t>(s.subsymbols.size(), 4); ++m)
+      label += (m ? ", " : "") + s.subsymbols[m].op->name;
+    label += s.subsymbols.size() > 4 ? ", ...]" : "]";
+  }
+  if (!s.source.empty()) label += "  # " + s.source;
+  return label;
+}
+
 // Outputs whose values live elsewhere (an input, a weight, another output) are copied last.
 void emit_output_copies(const ModuleVariant& variant, const VariantMemoryPlan& mem, const std::vector<std::string>& vars,
                         SourceWriter& out) {
@@ -289,9 +320,11 @@ void emit_output_copies(const ModuleVariant& variant, const VariantMemoryPlan& m
 // operations take more than `split_lines` lines is split: its operations go, in order, into part functions
 // (one source file each, appended to `parts`) that the entry calls one after the other, each starting with
 // the prologue. The split depends on the code alone, never on the machine, so the output stays deterministic.
+// `profile_base`: with --profile, the index of this variant's first operation in thunderc_profile_counters
+// (each operation's code is then timed into its pair of counters); nullopt without.
 void emit_variant(std::size_t index, const ModuleVariant& variant, const VariantMemoryPlan& mem,
-                  const BackendSet& backends, KernelSink& sink, std::size_t split_lines, SourceWriter& out,
-                  std::vector<PartSource>& parts) {
+                  const BackendSet& backends, KernelSink& sink, std::size_t split_lines,
+                  std::optional<std::size_t> profile_base, SourceWriter& out, std::vector<PartSource>& parts) {
   const Trace& t = *variant.trace;
   const bool cuda = is_cuda_variant(t);
   out.comment(std::string(100, '-'));
@@ -311,7 +344,10 @@ void emit_variant(std::size_t index, const ModuleVariant& variant, const Variant
   std::vector<std::string> blocks;  // one per operation
   for (std::size_t i = 0; i < t.symbols().size(); ++i) {
     SourceWriter block;
+    const std::string started = "thunderc_profile_t" + std::to_string(i);
+    if (profile_base) block.line("const uint64_t " + started + " = thunderc_profile_now();");
     emit_operation(index, i, variant, mem, backends, vars, sink, block);
+    if (profile_base) block.line("thunderc_profile_add(" + std::to_string(*profile_base + i) + ", " + started + ");");
     blocks.push_back(block.str());
   }
   emit_output_copies(variant, mem, vars, tail);
@@ -389,8 +425,11 @@ std::string part_source_name(std::size_t k) { return "model_part" + std::to_stri
 
 GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, const ModulePlan& plan,
                                 const BackendSet& backends, const std::string& header,
-                                const std::vector<std::string>& cuda_archs, std::size_t split_lines) {
+                                const std::vector<std::string>& cuda_archs, std::size_t split_lines, bool profile) {
   GeneratedModule m;
+  for (const ModuleVariant& v : variants)
+    THUNDERC_CHECK(!profile || (!v.is_program && !is_cuda_variant(*v.trace)),
+                   "--profile reached codegen with a CUDA variant or a training program (the command line refuses both)");
   m.weights = plan.weights.bytes;
   std::set<std::string> used;
   for (const ModuleVariant& v : variants)
@@ -443,6 +482,22 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
     out.line("  return static_cast<char*>(t->data) + t->byte_offset;");
     out.line("}");
     out.line();
+    if (profile) {
+      out.comment("--profile: each operation's nanoseconds and calls (a pair per operation, model.cpp holds them),");
+      out.comment("added atomically so that concurrent calls count too; thunderc_profile exports them.");
+      out.line("#include <time.h>");
+      out.line("extern \"C\" __attribute__((visibility(\"hidden\"))) uint64_t thunderc_profile_counters[];");
+      out.line("static inline uint64_t thunderc_profile_now(void) {");
+      out.line("  struct timespec ts;");
+      out.line("  clock_gettime(CLOCK_MONOTONIC, &ts);");
+      out.line("  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);");
+      out.line("}");
+      out.line("static inline void thunderc_profile_add(size_t op, uint64_t started) {");
+      out.line("  __atomic_fetch_add(&thunderc_profile_counters[2 * op], thunderc_profile_now() - started, __ATOMIC_RELAXED);");
+      out.line("  __atomic_fetch_add(&thunderc_profile_counters[2 * op + 1], 1, __ATOMIC_RELAXED);");
+      out.line("}");
+      out.line();
+    }
     for (const std::string& e : executors) backends.at(e)->emit_module_prelude(out);
   };
 
@@ -457,9 +512,39 @@ GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, cons
   out.line();
   KernelSink sink;
   std::vector<PartSource> parts;
+  std::vector<std::size_t> profile_base;  // per variant, with --profile
+  std::size_t profiled = 0;
+  for (const ModuleVariant& v : variants) {
+    profile_base.push_back(profiled);
+    profiled += v.trace->symbols().size();
+  }
   for (std::size_t i = 0; i < variants.size(); ++i) {
-    emit_variant(i, variants[i], plan.memory[i], backends, sink, split_lines, out, parts);
+    emit_variant(i, variants[i], plan.memory[i], backends, sink, split_lines,
+                 profile ? std::optional<std::size_t>(profile_base[i]) : std::nullopt, out, parts);
     m.entries.push_back(variant_entry(i));
+  }
+  if (profile) {
+    out.comment("--profile: the operations' labels and counters (abi.h, thunderc_profile).");
+    out.line("uint64_t thunderc_profile_counters[" + std::to_string(2 * std::max<std::size_t>(profiled, 1)) + "] = {};");
+    for (std::size_t i = 0; i < variants.size(); ++i) {
+      const Trace& t = *variants[i].trace;
+      out.line("static const char* const thunderc_profile_labels_" + std::to_string(i) + "[] = {");
+      for (const BoundSymbol& s : t.symbols()) out.line("  " + c_string_literal(operation_label(t, s)) + ",");
+      if (t.symbols().empty()) out.line("  nullptr,");
+      out.line("};");
+    }
+    out.line("extern \"C\" THUNDERC_EXPORT uint32_t thunderc_profile(uint32_t variant, const char* const** labels,");
+    out.line("                                                       uint64_t** counters) {");
+    out.line("  switch (variant) {");
+    for (std::size_t i = 0; i < variants.size(); ++i) {
+      const std::string n = std::to_string(i);
+      out.line("    case " + n + ": *labels = thunderc_profile_labels_" + n + "; *counters = thunderc_profile_counters + " +
+               std::to_string(2 * profile_base[i]) + "; return " + std::to_string(variants[i].trace->symbols().size()) + ";");
+    }
+    out.line("  }");
+    out.line("  return 0;");
+    out.line("}");
+    out.line();
   }
   for (std::size_t k = 0; k < parts.size(); ++k) {
     SourceWriter part;

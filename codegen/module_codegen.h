@@ -125,10 +125,11 @@ constexpr std::size_t kDefaultSplitLines = 3000;
 std::string part_source_name(std::size_t k);
 
 // `header` is a comment for the top of model.cpp (e.g. the command line); any text is safe. `cuda_archs`
-// ("sm_80", ...) are the architectures CUDA variants are compiled for.
+// ("sm_80", ...) are the architectures CUDA variants are compiled for. `profile` (--profile, CPU inference
+// variants only): every operation is timed, and the .so exports thunderc_profile (abi.h).
 GeneratedModule generate_module(const std::vector<ModuleVariant>& variants, const ModulePlan& plan,
                                 const BackendSet& backends, const std::string& header,
                                 const std::vector<std::string>& cuda_archs = {},
-                                std::size_t split_lines = kDefaultSplitLines);
+                                std::size_t split_lines = kDefaultSplitLines, bool profile = false);
 
 }  // namespace thunderc

@@ -192,6 +192,46 @@ std::string diff_text(double d) {
   return os.str();
 }
 
+// The timed calls' share of each operation's counters: `after` minus `before` (read after the warm-up).
+std::vector<OperationProfile> profile_of_timed_calls(std::vector<OperationProfile> after,
+                                                     const std::vector<OperationProfile>& before) {
+  for (size_t i = 0; i < after.size() && i < before.size(); ++i) {
+    after[i].calls -= before[i].calls;
+    after[i].total_ns -= before[i].total_ns;
+  }
+  return after;
+}
+
+// --profile's table: the operations that took the most time per call, at most kProfileRows of them, then what
+// the others and the rest of the call (the runtime's dispatch and guards) took.
+constexpr size_t kProfileRows = 20;
+void print_profile(const std::vector<OperationProfile>& ops, double wall_ms, int iterations) {
+  std::vector<size_t> order(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ops[a].total_ns > ops[b].total_ns; });
+  const double per_call_us = wall_ms * 1e3 / iterations;
+  auto row = [&](double us, const std::string& what) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(us >= 100 ? 1 : 2) << std::setw(11) << us << " us " << std::setprecision(1)
+       << std::setw(5) << (per_call_us > 0 ? 100 * us / per_call_us : 0.0) << "%  " << what << "\n";
+    std::cout << os.str();
+  };
+  std::cout << "profile:     per call, mean over the timed calls (--profile; " << ops.size() << " operations):\n";
+  double shown = 0, others = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const double us = static_cast<double>(ops[order[k]].total_ns) / 1e3 / iterations;
+    if (k < kProfileRows) {
+      row(us, "#" + std::to_string(order[k] + 1) + " " + ops[order[k]].label);
+      shown += us;
+    } else {
+      others += us;
+    }
+  }
+  if (order.size() > kProfileRows)
+    row(others, "the other " + std::to_string(order.size() - kProfileRows) + " operations (--json lists every one)");
+  row(std::max(0.0, per_call_us - shown - others), "outside the operations (dispatch, guards, workspace)");
+}
+
 void bench_command(const BenchFlags& f) {
 #if !THUNDERC_WITH_LIBTORCH
   if (!f.compare.empty())
@@ -315,6 +355,7 @@ void bench_command(const BenchFlags& f) {
 
   std::vector<double> times;
   times.reserve(static_cast<size_t>(f.iterations));
+  std::vector<OperationProfile> profile_before;
   try {
     if (on_gpu) {
       for (const HostTensor& t : inputs) d_in.push_back(DeviceTensor::from_host(t, device));
@@ -326,6 +367,7 @@ void bench_command(const BenchFlags& f) {
     }
     if (!on_gpu || device_step) {
       for (int i = 0; i < f.warmup; ++i) step();
+      profile_before = model.profile(v.id);  // --profile: the timed calls' share is the difference
       for (int i = 0; i < f.iterations; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
         step();
@@ -364,6 +406,9 @@ void bench_command(const BenchFlags& f) {
     throw UserError(commands::runtime_message(e, "running '" + f.model + "' failed", f.model));
   }
   const Stats ours = stats_of(times);
+  const std::vector<OperationProfile> profile = profile_of_timed_calls(model.profile(v.id), profile_before);
+  double wall_ms = 0;
+  for (double t : times) wall_ms += t;
 
   std::optional<commands::TorchScriptTiming> ref;
   std::optional<commands::TorchScriptTrainingTiming> train_ref;
@@ -392,6 +437,15 @@ void bench_command(const BenchFlags& f) {
     j["min_ms"] = ours.min;
     j["p90_ms"] = ours.p90;
     if (training && model.rng_blocks(v.id) > 0) j["rng_blocks"] = model.rng_blocks(v.id);
+    if (!profile.empty()) {
+      // Per operation, over the timed calls (--profile); total_ms is their wall time, which the operations'
+      // times sum to less than (the rest: the runtime's dispatch, guards and workspace).
+      j["profile"]["total_ms"] = wall_ms;
+      nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+      for (const OperationProfile& p : profile)
+        ops.push_back({{"operation", p.label}, {"calls", p.calls}, {"total_ms", static_cast<double>(p.total_ns) / 1e6}});
+      j["profile"]["operations"] = ops;
+    }
     j["iterations"] = f.iterations;
     j["warmup"] = f.warmup;
     j["threads"] = threads;
@@ -456,6 +510,7 @@ void bench_command(const BenchFlags& f) {
       std::cout << "gradients:   max |diff| / max(1, max |torch|) = " << diff_text(train_ref->max_rel_grad_diff)
                 << " (worst: " << train_ref->worst_gradient << ", over " << train_ref->num_gradients << ")\n";
   }
+  if (!profile.empty()) print_profile(profile, wall_ms, f.iterations);
   std::cout.flush();
 }
 

@@ -213,6 +213,7 @@ struct Manifest {
   uint32_t abi_version = 0;
   CacheMode cache = CacheMode::ConstantValues;
   bool cuda_graphs = false;  // options.cuda_graphs (--cuda-graphs): CUDA variants replay a captured graph
+  bool profile = false;      // options.profile (--profile): the .so exports thunderc_profile (abi.h)
   std::string cpu_target;    // options.cpu_target (--cpu-target): "x86-64-v3", ...; empty in older manifests
   // options.cpu_targets: every level the host code was built for, ascending, cpu_target first (a one-level
   // model: just cpu_target; empty in older manifests). Entries of the levels above the first carry

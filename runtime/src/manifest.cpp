@@ -388,6 +388,10 @@ Manifest parse_manifest(const std::string& text, const std::string& origin) {
       if (m.precision != "fp32" && m.precision != "tf32" && m.precision != "bf16" && m.precision != "fp16")
         v.error("options.precision", "'" + m.precision + "' is not a precision this runtime knows (fp32, tf32, bf16, fp16)");
     }
+    if (auto profile = opts->find("profile"); profile != opts->end()) {
+      if (!profile->is_boolean()) v.error("options.profile", "expected true or false, got " + Validator::type_of(*profile));
+      m.profile = profile->get<bool>();
+    }
     if (auto graphs = opts->find("cuda_graphs"); graphs != opts->end()) {
       if (!graphs->is_boolean()) v.error("options.cuda_graphs", "expected true or false, got " + Validator::type_of(*graphs));
       m.cuda_graphs = graphs->get<bool>();

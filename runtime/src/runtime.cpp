@@ -102,6 +102,14 @@ struct thunderc_model {
   // without checks once set). -1: none yet.
   mutable std::atomic<long> memo{-1};
 
+  // --profile: the .so's thunderc_profile (null without); per variant its operations' labels and counters.
+  struct ProfiledVariant {
+    const char* const* labels = nullptr;
+    uint64_t* counters = nullptr;
+    size_t operations = 0;
+  };
+  std::vector<ProfiledVariant> profile;
+
   // Workspace pool of the CPU variants: free buffers per entry, reused across calls (thread-safe). Slot v is
   // variant v's (forward) entry; in a training model, slot num_variants + v is its backward entry.
   std::mutex pool_mutex;
@@ -581,6 +589,23 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
     } else if (v.device.device_type != kDLCPU) {
       v.available = false;
       v.unavailable_reason = "this runtime runs only cpu and cuda variants";
+    }
+  }
+  if (model->manifest.profile) {
+    dlerror();
+    auto profile_fn = reinterpret_cast<thunderc_profile_fn>(dlsym(model->handle, "thunderc_profile"));
+    if (!profile_fn) {
+      const char* e = dlerror();
+      fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' has options.profile in its manifest but does not export "
+                                         "'thunderc_profile' (" + (e ? e : "symbol not found") + ")");
+    }
+    for (size_t v = 0; v < model->manifest.variants.size(); ++v) {
+      thunderc_model::ProfiledVariant p;
+      p.operations = profile_fn(static_cast<uint32_t>(v), &p.labels, &p.counters);
+      if (p.operations > 0 && (!p.labels || !p.counters))
+        fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "': thunderc_profile(" + std::to_string(v) +
+                                           ") gave operations without labels or counters");
+      model->profile.push_back(p);
     }
   }
   // --optimizer: the update's entry (host code: each CPU level has its own copy), its workspace in the CUDA pool.
@@ -1301,6 +1326,30 @@ THUNDERC_API thunderc_status thunderc_model_variant_info(const thunderc_model* m
     out_info->workspace_bytes = v->workspace_bytes;
     out_info->num_inputs = v->guards.size();
     out_info->num_outputs = v->output_shapes.size();
+  });
+}
+
+THUNDERC_API size_t thunderc_model_num_profiled_operations(const thunderc_model* model, size_t variant) {
+  if (!model || variant >= model->profile.size()) return 0;
+  return model->profile[variant].operations;
+}
+
+THUNDERC_API thunderc_status thunderc_model_operation_profile(const thunderc_model* model, size_t variant, size_t index,
+                                                              thunderc_operation_profile* out) {
+  return guarded([&] {
+    variant_at(model, variant);
+    if (!out) fail(THUNDERC_STATUS_INVALID_ARGUMENT, "out is NULL");
+    if (!model->manifest.profile)
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, model->name + " was compiled without --profile, so it times no operations "
+                                                 "(recompile it with thunderc --profile)");
+    const thunderc_model::ProfiledVariant& p = model->profile.at(variant);
+    if (index >= p.operations)
+      fail(THUNDERC_STATUS_INVALID_ARGUMENT, "operation " + std::to_string(index) + " out of range (variant " +
+                                                 std::to_string(variant) + " of " + model->name + " times " +
+                                                 std::to_string(p.operations) + ")");
+    out->label = p.labels[index];
+    out->total_ns = __atomic_load_n(&p.counters[2 * index], __ATOMIC_RELAXED);
+    out->calls = __atomic_load_n(&p.counters[2 * index + 1], __ATOMIC_RELAXED);
   });
 }
 

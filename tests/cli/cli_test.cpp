@@ -418,6 +418,19 @@ TEST_CASE("errors") {
     CHECK(r.code == 1);
     CHECK_OUTPUT(r, "--cuda-graphs applies to CUDA variants only");
   }
+  SUBCASE("--profile with what it cannot time") {
+    const std::string so = std::string(THUNDERC_TEST_TMP) + "/profile_refused.so";
+    Result cuda = thunderc({sample("mlp.pt"), "--profile", "--device", "cuda", "-o", so});
+    CHECK(cuda.code == 1);
+    CHECK_OUTPUT(cuda, "--profile times the operations of CPU variants");
+    Result train = thunderc({sample("mlp.pt"), "--profile", "--autograd", "-o", so});
+    CHECK(train.code == 1);
+    CHECK_OUTPUT(train, "--profile times inference variants");
+    Result levels = thunderc({sample("mlp.pt"), "--profile", "--cpu-target", "x86-64-v2,x86-64-v3", "-o", so});
+    CHECK(levels.code == 1);
+    CHECK_OUTPUT(levels, "give one --cpu-target level, not x86-64-v2,x86-64-v3");
+    CHECK_FALSE(std::filesystem::exists(so));
+  }
   SUBCASE("bad --device") {
     Result r = thunderc({"examine", sample("mlp.pt"), "--device", "tpu"});
     CHECK(r.code == 1);

@@ -141,6 +141,14 @@ TEST_CASE("open, introspect and run both variants") {
   CHECK(spec.shape[0] == 4);
   Status bad(thunderc_model_variant_info(m, 2, &info));
   CHECK(bad.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  // Compiled without --profile: no operations timed (the CLI tests cover a profiled model's counters).
+  CHECK(thunderc_model_num_profiled_operations(m, 0) == 0);
+  CHECK(thunderc_model_num_profiled_operations(nullptr, 0) == 0);
+  thunderc_operation_profile op{};
+  Status unprofiled(thunderc_model_operation_profile(m, 0, 0, &op));
+  CHECK(unprofiled.code() == THUNDERC_STATUS_INVALID_ARGUMENT);
+  CHECK(unprofiled.message().find("compiled without --profile") != std::string::npos);
+  CHECK(Status(thunderc_model_operation_profile(m, 2, 0, &op)).code() == THUNDERC_STATUS_INVALID_ARGUMENT);
   CHECK(Status(thunderc_model_variant_output(m, 0, 2, &spec)).code() == THUNDERC_STATUS_INVALID_ARGUMENT);
 
   const std::string so = model_path("two_variants");
@@ -656,6 +664,10 @@ TEST_CASE("corrupt or invalid manifests") {
       {"cpu_targets unknown", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cpu_target\": \"x86-64\", \"cpu_targets\": [\"x86-64\", \"zen4\"],"),
        "options.cpu_targets[1]: 'zen4' is not a CPU target this runtime knows"},
       // Every x86-64 CPU this runs on has v2: the runtime looks for the v2 copy, which this .so lacks.
+      {"profile type", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"profile\": 1,"),
+       "options.profile: expected true or false, got integer"},
+      {"profile without thunderc_profile", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"profile\": true,"),
+       "has options.profile in its manifest but does not export 'thunderc_profile'"},
       {"cpu_targets entry missing", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"cpu_target\": \"x86-64\", \"cpu_targets\": [\"x86-64\", \"x86-64-v2\"],"),
        "does not export 'thunderc_variant_0__x86_64_v2', the entry of variant #0"},
       {"precision unknown", replace(good, "\"cache\": \"constant values\",", "\"cache\": \"constant values\", \"precision\": \"fp8\","),
@@ -704,8 +716,9 @@ TEST_CASE("corrupt or invalid manifests") {
     CHECK(m == nullptr);
     CHECK(st.code() == c.code);
     CHECK_MESSAGE(st.message().find(c.expect) != std::string::npos, st.message());
-    // (A missing entry is found after parsing: its message names the .so.)
-    if (c.code == THUNDERC_STATUS_MANIFEST && c.name != "empty" && c.name != "cpu_targets entry missing")
+    // (A missing entry or export is found after parsing: its message names the .so.)
+    if (c.code == THUNDERC_STATUS_MANIFEST && c.name != "empty" && c.name != "cpu_targets entry missing" &&
+        c.name != "profile without thunderc_profile")
       CHECK(st.message().find("manifest of '" + model_path("env_manifest") + "'") == 0);
   }
 }

@@ -212,6 +212,13 @@ typedef int32_t (*thunderc_entry_fn)(const thunderc_call* call);
 typedef const thunderc_cuda_module* (*thunderc_cuda_module_fn)(void);
 /* Since ABI 5, training models only: the parameters' initial values; *len receives the blob's size. */
 typedef const unsigned char* (*thunderc_parameters_fn)(size_t* len);
+/* Models compiled with thunderc --profile (the manifest's options.profile is true) also export
+ *   uint32_t thunderc_profile(uint32_t variant, const char* const** labels, uint64_t** counters);
+ * which returns how many operations variant `variant` times (0 for no such variant) and points *labels at
+ * their labels and *counters at their counters: operation i has counters[2 i] nanoseconds and counters[2 i + 1]
+ * calls, which the model's code adds to atomically (read them with atomic loads). An optional export that
+ * older runtimes ignore, so THUNDERC_ABI_VERSION did not change for it. */
+typedef uint32_t (*thunderc_profile_fn)(uint32_t variant, const char* const** labels, uint64_t** counters);
 
 #ifdef __cplusplus
 } /* extern "C" */

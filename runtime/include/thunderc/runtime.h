@@ -136,6 +136,20 @@ typedef struct thunderc_variant_info {
 
 THUNDERC_API thunderc_status thunderc_model_variant_info(const thunderc_model* model, size_t variant,
                                                          thunderc_variant_info* out_info);
+/* Models compiled with thunderc --profile time every operation of their variants: what each took in all, over
+   every call since the model was opened (concurrent calls included; thunderc bench prints it). */
+typedef struct thunderc_operation_profile {
+  const char* label;  /* "t26 = onednn.fusion onednn_fusion0 (conv2d_nhwc, relu)  # where the model wrote it" */
+  uint64_t calls;     /* how many times it ran */
+  uint64_t total_ns;  /* nanoseconds it took in all (CLOCK_MONOTONIC) */
+} thunderc_operation_profile;
+
+/* How many operations variant `variant` times: 0 for a model compiled without --profile. */
+THUNDERC_API size_t thunderc_model_num_profiled_operations(const thunderc_model* model, size_t variant);
+/* Operation `index` (trace order) of variant `variant`; INVALID_ARGUMENT without --profile or out of range. */
+THUNDERC_API thunderc_status thunderc_model_operation_profile(const thunderc_model* model, size_t variant,
+                                                              size_t index, thunderc_operation_profile* out);
+
 /* Guard of input `input` (manifest order) in variant `variant`; a symbolic dimension reads -1. */
 THUNDERC_API thunderc_status thunderc_model_variant_input(const thunderc_model* model, size_t variant,
                                                           size_t input, thunderc_tensor_spec* out_spec);

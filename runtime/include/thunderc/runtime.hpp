@@ -168,6 +168,12 @@ struct TensorSpec {
   std::vector<int64_t> shape;
 };
 
+struct OperationProfile {
+  std::string label;
+  uint64_t calls = 0;
+  uint64_t total_ns = 0;
+};
+
 struct VariantInfo {
   size_t id = 0;
   std::string entry;
@@ -286,6 +292,17 @@ class Model {
     std::vector<VariantInfo> v;
     for (size_t i = 0; i < num_variants(); ++i) v.push_back(variant(i));
     return v;
+  }
+
+  // --profile: each operation of variant `index` with its calls and nanoseconds so far (empty without).
+  std::vector<OperationProfile> profile(size_t index) const {
+    std::vector<OperationProfile> ops;
+    for (size_t i = 0; i < thunderc_model_num_profiled_operations(m_, index); ++i) {
+      thunderc_operation_profile p{};
+      check(thunderc_model_operation_profile(m_, index, i, &p));
+      ops.push_back({p.label, p.calls, p.total_ns});
+    }
+    return ops;
   }
 
   size_t select_variant(const std::vector<DLTensor>& inputs) const {

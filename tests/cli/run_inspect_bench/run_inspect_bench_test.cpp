@@ -517,6 +517,49 @@ TEST_CASE("compiled sample: bench --compare against TorchScript") {
   REQUIRE(j.contains("max_abs_diff"));
   CHECK(j["max_abs_diff"].is_number());
   CHECK(j["max_abs_diff"].get<double>() < 1e-4);
+  CHECK_FALSE(j.contains("profile"));  // compiled without --profile
+  Result text = run_cli({"bench", so, "--iterations", "2", "--warmup", "0"});
+  CHECK_FALSE(has(text, "profile:"));
+}
+
+// --profile: every operation is timed into counters the .so exports; bench reports the timed calls' share.
+// The operations run inside the call, one after another, so their times sum to at most the calls' wall time.
+TEST_CASE("compiled with --profile: bench shows each operation's time, and the outputs are unchanged") {
+  const std::string so = compile_sample("compiled_cnn_profile", "cnn.pt", {"--profile"});
+  const std::string pt = std::string(THUNDERC_SAMPLES) + "/cnn.pt";
+  constexpr int kIterations = 20;
+  json j = [&] {
+    Result r = run_cli_stdout({"bench", so, "--json", "--iterations", std::to_string(kIterations), "--warmup", "3",
+                               "--threads", "1", "--compare", pt});
+    REQUIRE_MESSAGE(r.code == 0, r.cmd << "\n" << r.out);
+    return json::parse(r.out);
+  }();
+  CHECK(j["max_abs_diff"].get<double>() < 1e-4);  // timing changes no result (same tolerance as the mlp's)
+  REQUIRE(j.contains("profile"));
+  const json& ops = j["profile"]["operations"];
+  REQUIRE(ops.is_array());
+  CHECK(ops.size() >= 5);  // convolutions, pooling, the linear: every operation of the variant
+  double sum_ms = 0, most_ms = 0;
+  for (const json& op : ops) {
+    INFO(op.dump());
+    CHECK(op["calls"].get<int>() == kIterations);  // the warm-up's calls are not counted
+    CHECK(op["operation"].get<std::string>().find(" = ") != std::string::npos);
+    CHECK(op["total_ms"].get<double>() >= 0);
+    sum_ms += op["total_ms"].get<double>();
+    most_ms = std::max(most_ms, op["total_ms"].get<double>());
+  }
+  const double wall_ms = j["profile"]["total_ms"].get<double>();
+  CHECK(most_ms > 0);
+  CHECK(sum_ms <= wall_ms);
+  CHECK(wall_ms >= j["median_ms"].get<double>() * kIterations / 2);  // the timed calls' wall time, not one call's
+
+  Result text = run_cli({"bench", so, "--iterations", "5", "--warmup", "1"});
+  REQUIRE_MESSAGE(text.code == 0, text.out);
+  CHECK_OUTPUT(text, "profile:     per call, mean over the timed calls (--profile; " + std::to_string(ops.size()) + " operations)");
+  CHECK_OUTPUT(text, "outside the operations");
+  Result inspect = run_cli_stdout({"inspect", so, "--json"});
+  REQUIRE(inspect.code == 0);
+  CHECK(json::parse(inspect.out)["options"]["profile"] == true);
 }
 
 TEST_CASE("compiled sample with symbolic dimensions: inspect, run and bench take the sizes at run time") {
