@@ -518,7 +518,8 @@ void bench_command(const BenchFlags& f) {
 
 void add_bench_command(CLI::App& app) {
   auto flags = std::make_shared<BenchFlags>();
-  CLI::App* cmd = app.add_subcommand("bench", "time a compiled model (OUT.so) on random inputs; --compare with TorchScript");
+  CLI::App* cmd = app.add_subcommand("bench", "time a compiled model (OUT.so) on random inputs; --compare with TorchScript; a model "
+                                               "compiled with --profile: also each operation's time");
   commands::add_model_argument(*cmd, flags->model);
   cmd->add_option("--shapes", flags->shapes,
                   "input shapes selecting the variant to time, as for compiling (x=1x64 or 1x64; default: the "
