@@ -51,6 +51,12 @@ class OpenOptions(ctypes.Structure):
     ]
 
 
+class OperationProfileC(ctypes.Structure):
+    """thunderc_operation_profile (models compiled with thunderc --profile)."""
+
+    _fields_ = [("label", ctypes.c_char_p), ("calls", ctypes.c_uint64), ("total_ns", ctypes.c_uint64)]
+
+
 class RunOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("cuda_stream", ctypes.c_void_p)]
 
@@ -139,7 +145,7 @@ _context = ctypes.c_void_p  # thunderc_train_context
 
 # The training section of runtime.h (models compiled with thunderc --autograd) came after API version 1's
 # first release, the dropout RNG calls later still (ABI 6), the optimizer section (--optimizer) after those,
-# so they are optional: a runtime without them still runs inference models (it cannot open a training model
+# then the --profile counters, so they are optional: a runtime without them still runs inference models (it cannot open a training model
 # either), and the training calls then say that the runtime is too old (Runtime.function).
 _OPTIONAL_PROTOTYPES = {
     "thunderc_model_is_training": (ctypes.c_int32, [_model]),
@@ -169,6 +175,9 @@ _OPTIONAL_PROTOTYPES = {
     "thunderc_model_optimizer_step": (_status, [_model, _DLTensor_p, _size, ctypes.POINTER(OptimizerOptions)]),
     "thunderc_model_optimizer_steps": (ctypes.c_uint64, [_model]),
     "thunderc_model_set_optimizer_steps": (_status, [_model, ctypes.c_uint64]),
+    # --profile's counters came after the optimizer section.
+    "thunderc_model_num_profiled_operations": (_size, [_model, _size]),
+    "thunderc_model_operation_profile": (_status, [_model, _size, _size, ctypes.POINTER(OperationProfileC)]),
     "thunderc_model_optimizer_state": (_status, [_model, _size, _size, _DLTensor_p]),
 }
 

@@ -8,7 +8,7 @@ import weakref
 from typing import NamedTuple, Optional, Tuple, Union
 
 from . import _capi, _tensors
-from ._capi import DLDevice, DLTensor, OpenOptions, RunOptions, TensorSpecC, VariantInfoC
+from ._capi import DLDevice, DLTensor, OpenOptions, OperationProfileC, RunOptions, TensorSpecC, VariantInfoC
 from ._errors import Error, RuntimeLibraryError, StatusCode
 
 _MAX_NDIM = 64  # the runtime refuses more dimensions
@@ -63,6 +63,16 @@ class GradientInfo(NamedTuple):
     name: str
     is_parameter: bool
     dtype: str
+
+
+class OperationProfile(NamedTuple):
+    """One operation of a model compiled with thunderc --profile: its label ("t26 = onednn.fusion(...) [...]  #
+    where the model wrote it"), how many times it ran and the nanoseconds it took in all, since the model was
+    opened (docs/runtime.md, "Per-operation profile")."""
+
+    label: str
+    calls: int
+    total_ns: int
 
 
 class RngState(NamedTuple):
@@ -608,6 +618,24 @@ class Model(_CallGate):
             outs.append(_tensors.empty_torch(dims, dtype, device, what) if as_torch else
                         _tensors.empty_numpy(dims, dtype, what))
         return tuple(outs)
+
+    def profile(self, variant=0) -> Tuple[OperationProfile, ...]:
+        """Each operation of `variant` (an id or a Variant) with its calls and nanoseconds so far, in trace order;
+        empty for a model compiled without --profile. Counters only grow: subtract two reads to time some calls."""
+        vid = variant.id if isinstance(variant, Variant) else operator.index(variant)
+        rt = self._rt
+        if not rt.has("thunderc_model_num_profiled_operations"):
+            return ()
+        out = []
+        handle = self._enter()
+        try:
+            for i in range(rt.lib.thunderc_model_num_profiled_operations(handle, vid)):
+                op = OperationProfileC()
+                rt.check(rt.lib.thunderc_model_operation_profile(handle, vid, i, ctypes.byref(op)))
+                out.append(OperationProfile(op.label.decode("utf-8", "replace"), op.calls, op.total_ns))
+        finally:
+            self._leave()
+        return tuple(out)
 
     def rng_blocks(self, variant=0) -> int:
         """Counter blocks one training forward of `variant` (an id or a Variant) draws for dropout: the step

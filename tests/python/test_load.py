@@ -162,6 +162,26 @@ class IntrospectionTest(unittest.TestCase):
             self.assertEqual([[o.shape for o in v.outputs] for v in m.variants], [[(2, 3), (2,)], [(4, 3), (4,)]])
             self.assertEqual([v.workspace_bytes for v in m.variants], [0, 4096])
 
+    def test_profile(self):
+        # Without --profile: nothing timed.
+        with thunderc.load(support.test_model("two_variants")) as m:
+            self.assertEqual(m.profile(), ())
+        # With it: one entry per operation, counting each call (docs/runtime.md, "Per-operation profile").
+        so = support.compile_pt2("cnn", "--profile")
+        with thunderc.load(so, num_threads=1) as m:
+            self.assertIs(m.manifest["options"]["profile"], True)
+            before = m.profile()
+            self.assertGreaterEqual(len(before), 5)
+            self.assertTrue(all(isinstance(p, thunderc.OperationProfile) and p.calls == 0 for p in before))
+            x = support.load_npy("cnn.input.npy")
+            for _ in range(3):
+                m.run(x)
+            after = m.profile(m.variants[0])  # finite inputs run variant 0, the bounded one
+            self.assertEqual([p.label for p in after], [p.label for p in before])
+            self.assertTrue(all(p.calls == 3 for p in after), after)
+            self.assertGreater(sum(p.total_ns for p in after), 0)
+            self.assertIn(" = ", after[0].label)
+
     def test_affine_output_dimensions_read_as_text(self):
         from thunderc._model import _affine
         self.assertEqual(_affine({"const": 0, "B": 1}), "B")
