@@ -868,8 +868,8 @@ int run(int argc, char** argv) {
                "then on, copying inputs and outputs through static device buffers; recorded in the manifest");
   app.add_flag("--profile", out.profile,
                "time every operation of each CPU variant (two clock reads and two atomic adds per operation, "
-               "about 50 ns): thunderc bench then prints where the time goes, and the runtime's "
-               "thunderc_model_profile reads the counters; recorded in the manifest");
+               "70-85 ns on a 2-core AMD EPYC VM): thunderc bench then prints where the time goes, and the "
+               "runtime's thunderc_model_operation_profile reads the counters; recorded in the manifest");
   app.add_flag("--disable-torch-autograd", out.disable_torch_autograd,
                "forward-only (inference) code, the default; recorded in the manifest (thunder.jit's option; "
                "--autograd compiles a training variant instead)");
