@@ -102,7 +102,8 @@ struct thunderc_model {
   // without checks once set). -1: none yet.
   mutable std::atomic<long> memo{-1};
 
-  // --profile: the .so's thunderc_profile (null without); per variant its operations' labels and counters.
+  // --profile: per variant, its operations' labels and counters as the .so's thunderc_profile gave them at
+  // open (empty for a model compiled without --profile).
   struct ProfiledVariant {
     const char* const* labels = nullptr;
     uint64_t* counters = nullptr;
