@@ -6,7 +6,8 @@
 // channels-last pass hands them over: oneDNN's swish post-op against the kernel's own silu pass after the
 // primitive (own_silu_override 0 and 1; own_silu_pays picks the pass on AVX-512). Not a test.
 //
-//   build/bin/onednn_conv_bench [THREADS] [ITERATIONS]      (defaults 1, 50; medians)
+//   build/bin/onednn_conv_bench [THREADS] [ITERATIONS] [--cold]   (defaults 1, 50; medians; --cold evicts the
+//                                                                  caches before each timed call)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "thunderc/blas_kernels.h"
@@ -23,11 +25,20 @@ namespace {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
+// With --cold, each timed call starts with this CPU's caches holding other data, as a layer's call in a model
+// does (the layers before it have streamed their activations and weights through): 64 MiB written first.
+bool cold = false;
+void evict_caches() {
+  static std::vector<float> junk(16 << 20);
+  for (size_t i = 0; i < junk.size(); i += 16) junk[i] += 1.0f;
+}
+
 template <class F>
 double median_seconds(int iterations, F&& f) {
   for (int i = 0; i < 3; ++i) f();
   std::vector<double> t;
   for (int i = 0; i < iterations; ++i) {
+    if (cold) evict_caches();
     const double a = now();
     f();
     t.push_back(now() - a);
@@ -122,13 +133,44 @@ int silu_table(int threads, int iterations) {
   }
   std::printf("\nown_silu_pays picks the own pass on this CPU: %s\n",
               thunderc_onednn::own_silu_pays(thunderc_onednn::kSilu) ? "yes" : "no");
+  // The pass alone, on 64 Ki floats in L2 refilled by a copy before each timed pass: ns per element.
+  std::vector<float> source(64 * 1024), v(source.size());
+  for (size_t i = 0; i < source.size(); ++i) source[i] = 0.001f * static_cast<float>(i % 8192) - 4.0f;
+  auto per_element = [&](void (*span)(float*, int64_t)) {
+    std::vector<double> t;
+    for (int i = 0; i < iterations; ++i) {
+      std::copy(source.begin(), source.end(), v.begin());
+      const double a = now();
+      span(v.data(), static_cast<int64_t>(v.size()));
+      t.push_back(now() - a);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2] / static_cast<double>(v.size()) * 1e9;
+  };
+  std::printf("silu pass alone, ns per element: portable loop (as this binary is compiled) %.3f", per_element(thunderc_onednn::silu_span_default));
+  if (thunderc_onednn::cpu_has_avx512()) std::printf(", 16-wide %.3f", per_element(thunderc_onednn::silu_span_avx512));
+  std::printf("\n");
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int threads = argc > 1 ? std::atoi(argv[1]) : 1, iterations = argc > 2 ? std::atoi(argv[2]) : 50;
+  std::vector<const char*> numbers;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--cold") == 0) {
+      cold = true;
+    } else if (std::strspn(argv[i], "0123456789") == std::strlen(argv[i]) && std::atoi(argv[i]) > 0 &&
+               numbers.size() < 2) {
+      numbers.push_back(argv[i]);
+    } else {
+      std::fprintf(stderr, "usage: onednn_conv_bench [THREADS] [ITERATIONS] [--cold]   (positive integers; "
+                           "defaults 1, 50)\n");
+      return 1;
+    }
+  }
+  const int threads = numbers.size() > 0 ? std::atoi(numbers[0]) : 1,
+            iterations = numbers.size() > 1 ? std::atoi(numbers[1]) : 50;
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
     std::fprintf(stderr, "onednn_conv_bench: this CPU has no AVX2/FMA; the peak measurement needs them\n");
     return 1;

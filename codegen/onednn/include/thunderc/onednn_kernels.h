@@ -43,6 +43,7 @@
 #ifndef THUNDERC_ONEDNN_KERNELS_H_
 #define THUNDERC_ONEDNN_KERNELS_H_
 
+#include <immintrin.h>
 #include <omp.h>
 #include <stdint.h>
 
@@ -232,18 +233,40 @@ inline void silu_span_default(float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = silu_lean(y[i]);
 }
 
-// The same loop in 16-wide registers, called only where the running CPU has AVX-512 (cpu_has_avx512).
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,prefer-vector-width=512"))) inline void silu_span_avx512(
-    float* y, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] = silu_lean(y[i]);
+// silu over 16-wide registers, called only where the running CPU has AVX-512 (cpu_has_avx512). The same steps as
+// silu_lean, written with AVX-512's own instructions: the rounding is vrndscaleps, 2^n * p(f) is vscalefps (no
+// integer detour, no blend: a NaN input stays NaN through each step), p is of degree 5 (7.5e-8 relative error
+// on [-0.5, 0.5], below the 3.6e-6 that rounding x * log2(e) leaves near x = -66), and the tail is a masked
+// vector. 1.9x faster than the compiler's vectorization of silu_lean: 0.17 against 0.32 ns per element in L2
+// (AMD EPYC, Zen 4-class; `build/bin/onednn_conv_bench` prints it), where its float -> int conversions and
+// selects cost more than the arithmetic.
+__attribute__((target("avx512f"))) inline __m512 silu16(__m512 x) {
+  const __m512 t = _mm512_min_ps(_mm512_set1_ps(127.0f), _mm512_mul_ps(x, _mm512_set1_ps(-1.44269504088896341f)));
+  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(t, n);
+  __m512 p = _mm512_set1_ps(1.3276468962430954e-3f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.675540961325169e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550713464617729e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022120237350464e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931469440460205e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0000001192092896f));
+  return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_scalef_ps(p, n)));
+}
+
+__attribute__((target("avx512f"))) inline void silu_span_avx512(float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, silu16(_mm512_loadu_ps(y + i)));
+  if (i < n) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(y + i, tail, silu16(_mm512_maskz_loadu_ps(tail, y + i)));
+  }
 }
 
 // Where a convolution's silu runs as a pass of its own over the output (silu_in_place) instead of as oneDNN's
 // swish post-op: on AVX-512. Measured on AMD EPYC (Zen 4-class, AVX-512 on 256-bit units), one thread: the
 // post-op cost about 0.6 ns per output element (EfficientNet-B0's 16 -> 96 1x1 convolution at 112x112: 463 us
 // without it, 1090-1290 with it), silu_span_avx512 0.33 ns in cache and 0.42 from memory (the 8-wide loop 0.51:
-// no gain on AVX2, left to oneDNN there). Per layer: build/bin/onednn_conv_bench's second table. Test hook: own_silu_override 0 or 1 forces the choice (-1: measured rule).
+// no gain on AVX2, left to oneDNN there; silu_span_avx512 has since become 0.17 ns). Per layer: build/bin/onednn_conv_bench's second table. Test hook: own_silu_override 0 or 1 forces the choice (-1: measured rule).
 inline int own_silu_override = -1;
 inline bool own_silu_pays(int64_t activation) {
   if (activation != kSilu) return false;
