@@ -4,7 +4,8 @@
 // to this CPU's peak float32 FMA throughput per core, measured here (independent FMA chains, 16-wide where the
 // CPU has AVX-512, else 8-wide). Then EfficientNet-B0's kinds of convolution followed by silu, on NHWC as the
 // channels-last pass hands them over: oneDNN's swish post-op against the kernel's own silu pass after the
-// primitive (own_silu_override 0 and 1; own_silu_pays picks the pass on AVX-512). Not a test.
+// primitive (own_activation_override 0 and 1; own_activation_pays picks the pass on AVX-512), and ConvNeXt-T's and
+// ViT-B/16's MLP linears with gelu the same way; then each activation pass alone, per element. Not a test.
 //
 //   build/bin/onednn_conv_bench [THREADS] [ITERATIONS] [--cold]   (defaults 1, 50; medians; --cold evicts the
 //                                                                  caches before each timed call)
@@ -124,32 +125,69 @@ int silu_table(int threads, int iterations) {
                                               oh, oh, 1, 0, 1, 0, thunderc_onednn::kSilu, 0.0f, 0.0f, 0};
     double t[2];
     for (int own : {0, 1}) {
-      thunderc_onednn::own_silu_override = own;
+      thunderc_onednn::own_activation_override = own;
       t[own] = time_conv(spec, x, w, b, y, threads, iterations);
       if (t[own] < 0) return 1;
     }
-    thunderc_onednn::own_silu_override = -1;
+    thunderc_onednn::own_activation_override = -1;
     std::printf("| %s | %.3f | %.3f | %.2fx |\n", l.name, t[0] * 1e3, t[1] * 1e3, t[0] / t[1]);
   }
-  std::printf("\nown_silu_pays picks the own pass on this CPU: %s\n",
-              thunderc_onednn::own_silu_pays(thunderc_onednn::kSilu) ? "yes" : "no");
-  // The pass alone, on 64 Ki floats in L2 refilled by a copy before each timed pass: ns per element.
+  std::printf("\n| MLP linear + gelu (erf) | gelu post-op ms | own gelu pass ms | post-op / own |\n|---|---|---|---|\n");
+  struct Mlp {
+    const char* name;
+    int64_t m, k, n;
+  };
+  const Mlp mlps[] = {{"ConvNeXt-T stage 1, 3136 x 96 -> 384", 3136, 96, 384},
+                      {"ConvNeXt-T stage 3, 196 x 384 -> 1536", 196, 384, 1536},
+                      {"ConvNeXt-T stage 4, 49 x 768 -> 3072", 49, 768, 3072},
+                      {"ViT-B/16, 197 x 768 -> 3072", 197, 768, 3072}};
+  for (const Mlp& l : mlps) {
+    std::vector<float> x(l.m * l.k), w(l.n * l.k), b(l.n), y(l.m * l.n);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 2.0f * std::sin(0.37f * i);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * std::cos(0.11f * i);
+    const thunderc_onednn::LinearSpec spec = {l.m, l.k, l.n, 1, 0, thunderc_onednn::kGeluErf, 0.0f, 0.0f};
+    double t[2];
+    for (int own : {0, 1}) {
+      thunderc_onednn::own_activation_override = own;
+      thunderc_onednn::Linear op;
+      char error[512];
+      bool failed = false;
+      t[own] = median_seconds(iterations, [&] {
+        failed |= op.run(spec, x.data(), w.data(), b.data(), nullptr, y.data(), threads, error, sizeof error) != 0;
+      });
+      if (failed) {
+        std::fprintf(stderr, "%s\n", error);
+        return 1;
+      }
+    }
+    thunderc_onednn::own_activation_override = -1;
+    std::printf("| %s | %.3f | %.3f | %.2fx |\n", l.name, t[0] * 1e3, t[1] * 1e3, t[0] / t[1]);
+  }
+  std::printf("\nown_activation_pays picks the own passes on this CPU: %s\n",
+              thunderc_onednn::own_activation_pays(thunderc_onednn::kSilu) ? "yes" : "no");
+  // Each pass alone, on 64 Ki floats in L2 refilled by a copy before each timed pass: ns per element.
   std::vector<float> source(64 * 1024), v(source.size());
   for (size_t i = 0; i < source.size(); ++i) source[i] = 0.001f * static_cast<float>(i % 8192) - 4.0f;
   auto per_element = [&](void (*span)(float*, int64_t)) {
-    std::vector<double> t;
+    std::vector<double> times;
     for (int i = 0; i < iterations; ++i) {
       std::copy(source.begin(), source.end(), v.begin());
       const double a = now();
       span(v.data(), static_cast<int64_t>(v.size()));
-      t.push_back(now() - a);
+      times.push_back(now() - a);
     }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2] / static_cast<double>(v.size()) * 1e9;
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2] / static_cast<double>(v.size()) * 1e9;
   };
-  std::printf("silu pass alone, ns per element: portable loop (as this binary is compiled) %.3f", per_element(thunderc_onednn::silu_span_default));
-  if (thunderc_onednn::cpu_has_avx512()) std::printf(", 16-wide %.3f", per_element(thunderc_onednn::silu_span_avx512));
-  std::printf("\n");
+  const struct {
+    const char* name;
+    int64_t activation;
+  } passes[] = {{"silu", thunderc_onednn::kSilu}, {"gelu (erf)", thunderc_onednn::kGeluErf},
+                {"gelu (tanh)", thunderc_onednn::kGeluTanh}};
+  for (const auto& pass : passes)
+    std::printf("%s pass alone, ns per element on this CPU's loop (%s): %.3f\n", pass.name,
+                thunderc_onednn::cpu_has_avx512() ? "16-wide" : "portable, as this binary is compiled",
+                per_element(thunderc_onednn::activation_span(pass.activation)));
   return 0;
 }
 

@@ -15,8 +15,8 @@
  *  - the bias, a residual add and an activation run inside the convolution (oneDNN's bias, its sum and eltwise
  *    post-ops). The activations clamp with max/min instructions that turn NaN into a number, where PyTorch
  *    keeps NaN: code generation fuses them only in bounded variants (inputs checked finite and bounded). On
- *    AVX-512 a silu runs as a pass of its own right after the primitive instead (own_silu_pays: faster than
- *    oneDNN's swish post-op there);
+ *    AVX-512 a silu or gelu runs as a pass of its own right after the primitive instead (own_activation_pays:
+ *    faster than oneDNN's swish and gelu post-ops there; the same for linears);
  *  - activations cross the call in PyTorch's NCHW, or NHWC for conv2d_nhwc (the channels-last pass): the input
  *    is reordered into the primitive's layout and the output back, skipped where they are the same (on AVX-512
  *    oneDNN's fastest kernels read and write NHWC, on AVX2 they use nChw8c); those buffers and oneDNN's
@@ -50,6 +50,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -233,15 +234,25 @@ inline void silu_span_default(float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = silu_lean(y[i]);
 }
 
-// silu over 16-wide registers, called only where the running CPU has AVX-512 (cpu_has_avx512). The same steps as
-// silu_lean, written with AVX-512's own instructions: the rounding is vrndscaleps, 2^n * p(f) is vscalefps (no
-// integer detour, no blend: a NaN input stays NaN through each step), p is of degree 5 (7.5e-8 relative error
-// on [-0.5, 0.5], below the 3.6e-6 that rounding x * log2(e) leaves near x = -66), and the tail is a masked
-// vector. 1.9x faster than the compiler's vectorization of silu_lean: 0.17 against 0.32 ns per element in L2
-// (AMD EPYC, Zen 4-class; `build/bin/onednn_conv_bench` prints it), where its float -> int conversions and
-// selects cost more than the arithmetic.
-__attribute__((target("avx512f"))) inline __m512 silu16(__m512 x) {
-  const __m512 t = _mm512_min_ps(_mm512_set1_ps(127.0f), _mm512_mul_ps(x, _mm512_set1_ps(-1.44269504088896341f)));
+// The portable loops of the gelus, on libm: x Phi(x) as x erfc(-x / sqrt 2) / 2, and the tanh form as
+// x / (1 + exp(-2u)) (gelu_tanh16's), neither with 1 + erf's or 1 + tanh's cancellation below 0. Run only where
+// a test forces the own pass on a CPU without AVX-512 (own_activation_override).
+inline void gelu_erf_span_default(float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * y[i] * std::erfc(y[i] * -0.70710678118654752f);
+}
+inline void gelu_tanh_span_default(float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = y[i];
+    y[i] = x / (1.0f + std::exp(-1.5957691216057308f * (x + 0.044715f * x * x * x)));
+  }
+}
+
+// The activations over 16-wide registers, called only where the running CPU has AVX-512 (cpu_has_avx512),
+// written with AVX-512's own instructions: the rounding is vrndscaleps, 2^n * p(f) is vscalefps (no integer
+// detour, no blend: a NaN input stays NaN through each step), and a span's tail is a masked vector.
+
+// 2^t for t <= 127 (-inf gives 0): p of degree 5 on [-0.5, 0.5], 7.5e-8 relative error.
+__attribute__((target("avx512f"))) inline __m512 exp2_16(__m512 t) {
   const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 f = _mm512_sub_ps(t, n);
   __m512 p = _mm512_set1_ps(1.3276468962430954e-3f);
@@ -250,37 +261,90 @@ __attribute__((target("avx512f"))) inline __m512 silu16(__m512 x) {
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022120237350464e-1f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931469440460205e-1f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0000001192092896f));
-  return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_scalef_ps(p, n)));
+  return _mm512_scalef_ps(p, n);
 }
 
-__attribute__((target("avx512f"))) inline void silu_span_avx512(float* y, int64_t n) {
+// x / (1 + exp(-a)), the exponent clamped at 2^127 as in silu_lean: silu (a = x) and gelu's tanh form.
+__attribute__((target("avx512f"))) inline __m512 x_sigmoid16(__m512 x, __m512 a) {
+  const __m512 t = _mm512_min_ps(_mm512_set1_ps(127.0f), _mm512_mul_ps(a, _mm512_set1_ps(-1.44269504088896341f)));
+  return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp2_16(t)));
+}
+
+// silu as silu_lean: at most 3.6e-6 relative error (rounding x * log2(e) near x = -66). 1.9x faster than the
+// compiler's vectorization of silu_lean, 0.17 against 0.32 ns per element in L2 (AMD EPYC, Zen 4-class;
+// `build/bin/onednn_conv_bench` prints both), where the float -> int conversions and selects cost more than
+// the arithmetic.
+__attribute__((target("avx512f"))) inline __m512 silu16(__m512 x) { return x_sigmoid16(x, x); }
+
+// gelu, approximate='tanh': 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+__attribute__((target("avx512f"))) inline __m512 gelu_tanh16(__m512 x) {
+  const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+  const __m512 u = _mm512_fmadd_ps(x3, _mm512_set1_ps(0.044715f), x);
+  return x_sigmoid16(x, _mm512_mul_ps(u, _mm512_set1_ps(1.5957691216057308f)));  // 2 sqrt(2/pi)
+}
+
+// gelu, approximate='none': x Phi(x), with erfc(z) = t P(t) exp(-z^2), t = 1 / (1 + 0.3275911 z), z = |x| / sqrt 2
+// (Abramowitz and Stegun 7.1.26, the formula ATen's own vectorized erf uses): 1.5e-7 absolute error in erfc.
+// Below 0, x Phi(x) = x erfc(z) / 2 is computed as that product, not as 1 + erf (no cancellation); above,
+// x (1 - erfc(z) / 2). At most 3.3e-7 absolute error on [-12, 12] against erfc in double.
+__attribute__((target("avx512f"))) inline __m512 gelu_erf16(__m512 x) {
+  const __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752f));
+  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(z, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
+  __m512 q = _mm512_set1_ps(1.061405429f);
+  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(-1.453152027f));
+  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(1.421413741f));
+  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(-0.284496736f));
+  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(0.254829592f));
+  // erfc(z) / 2 = 0.5 t q exp2(-z^2 log2(e)); z = inf gives 0 (x = +inf then gives x * 1)
+  const __m512 e = exp2_16(_mm512_mul_ps(_mm512_mul_ps(z, z), _mm512_set1_ps(-1.44269504088896341f)));
+  const __m512 h = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(q, t), _mm512_set1_ps(0.5f)), e);
+  const __mmask16 negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+  return _mm512_mul_ps(x, _mm512_mask_blend_ps(negative, _mm512_sub_ps(_mm512_set1_ps(1.0f), h), h));
+}
+
+template <__m512 (*F)(__m512)>
+__attribute__((target("avx512f"))) inline void span_avx512(float* y, int64_t n) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, silu16(_mm512_loadu_ps(y + i)));
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, F(_mm512_loadu_ps(y + i)));
   if (i < n) {
     const __mmask16 tail = static_cast<__mmask16>((1u << (n - i)) - 1u);
-    _mm512_mask_storeu_ps(y + i, tail, silu16(_mm512_maskz_loadu_ps(tail, y + i)));
+    _mm512_mask_storeu_ps(y + i, tail, F(_mm512_maskz_loadu_ps(tail, y + i)));
   }
 }
 
-// Where a convolution's silu runs as a pass of its own over the output (silu_in_place) instead of as oneDNN's
-// swish post-op: on AVX-512. Measured on AMD EPYC (Zen 4-class, AVX-512 on 256-bit units), one thread: the
-// post-op cost about 0.6 ns per output element (EfficientNet-B0's 16 -> 96 1x1 convolution at 112x112: 463 us
-// without it, 1090-1290 with it), silu_span_avx512 0.33 ns in cache and 0.42 from memory (the 8-wide loop 0.51:
-// no gain on AVX2, left to oneDNN there; silu_span_avx512 has since become 0.17 ns). Per layer: build/bin/onednn_conv_bench's second table. Test hook: own_silu_override 0 or 1 forces the choice (-1: measured rule).
-inline int own_silu_override = -1;
-inline bool own_silu_pays(int64_t activation) {
-  if (activation != kSilu) return false;
-  return own_silu_override >= 0 ? own_silu_override == 1 : cpu_has_avx512();
+// The loop of `activation` for the running CPU (null: no own pass for it).
+inline void (*activation_span(int64_t activation))(float*, int64_t) {
+  const bool wide = cpu_has_avx512();
+  switch (activation) {
+    case kSilu: return wide ? span_avx512<silu16> : silu_span_default;
+    case kGeluErf: return wide ? span_avx512<gelu_erf16> : gelu_erf_span_default;
+    case kGeluTanh: return wide ? span_avx512<gelu_tanh16> : gelu_tanh_span_default;
+    default: return nullptr;
+  }
 }
 
-// Below this many elements silu_in_place runs on one thread.
-constexpr int64_t kSiluParallelMinElements = int64_t{1} << 14;
+// Where a convolution's or linear's activation runs as a pass of its own over the output (activation_in_place)
+// instead of as oneDNN's eltwise post-op: silu and both gelus, on AVX-512. Measured on AMD EPYC (Zen 4-class,
+// AVX-512 on 256-bit units), one thread: oneDNN 2.6's swish post-op cost about 0.6 ns per output element, its
+// gelu_erf 0.7-0.84 (ConvNeXt's and ViT's linears, docs/onednn.md), the passes here 0.17 (silu) and 0.36
+// (gelu_erf). On AVX2 the passes' 8-wide versions were not written: left to oneDNN there. Per layer:
+// build/bin/onednn_conv_bench's second table. Test hook: own_activation_override 0 or 1 forces the choice
+// (-1: the measured rule).
+inline int own_activation_override = -1;
+inline bool own_activation_pays(int64_t activation) {
+  if (activation != kSilu && activation != kGeluErf && activation != kGeluTanh) return false;
+  return own_activation_override >= 0 ? own_activation_override == 1 : cpu_has_avx512();
+}
 
-inline void silu_in_place(float* y, int64_t n, int threads) {
+// Below this many elements activation_in_place runs on one thread.
+constexpr int64_t kActivationParallelMinElements = int64_t{1} << 14;
+
+inline void activation_in_place(int64_t activation, float* y, int64_t n, int threads) {
   constexpr int64_t kChunk = 4096;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-  void (*const span)(float*, int64_t) = cpu_has_avx512() ? silu_span_avx512 : silu_span_default;
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && n >= kSiluParallelMinElements)
+  void (*const span)(float*, int64_t) = activation_span(activation);
+  if (!span) throw std::invalid_argument("no own pass for activation " + std::to_string(activation));
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && n >= kActivationParallelMinElements)
   for (int64_t c = 0; c < chunks; ++c) span(y + c * kChunk, std::min(kChunk, n - c * kChunk));
 }
 
@@ -359,7 +423,7 @@ struct Conv2dPlan {
   bool reorder_weights = false;
   dnnl::reorder weights_in;
   std::string impl;  // oneDNN's name for the kernel it chose, e.g. "brgconv:avx512_core"
-  bool own_silu = false;  // the activation (silu) runs after the primitive (own_silu_pays), not in it
+  bool own_activation = false;  // the activation runs after the primitive (own_activation_pays), not in it
   size_t src_offset = 0, dst_offset = 0, weights_offset = 0, scratch_offset = 0, arena_bytes = 0;
   mutable ArgPool args;
 };
@@ -394,9 +458,9 @@ inline std::shared_ptr<Conv2dPlan> make_conv2d_plan(const Conv2dSpec& s, int thr
   plan->user_dst = memory::desc(dst_dims, f32, user_tag);
   const memory::desc user_w(w_dims, f32, s.groups == 1 ? tag::oihw : tag::goihw);
 
-  plan->own_silu = own_silu_pays(s.activation);
+  plan->own_activation = own_activation_pays(s.activation);
   const dnnl::primitive_attr attr =
-      epilogue_attr(s.has_residual, plan->own_silu ? kNoActivation : s.activation, s.alpha, s.beta);
+      epilogue_attr(s.has_residual, plan->own_activation ? kNoActivation : s.activation, s.alpha, s.beta);
 
   // oneDNN's dilation counts the gaps (PyTorch's minus one); PyTorch pads both sides alike and floors the output
   // size, which is oneDNN's rule too.
@@ -579,7 +643,7 @@ class Conv2d {
         p->dst_out.execute(stream, blocked, user);
       }
       stream.wait();
-      if (p->own_silu) silu_in_place(y, s.n * s.oc * s.oh * s.ow, threads);
+      if (p->own_activation) activation_in_place(s.activation, y, s.n * s.oc * s.oh * s.ow, threads);
     });
   }
 
@@ -777,6 +841,7 @@ struct LinearPlan {
   dnnl::memory::desc src, dst, bias, scratchpad;
   dnnl::memory weights;  // [k, n] in the kernel's packed layout, owned
   std::string impl;      // e.g. "brg:avx512_core"
+  bool own_activation = false;  // as Conv2dPlan's
   mutable ArgPool args;
 };
 
@@ -795,7 +860,9 @@ inline std::shared_ptr<LinearPlan> make_linear_plan(const LinearSpec& s, int thr
   plan->dst = memory::desc({s.m, s.n}, f32, tag::ab);
   plan->bias = memory::desc({1, s.n}, f32, tag::ab);
   const memory::desc any_w({s.k, s.n}, f32, tag::any), user_w({s.k, s.n}, f32, tag::ba);  // w[n, k] is w^T [k, n]
-  const dnnl::primitive_attr attr = epilogue_attr(s.has_residual, s.activation, s.alpha, s.beta);
+  plan->own_activation = own_activation_pays(s.activation);
+  const dnnl::primitive_attr attr =
+      epilogue_attr(s.has_residual, plan->own_activation ? kNoActivation : s.activation, s.alpha, s.beta);
   const dnnl::matmul::desc desc = s.has_bias ? dnnl::matmul::desc(plan->src, any_w, plan->bias, plan->dst)
                                              : dnnl::matmul::desc(plan->src, any_w, plan->dst);
   const dnnl::matmul::primitive_desc pd(desc, attr, eng);
@@ -847,6 +914,7 @@ class Linear {
       p->args.execute(p->matmul, stream, p->src, x, &p->weights, p->weights.get_desc(), nullptr, p->bias,
                       s.has_bias ? bias : nullptr, p->dst, y, p->scratchpad, thread_arena(p->scratchpad.get_size()));
       stream.wait();
+      if (p->own_activation) activation_in_place(s.activation, y, s.m * s.n, threads);
     });
   }
 
