@@ -5,7 +5,7 @@ Run through scripts/bench_peers.sh, which makes the venv (PyPI torch, torchvisio
 or directly with such a venv's python from the repository root:
 
     VENV/bin/python scripts/bench_peers.py [--only NAME,...] [--threads "1 2"] [--iterations 50] [--warmup 10]
-        [--workdir DIR] [--thunderc PATH] [--executors LIST] [--json-out FILE] [--list]
+        [--rounds 3] [--workdir DIR] [--thunderc PATH] [--executors LIST] [--json-out FILE] [--list]
 
 Models: the samples (mlp, cnn, gpt_block and encoder_layer as samples/make_samples.py builds them, llama_block as
 samples/export_samples.py does) and the real models of scripts/make_real_models.py (random weights, eval mode),
@@ -14,7 +14,7 @@ torch.export -> WORKDIR/NAME.pt2 (compiled by thunderc), the same ExportedProgra
 (torch.onnx.export, dynamo exporter; the TorchScript exporter if that fails), and WORKDIR/NAME.input.npy. The
 exports are cached in WORKDIR (delete it to export afresh); the thunderc .so is compiled on every run.
 
-Runners, at each thread count N (all medians of --iterations timed calls after --warmup untimed ones):
+Runners, at each thread count N (all medians of timed calls after --warmup untimed ones; see Rounds):
   thunderc       `thunderc bench X.so --threads N --json` (its own process; random inputs of the same shape)
   ORT            onnxruntime CPUExecutionProvider, intra_op_num_threads=N, inter_op_num_threads=1, all graph
                  optimizations, called through an IO binding (the input bound once)
@@ -25,6 +25,13 @@ Runners, at each thread count N (all medians of --iterations timed calls after -
 The Python runners time one call each with time.perf_counter, under torch.no_grad(), on the model's input; their
 times include the Python call (some 10 us for ORT, more for torch.compile's guards), which weighs on the samples
 whose thunderc time is a few microseconds: thunderc's loop is in C++.
+
+Rounds: each runner is prepared (compiled, loaded, its output checked) once per thread count, then timed in
+--rounds rounds (default 3) of --iterations / rounds calls each (rounded up), the runners taking turns: round 1
+in the order above, round 2 reversed, and so on. A runner's time is the median of its round medians (min: the
+least of its rounds' minimums; p90: the median of their p90s). On a shared VM whose speed moves by 10-40% from
+minute to minute, a slow spell then lands on every runner of a round instead of on whichever ran during it;
+--rounds 1 times each runner in one go, as before.
 
 Correctness: every runner's output on NAME.input.npy (thunderc through `thunderc run --threads N`) is compared
 with eager PyTorch's; a runner passes when max |out - eager| <= 1e-3 * max(1, max |eager|). The table shows the
@@ -189,7 +196,7 @@ def max_abs_diff(got, want):
 
 
 def run_thunderc(args, so, x_path, threads, outdir):
-    """Output on the model's input (`thunderc run`), then timing (`thunderc bench`)."""
+    """Output on the model's input (`thunderc run`), and a timer of `calls` calls (`thunderc bench`)."""
     os.makedirs(outdir, exist_ok=True)
     for f in os.listdir(outdir):
         os.remove(os.path.join(outdir, f))
@@ -200,13 +207,24 @@ def run_thunderc(args, so, x_path, threads, outdir):
     outputs = sorted((f for f in os.listdir(outdir) if f.startswith("output") and f.endswith(".npy")),
                      key=lambda f: int(f[len("output"):-len(".npy")]))
     got = [np.load(os.path.join(outdir, f)) for f in outputs]
-    bench = subprocess.run([args.thunderc, "bench", so, "--threads", str(threads), "--warmup", str(args.warmup),
-                            "--iterations", str(args.iterations), "--json"],
-                           capture_output=True, text=True, timeout=args.timeout)
-    if bench.returncode != 0:
-        raise RuntimeError("thunderc bench: " + (bench.stderr.strip() or bench.stdout.strip()).splitlines()[-1])
-    result = json.loads(bench.stdout)
-    return got, {k: result[k] for k in ("median_ms", "min_ms", "p90_ms")}
+
+    def timer(calls):
+        bench = subprocess.run([args.thunderc, "bench", so, "--threads", str(threads), "--warmup", str(args.warmup),
+                                "--iterations", str(calls), "--json"],
+                               capture_output=True, text=True, timeout=args.timeout)
+        if bench.returncode != 0:
+            raise RuntimeError("thunderc bench: " + (bench.stderr.strip() or bench.stdout.strip()).splitlines()[-1])
+        result = json.loads(bench.stdout)
+        return {k: result[k] for k in ("median_ms", "min_ms", "p90_ms")}
+    return got, timer
+
+
+def combine_rounds(rounds):
+    """One runner's time from its rounds' (see Rounds in the docstring)."""
+    return {"median_ms": statistics.median(r["median_ms"] for r in rounds),
+            "min_ms": min(r["min_ms"] for r in rounds),
+            "p90_ms": statistics.median(r["p90_ms"] for r in rounds),
+            "round_medians_ms": [r["median_ms"] for r in rounds]}
 
 
 # --------------------------------------------------------------------------- one model
@@ -272,13 +290,16 @@ def bench_model(name, build, args):
         rec = {"model": name, "threads": n, **info, "times": {}, "diffs": {}, "failures": dict(failures)}
         torch.set_num_threads(n)
 
+        timers = {}  # runner -> timer(calls) -> {median_ms, min_ms, p90_ms}
+
         def attempt(runner, fn):
+            """Prepares a runner: fn() returns its output on the input and its timer."""
             if runner in rec["failures"]:
                 return
             try:
-                got, times = fn()
+                got, timer = fn()
                 rec["diffs"][runner] = max_abs_diff(got, eager)
-                rec["times"][runner] = times
+                timers[runner] = timer
             except Exception as e:
                 rec["failures"][runner] = first_line(e)
                 if args.verbose:
@@ -301,7 +322,7 @@ def bench_model(name, build, args):
                 binding.bind_output(o.name, "cpu")
             sess.run_with_iobinding(binding)
             got = binding.copy_outputs_to_cpu()
-            return got, time_calls(lambda: sess.run_with_iobinding(binding), args.warmup, args.iterations)
+            return got, lambda calls: time_calls(lambda: sess.run_with_iobinding(binding), args.warmup, calls)
         attempt("ort", ort_runner)
 
         def compile_runner():
@@ -310,15 +331,40 @@ def bench_model(name, build, args):
             t0 = time.time()
             with torch.no_grad():
                 got = compiled(x)
-                rec["compile_s"] = round(time.time() - t0, 2)
-                return got, time_calls(lambda: compiled(x), args.warmup, args.iterations)
+            rec["compile_s"] = round(time.time() - t0, 2)
+
+            def timer(calls):
+                with torch.no_grad():
+                    return time_calls(lambda: compiled(x), args.warmup, calls)
+            return got, timer
         attempt("compile", compile_runner)
 
         def ts_runner():
             with torch.no_grad():
                 got = ts(x)
-                return got, time_calls(lambda: ts(x), args.warmup, args.iterations)
+
+            def timer(calls):
+                with torch.no_grad():
+                    return time_calls(lambda: ts(x), args.warmup, calls)
+            return got, timer
         attempt("ts", ts_runner)
+
+        calls = -(-args.iterations // args.rounds)
+        rounds = {r: [] for r in timers}
+        for k in range(args.rounds):
+            for r in (RUNNERS if k % 2 == 0 else RUNNERS[::-1]):
+                if r not in timers or r in rec["failures"]:
+                    continue
+                try:
+                    rounds[r].append(timers[r](calls))
+                except Exception as e:
+                    rec["failures"][r] = first_line(e)
+                    if args.verbose:
+                        traceback.print_exc()
+        for r, done in rounds.items():
+            if r not in rec["failures"]:
+                rec["times"][r] = combine_rounds(done)
+        timers.clear()
 
         rec["eager_max_abs"] = float(max(np.max(np.abs(a)) for a in as_arrays(eager)))
         rec["tolerance"] = tol = RTOL_MAG * max(1.0, rec["eager_max_abs"])
@@ -417,7 +463,8 @@ def main(argv):
                                             "(see the module docstring: scripts/bench_peers.py)")
     p.add_argument("--only", default="", help="comma-separated model names (default: all; --list names them)")
     p.add_argument("--threads", default="1 2", help='thread counts, space- or comma-separated (default "1 2")')
-    p.add_argument("--iterations", type=int, default=50, help="timed calls per runner (default 50)")
+    p.add_argument("--iterations", type=int, default=50, help="timed calls per runner, over all rounds (default 50)")
+    p.add_argument("--rounds", type=int, default=3, help="rounds the runners take turns in (default 3)")
     p.add_argument("--warmup", type=int, default=10, help="untimed calls first (default 10)")
     p.add_argument("--workdir", default="/tmp/thunderc-bench-peers", help="exports (cached), .so files, outputs")
     p.add_argument("--thunderc", default=os.path.join(ROOT, "build", "bin", "thunderc"))
@@ -443,8 +490,8 @@ def main(argv):
     except (ValueError, AssertionError):
         print(f"bench_peers.py: --threads wants positive integers, got {args.threads!r}", file=sys.stderr)
         return 2
-    if args.iterations < 1 or args.warmup < 0:
-        print("bench_peers.py: --iterations must be >= 1 and --warmup >= 0", file=sys.stderr)
+    if args.iterations < 1 or args.warmup < 0 or args.rounds < 1:
+        print("bench_peers.py: --iterations and --rounds must be >= 1 and --warmup >= 0", file=sys.stderr)
         return 2
     args.thunderc = os.path.abspath(args.thunderc)
     if not os.access(args.thunderc, os.X_OK):
@@ -472,14 +519,16 @@ def main(argv):
         log(f"{name}: {time.time() - t0:.0f} s")
     g = geomeans(records, args.threads)
     print_geomeans(g, args.threads)
-    print(f"\nMedians of {args.iterations} calls after {args.warmup} warm-up; ratios are peer / thunderc (above 1: "
+    calls = -(-args.iterations // args.rounds)
+    print(f"\nMedians of {args.rounds} rounds' medians of {calls} calls, each after {args.warmup} warm-up, the runners "
+          f"taking turns; ratios are peer / thunderc (above 1: "
           f"thunderc faster). {env['cpu']}; thunderc {env['commit']}"
           f"{' --executors ' + args.executors if args.executors else ''}, torch {env['torch']}, "
           f"onnxruntime {env['onnxruntime']}.")
     log(f"done in {time.time() - start:.0f} s")
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump({"environment": env, "iterations": args.iterations, "warmup": args.warmup,
+            json.dump({"environment": env, "iterations": args.iterations, "rounds": args.rounds, "warmup": args.warmup,
                        "threads": args.threads, "executors": args.executors or None, "tolerance":
                        f"max abs diff <= {RTOL_MAG} * max(1, max |eager output|)", "results": records,
                        "geomeans": g}, f, indent=1)

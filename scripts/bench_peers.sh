@@ -5,7 +5,7 @@
 # and ratios (peer / thunderc: above 1 thunderc is faster) with their geomeans; scripts/bench_peers.py says more.
 # Makes or completes the venv (scripts/pypi-torch-venv.sh, then onnxruntime, onnx and onnxscript from PyPI).
 #
-#   bash scripts/bench_peers.sh [--venv VENV] [--only NAME,...] [--threads "1 2"] [--iterations 50] [--warmup 10]
+#   bash scripts/bench_peers.sh [--venv VENV] [--only NAME,...] [--threads "1 2"] [--iterations 50] [--rounds 3] [--warmup 10]
 #        [--workdir DIR] [--thunderc PATH] [--executors LIST] [--json-out FILE] [--list]
 #
 # VENV defaults to /tmp/pt2-venv, DIR (the cached exports) to /tmp/thunderc-bench-peers. Build first
