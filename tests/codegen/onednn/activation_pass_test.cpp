@@ -47,6 +47,14 @@ double worst_ratio(int64_t activation, const std::vector<float>& in, const std::
   return worst;
 }
 
+// The worst |got - want| / (1e-5 + 1e-4 |want|) of a convolution's or linear's output (at most 1 passes).
+double worst_parity(const std::vector<float>& got, const std::vector<float>& want) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::fabs(got[i] - want[i]) / (1e-5 + 1e-4 * std::fabs(want[i])));
+  return worst;
+}
+
 constexpr int64_t kActivations[] = {thunderc_onednn::kSilu, thunderc_onednn::kGeluErf, thunderc_onednn::kGeluTanh};
 
 // PyTorch's conv2d (+ bias, + residual, then silu) in double, on NHWC or NCHW float tensors.
@@ -138,10 +146,7 @@ TEST_CASE("a convolution's silu matches the reference as oneDNN's post-op and as
         std::vector<float> y(want.size(), -7.0f);
         char error[256] = {};
         REQUIRE(op.run(s, x.data(), w.data(), bias.data(), residual.data(), y.data(), threads, error, sizeof error) == 0);
-        double worst = 0;
-        for (size_t i = 0; i < y.size(); ++i)
-          worst = std::max(worst, std::fabs(y[i] - want[i]) / (1e-5 + 1e-4 * std::fabs(want[i])));
-        CHECK(worst <= 1.0);
+        CHECK(worst_parity(y, want) <= 1.0);
       }
   }
   thunderc_onednn::own_activation_override = -1;
@@ -183,10 +188,7 @@ TEST_CASE("a linear's gelu or silu matches the reference as oneDNN's post-op and
         std::vector<float> y(want.size(), -7.0f);
         char error[256] = {};
         REQUIRE(op.run(s, x.data(), w.data(), bias.data(), residual.data(), y.data(), threads, error, sizeof error) == 0);
-        double worst = 0;
-        for (size_t i = 0; i < y.size(); ++i)
-          worst = std::max(worst, std::fabs(y[i] - want[i]) / (1e-5 + 1e-4 * std::fabs(want[i])));
-        CHECK(worst <= 1.0);
+        CHECK(worst_parity(y, want) <= 1.0);
       }
   }
   thunderc_onednn::own_activation_override = -1;
