@@ -298,16 +298,25 @@ int32_t resolve_num_threads(int32_t requested) {
   return hw == 0 ? 1 : static_cast<int32_t>(hw);
 }
 
+// The model's export `name` as an F; where it is missing, fails with `code` and "'PATH' <what> (<dlerror>)".
+template <typename F>
+F required_symbol(const thunderc_model& m, const std::string& name, thunderc_status_code_t code,
+                  const std::string& what) {
+  dlerror();
+  const auto f = reinterpret_cast<F>(dlsym(m.handle, name.c_str()));
+  if (!f) {
+    const char* e = dlerror();
+    fail(code, "'" + m.path + "' " + what + " (" + (e ? e : "symbol not found") + ")");
+  }
+  return f;
+}
+
 // A training model's parameters: thunderc_parameters' blob must hold every one; each gets a buffer of its own.
 void load_parameters(thunderc_model* m) {
-  dlerror();
-  auto params_fn = reinterpret_cast<thunderc_parameters_fn>(dlsym(m->handle, "thunderc_parameters"));
-  if (!params_fn) {
-    const char* e = dlerror();
-    fail(THUNDERC_STATUS_MANIFEST, "'" + m->path + "' has a training manifest (thunderc --autograd) but does not "
-                                   "export thunderc_parameters, which holds the parameters' initial values (" +
-                                       (e ? e : "symbol not found") + ")");
-  }
+  const auto params_fn = required_symbol<thunderc_parameters_fn>(
+      *m, "thunderc_parameters", THUNDERC_STATUS_MANIFEST,
+      "has a training manifest (thunderc --autograd) but does not export thunderc_parameters, which holds the "
+      "parameters' initial values");
   size_t len = 0;
   const unsigned char* blob = params_fn(&len);
   if (!blob && len > 0)
@@ -469,13 +478,9 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
   pin_thread_runtimes();
 
   // 2. ABI version, before calling anything else.
-  dlerror();
-  auto abi_fn = reinterpret_cast<thunderc_abi_version_fn>(dlsym(model->handle, "thunderc_abi_version"));
-  if (!abi_fn) {
-    const char* e = dlerror();
-    fail(THUNDERC_STATUS_ABI_MISMATCH, "'" + model->path + "' is not a thunderc model: it does not export "
-                                       "thunderc_abi_version (" + (e ? e : "symbol not found") + ")");
-  }
+  const auto abi_fn = required_symbol<thunderc_abi_version_fn>(
+      *model, "thunderc_abi_version", THUNDERC_STATUS_ABI_MISMATCH,
+      "is not a thunderc model: it does not export thunderc_abi_version");
   const uint32_t abi = abi_fn();
   if (abi != THUNDERC_ABI_VERSION)
     fail(THUNDERC_STATUS_ABI_MISMATCH, "'" + model->path + "' was built for thunderc ABI version " +
@@ -551,23 +556,14 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
     // Every entry is host code (a CUDA variant's launches too): each level has its own copy.
     v.entry += entry_suffix;
     if (model->manifest.is_training()) v.training.backward_entry += entry_suffix;
-    dlerror();
-    v.fn = reinterpret_cast<thunderc_entry_fn>(dlsym(model->handle, v.entry.c_str()));
-    if (!v.fn) {
-      const char* e = dlerror();
-      fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' does not export '" + v.entry + "', the entry of variant #" +
-                                         std::to_string(v.id) + " (" + (e ? e : "symbol not found") + ")");
-    }
+    v.fn = required_symbol<thunderc_entry_fn>(
+        *model, v.entry, THUNDERC_STATUS_MANIFEST,
+        "does not export '" + v.entry + "', the entry of variant #" + std::to_string(v.id));
     if (model->manifest.is_training()) {
       const std::string& entry = v.training.backward_entry;
-      dlerror();
-      v.training.backward_fn = reinterpret_cast<thunderc_entry_fn>(dlsym(model->handle, entry.c_str()));
-      if (!v.training.backward_fn) {
-        const char* e = dlerror();
-        fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' does not export '" + entry +
-                                           "', the backward entry of variant #" + std::to_string(v.id) + " (" +
-                                           (e ? e : "symbol not found") + ")");
-      }
+      v.training.backward_fn = required_symbol<thunderc_entry_fn>(
+          *model, entry, THUNDERC_STATUS_MANIFEST,
+          "does not export '" + entry + "', the backward entry of variant #" + std::to_string(v.id));
     }
     if (!isa_missing.empty()) {
       v.available = false;
@@ -593,13 +589,9 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
     }
   }
   if (model->manifest.profile) {
-    dlerror();
-    auto profile_fn = reinterpret_cast<thunderc_profile_fn>(dlsym(model->handle, "thunderc_profile"));
-    if (!profile_fn) {
-      const char* e = dlerror();
-      fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' has options.profile in its manifest but does not export "
-                                         "'thunderc_profile' (" + (e ? e : "symbol not found") + ")");
-    }
+    const auto profile_fn = required_symbol<thunderc_profile_fn>(
+        *model, "thunderc_profile", THUNDERC_STATUS_MANIFEST,
+        "has options.profile in its manifest but does not export 'thunderc_profile'");
     for (size_t v = 0; v < model->manifest.variants.size(); ++v) {
       thunderc_model::ProfiledVariant p;
       p.operations = profile_fn(static_cast<uint32_t>(v), &p.labels, &p.counters);
@@ -612,13 +604,8 @@ void open_impl(const char* so_path, const thunderc_open_options* options, thunde
   // --optimizer: the update's entry (host code: each CPU level has its own copy), its workspace in the CUDA pool.
   if (auto& o = model->manifest.training.optimizer) {
     o->entry += entry_suffix;
-    dlerror();
-    o->fn = reinterpret_cast<thunderc_entry_fn>(dlsym(model->handle, o->entry.c_str()));
-    if (!o->fn) {
-      const char* e = dlerror();
-      fail(THUNDERC_STATUS_MANIFEST, "'" + model->path + "' does not export '" + o->entry + "', the optimizer's entry (" +
-                                         (e ? e : "symbol not found") + ")");
-    }
+    o->fn = required_symbol<thunderc_entry_fn>(*model, o->entry, THUNDERC_STATUS_MANIFEST,
+                                               "does not export '" + o->entry + "', the optimizer's entry");
     if (!cuda_variants.empty()) cuda_workspace = std::max(cuda_workspace, o->workspace_bytes);
   }
   if (!cuda_variants.empty()) {
