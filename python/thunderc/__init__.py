@@ -19,15 +19,15 @@ See docs/python.md.
 from ._capi import API_VERSION, Runtime
 from ._capi import load_runtime as _load_runtime
 from ._errors import Error, RuntimeLibraryError, StatusCode
-from ._model import (GradientInfo, Model, OperationProfile, OptimizerOptions, ParameterInfo, RngState, TensorInfo, TensorSpec,
-                     TrainContext, TrainStep, Variant, load)
+from ._model import (GradientInfo, Model, OperationProfile, OptimizerOptions, ParameterInfo, RngState, TensorInfo,
+                     TensorSpec, TrainContext, TrainStep, Variant, load)
 
 __version__ = "0.1.0"  # equal to project(thunderc VERSION ...) in the top-level CMakeLists.txt
 
 __all__ = [
-    "API_VERSION", "Error", "GradientInfo", "Model", "OperationProfile", "OptimizerOptions", "ParameterInfo", "RngState", "Runtime",
-    "RuntimeLibraryError", "StatusCode", "TensorInfo", "TensorSpec", "TrainContext", "TrainStep", "Variant", "load",
-    "runtime", "__version__",
+    "API_VERSION", "Error", "GradientInfo", "Model", "OperationProfile", "OptimizerOptions", "ParameterInfo",
+    "RngState", "Runtime", "RuntimeLibraryError", "StatusCode", "TensorInfo", "TensorSpec", "TrainContext",
+    "TrainStep", "Variant", "load", "runtime", "__version__",
 ]
 
 

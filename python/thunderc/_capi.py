@@ -145,8 +145,9 @@ _context = ctypes.c_void_p  # thunderc_train_context
 
 # The training section of runtime.h (models compiled with thunderc --autograd) came after API version 1's
 # first release, the dropout RNG calls later still (ABI 6), the optimizer section (--optimizer) after those,
-# then the --profile counters, so they are optional: a runtime without them still runs inference models (it cannot open a training model
-# either), and the training calls then say that the runtime is too old (Runtime.function).
+# then the --profile counters, so they are optional: a runtime without them still runs inference models (it
+# cannot open a training model either), and the training calls then say that the runtime is too old
+# (Runtime.function).
 _OPTIONAL_PROTOTYPES = {
     "thunderc_model_is_training": (ctypes.c_int32, [_model]),
     "thunderc_model_num_parameters": (_size, [_model]),

@@ -139,7 +139,8 @@ THUNDERC_API thunderc_status thunderc_model_variant_info(const thunderc_model* m
 /* Models compiled with thunderc --profile time every operation of their variants: what each took in all, over
    every call since the model was opened (concurrent calls included; thunderc bench prints it). */
 typedef struct thunderc_operation_profile {
-  const char* label;  /* "t26 = onednn.fusion onednn_fusion0 (conv2d_nhwc, relu)  # where the model wrote it" */
+  const char* label;  /* "t26 = onednn.fusion(t24, w, b) [onednn_fusion0: conv2d_nhwc, relu]  # where the model
+                         wrote it" */
   uint64_t calls;     /* how many times it ran */
   uint64_t total_ns;  /* nanoseconds it took in all (CLOCK_MONOTONIC) */
 } thunderc_operation_profile;

@@ -296,11 +296,11 @@ class Model {
 
   // --profile: each operation of variant `index` with its calls and nanoseconds so far (empty without).
   std::vector<OperationProfile> profile(size_t index) const {
-    std::vector<OperationProfile> ops;
-    for (size_t i = 0; i < thunderc_model_num_profiled_operations(m_, index); ++i) {
+    std::vector<OperationProfile> ops(thunderc_model_num_profiled_operations(m_, index));
+    for (size_t i = 0; i < ops.size(); ++i) {
       thunderc_operation_profile p{};
       check(thunderc_model_operation_profile(m_, index, i, &p));
-      ops.push_back({p.label, p.calls, p.total_ns});
+      ops[i] = {p.label, p.calls, p.total_ns};
     }
     return ops;
   }
