@@ -219,6 +219,18 @@ def run_thunderc(args, so, x_path, threads, outdir):
     return got, timer
 
 
+def calls_per_round(args):
+    return -(-args.iterations // args.rounds)
+
+
+def no_grad_timer(fn, warmup):
+    """A timer(calls) of fn() under torch.no_grad()."""
+    def timer(calls):
+        with torch.no_grad():
+            return time_calls(fn, warmup, calls)
+    return timer
+
+
 def combine_rounds(rounds):
     """One runner's time from its rounds' (see Rounds in the docstring)."""
     return {"median_ms": statistics.median(r["median_ms"] for r in rounds),
@@ -332,24 +344,16 @@ def bench_model(name, build, args):
             with torch.no_grad():
                 got = compiled(x)
             rec["compile_s"] = round(time.time() - t0, 2)
-
-            def timer(calls):
-                with torch.no_grad():
-                    return time_calls(lambda: compiled(x), args.warmup, calls)
-            return got, timer
+            return got, no_grad_timer(lambda: compiled(x), args.warmup)
         attempt("compile", compile_runner)
 
         def ts_runner():
             with torch.no_grad():
                 got = ts(x)
-
-            def timer(calls):
-                with torch.no_grad():
-                    return time_calls(lambda: ts(x), args.warmup, calls)
-            return got, timer
+            return got, no_grad_timer(lambda: ts(x), args.warmup)
         attempt("ts", ts_runner)
 
-        calls = -(-args.iterations // args.rounds)
+        calls = calls_per_round(args)
         rounds = {r: [] for r in timers}
         for k in range(args.rounds):
             for r in (RUNNERS if k % 2 == 0 else RUNNERS[::-1]):
@@ -364,7 +368,6 @@ def bench_model(name, build, args):
         for r, done in rounds.items():
             if r not in rec["failures"]:
                 rec["times"][r] = combine_rounds(done)
-        timers.clear()
 
         rec["eager_max_abs"] = float(max(np.max(np.abs(a)) for a in as_arrays(eager)))
         rec["tolerance"] = tol = RTOL_MAG * max(1.0, rec["eager_max_abs"])
@@ -519,8 +522,7 @@ def main(argv):
         log(f"{name}: {time.time() - t0:.0f} s")
     g = geomeans(records, args.threads)
     print_geomeans(g, args.threads)
-    calls = -(-args.iterations // args.rounds)
-    print(f"\nMedians of {args.rounds} rounds' medians of {calls} calls, each after {args.warmup} warm-up, the runners "
+    print(f"\nMedians of {args.rounds} rounds' medians of {calls_per_round(args)} calls, each after {args.warmup} warm-up, the runners "
           f"taking turns; ratios are peer / thunderc (above 1: "
           f"thunderc faster). {env['cpu']}; thunderc {env['commit']}"
           f"{' --executors ' + args.executors if args.executors else ''}, torch {env['torch']}, "
